@@ -1,0 +1,66 @@
+package spec
+
+import "time"
+
+// Stream is one captured output stream. When the child wrote more than the
+// limit, Head holds the first part and Tail the last part; Truncated is set
+// and Total counts every byte the child wrote.
+type Stream struct {
+	Head      []byte `json:"head"`
+	Tail      []byte `json:"tail,omitempty"`
+	Total     int64  `json:"total_bytes"`
+	Truncated bool   `json:"truncated"`
+}
+
+// Text returns the kept bytes, with a marker between head and tail when
+// bytes were dropped.
+func (s Stream) Text() string {
+	if !s.Truncated {
+		return string(s.Head)
+	}
+	return string(s.Head) + "\n[... confine: output truncated ...]\n" + string(s.Tail)
+}
+
+// Usage is the resource usage of the whole process tree, including
+// descendants that were reparented after their parent died.
+type Usage struct {
+	UserCPU  time.Duration `json:"user_cpu"`
+	SysCPU   time.Duration `json:"sys_cpu"`
+	MaxRSSKB int64         `json:"max_rss_kb"`
+}
+
+// Guarantee records how one containment promise was kept for this run.
+type Guarantee struct {
+	Name string `json:"name"`
+	// Mechanism names what enforced it ("landlock abi 7", "seccomp", ...).
+	Mechanism string `json:"mechanism,omitempty"`
+	// Waived is set when the profile waived the guarantee; Mechanism is
+	// then empty.
+	Waived bool `json:"waived,omitempty"`
+}
+
+// CommandResult is the bounded, structured outcome of one run.
+type CommandResult struct {
+	// ExitCode is the command's exit status, or -1 when it died of a signal.
+	ExitCode int `json:"exit_code"`
+	// Signal is the signal number that ended the command, or 0.
+	Signal    int    `json:"signal,omitempty"`
+	Stdout    Stream `json:"stdout"`
+	Stderr    Stream `json:"stderr"`
+	Duration  time.Duration `json:"duration_ns"`
+	TimedOut  bool   `json:"timed_out"`
+	Cancelled bool   `json:"cancelled"`
+	// Killed is set when confine had to signal the tree (timeout, cancel,
+	// launcher death) or when survivors were removed after the main
+	// process exited.
+	Killed bool `json:"killed"`
+	// Survivors counts descendants still alive after the main process
+	// exited; they were killed.
+	Survivors int   `json:"survivors,omitempty"`
+	Usage     Usage `json:"usage"`
+	// Backend names the confinement backend that ran the command.
+	Backend    string      `json:"backend"`
+	Guarantees []Guarantee `json:"guarantees"`
+	// PathOmitted lists PATH components confine left out of a derived PATH.
+	PathOmitted []string `json:"path_omitted,omitempty"`
+}
