@@ -1,6 +1,9 @@
 package spec
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Stream is one captured output stream. When the child wrote more than the
 // limit, Head holds the first part and Tail the last part; Truncated is set
@@ -21,11 +24,37 @@ func (s Stream) Text() string {
 	return string(s.Head) + "\n[... confine: output truncated ...]\n" + string(s.Tail)
 }
 
+// MarshalJSON encodes the kept bytes as strings (invalid UTF-8 becomes
+// U+FFFD), which is what a reader of --json output wants.
+func (s Stream) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Head      string `json:"head"`
+		Tail      string `json:"tail,omitempty"`
+		Total     int64  `json:"total_bytes"`
+		Truncated bool   `json:"truncated"`
+	}{string(s.Head), string(s.Tail), s.Total, s.Truncated})
+}
+
+// UnmarshalJSON is the inverse of MarshalJSON.
+func (s *Stream) UnmarshalJSON(b []byte) error {
+	var v struct {
+		Head      string `json:"head"`
+		Tail      string `json:"tail"`
+		Total     int64  `json:"total_bytes"`
+		Truncated bool   `json:"truncated"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*s = Stream{Head: []byte(v.Head), Tail: []byte(v.Tail), Total: v.Total, Truncated: v.Truncated}
+	return nil
+}
+
 // Usage is the resource usage of the whole process tree, including
 // descendants that were reparented after their parent died.
 type Usage struct {
-	UserCPU  time.Duration `json:"user_cpu"`
-	SysCPU   time.Duration `json:"sys_cpu"`
+	UserCPU  time.Duration `json:"user_cpu_ns"`
+	SysCPU   time.Duration `json:"sys_cpu_ns"`
 	MaxRSSKB int64         `json:"max_rss_kb"`
 }
 

@@ -1,0 +1,400 @@
+// Package confine runs one untrusted command confined by unprivileged kernel
+// facilities (Landlock, seccomp-BPF, rlimits, no_new_privs) and returns a
+// bounded, structured result. RunCommand is the only way to execute
+// anything, and it needs a capability minted by the policy engine.
+//
+// A program that calls RunCommand re-executes itself as the run's
+// supervisor and stage-2 child (see internal/launch); nothing needs to be
+// installed besides that program.
+package confine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/confine-sandbox/confine/internal/host"
+	"github.com/confine-sandbox/confine/internal/landlock"
+	"github.com/confine-sandbox/confine/internal/launch"
+	"github.com/confine-sandbox/confine/internal/plan"
+	"github.com/confine-sandbox/confine/internal/rlimit"
+	"github.com/confine-sandbox/confine/policy"
+	"github.com/confine-sandbox/confine/spec"
+)
+
+// Backend is the name of the confinement backend of this package.
+const Backend = "landlock+seccomp"
+
+// Launcher runs commands, at most MaxConcurrent at a time. The zero value
+// has no cap. It is safe for concurrent use.
+type Launcher struct {
+	sem chan struct{}
+	// LiveStdout and LiveStderr, when set, receive output as it arrives,
+	// at most LiveLimit bytes each (0: unlimited). Used by the CLI.
+	LiveStdout, LiveStderr io.Writer
+	LiveLimit              int64
+	// Stdin, when set, is copied to the command instead of spec.Stdin.
+	Stdin io.Reader
+}
+
+// NewLauncher returns a Launcher that runs at most maxConcurrent commands at
+// once (<= 0: no cap).
+func NewLauncher(maxConcurrent int) *Launcher {
+	l := &Launcher{}
+	if maxConcurrent > 0 {
+		l.sem = make(chan struct{}, maxConcurrent)
+	}
+	return l
+}
+
+var defaultLauncher = &Launcher{}
+
+// RunCommand runs s under the profile that c is bound to. It refuses a nil,
+// forged, revoked, expired or mismatched capability, an invalid spec, and
+// any guarantee the host cannot enforce that the profile does not waive,
+// before anything is spawned.
+func RunCommand(ctx context.Context, c *policy.Cap, s spec.CommandSpec) (spec.CommandResult, error) {
+	return defaultLauncher.RunCommand(ctx, c, s)
+}
+
+// RunCommand is the package-level RunCommand with this launcher's settings.
+func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.CommandSpec) (spec.CommandResult, error) {
+	var res spec.CommandResult
+	prof, err := policy.Authorize(c, s.Profile)
+	if err != nil {
+		return res, err
+	}
+	if err := policy.CheckTier(prof.Tier); err != nil {
+		return res, err
+	}
+	if err := s.Validate(); err != nil {
+		return res, err
+	}
+	p, tmp, cgroup, gs, omitted, err := prepare(&s, prof)
+	if err != nil {
+		return res, err
+	}
+	defer cleanup(tmp, cgroup)
+	res.Backend = Backend
+	res.Guarantees = gs
+	res.PathOmitted = omitted
+
+	if l.sem != nil {
+		select {
+		case l.sem <- struct{}{}:
+			defer func() { <-l.sem }()
+		case <-ctx.Done():
+			return res, fmt.Errorf("waiting for a run slot: %w", ctx.Err())
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+
+	limits := mergeLimits(prof.Limits, s.Limits)
+	pio := launch.IO{OutputLimit: limits.OutputBytes, LiveLimit: l.LiveLimit, Stdout: l.LiveStdout, Stderr: l.LiveStderr}
+	switch {
+	case l.Stdin != nil:
+		pio.Stdin = l.Stdin
+	case s.Stdin != nil:
+		pio.Stdin = strings.NewReader(string(s.Stdin))
+	}
+	start := time.Now()
+	out, err := launch.Run(ctx, p, pio)
+	res.Duration = time.Since(start)
+	if out != nil {
+		res.Stdout, res.Stderr = out.Stdout, out.Stderr
+	}
+	if err != nil {
+		return res, err
+	}
+	r := out.Report
+	switch r.StartCode {
+	case 0:
+	case 126:
+		return res, fmt.Errorf("%w: %s", spec.ErrNotExecutable, r.StartErr)
+	case 127:
+		return res, fmt.Errorf("%w: %s", spec.ErrNotFound, r.StartErr)
+	default:
+		return res, fmt.Errorf("%w: %s", spec.ErrLaunch, r.StartErr)
+	}
+	res.ExitCode, res.Signal = r.ExitCode, r.Signal
+	res.TimedOut, res.Cancelled, res.Killed = r.TimedOut, r.Cancelled, r.Killed
+	res.Survivors = r.Survivors
+	res.Usage = spec.Usage{UserCPU: r.UserCPU, SysCPU: r.SysCPU, MaxRSSKB: r.MaxRSSKB}
+	if r.Cancelled && ctx.Err() != nil {
+		return res, fmt.Errorf("run cancelled: %w", ctx.Err())
+	}
+	return res, nil
+}
+
+func mergeLimits(prof, s spec.Limits) spec.Limits {
+	l := prof.WithDefaults()
+	set := func(dst *int64, v int64) {
+		if v != 0 {
+			*dst = v
+		}
+	}
+	setD := func(dst *time.Duration, v time.Duration) {
+		if v != 0 {
+			*dst = v
+		}
+	}
+	setD(&l.WallTime, s.WallTime)
+	setD(&l.CPUTime, s.CPUTime)
+	setD(&l.KillGrace, s.KillGrace)
+	set(&l.MemoryBytes, s.MemoryBytes)
+	set(&l.MaxProcs, s.MaxProcs)
+	set(&l.FileSizeBytes, s.FileSizeBytes)
+	set(&l.OpenFiles, s.OpenFiles)
+	set(&l.OutputBytes, s.OutputBytes)
+	return l
+}
+
+// prepare turns a validated spec into a launch plan: canonical roots, the
+// run-as identity, the guarantees this host enforces, a private temp dir
+// and the environment.
+func prepare(s *spec.CommandSpec, prof policy.Profile) (p *plan.Plan, tmp, cgroup string, gs []spec.Guarantee, omitted []string, err error) {
+	fail := func(e error) (*plan.Plan, string, string, []spec.Guarantee, []string, error) {
+		cleanup(tmp, cgroup)
+		return nil, "", "", nil, nil, e
+	}
+	worktree, err := canonicalDir(s.Worktree)
+	if err != nil {
+		return fail(fmt.Errorf("%w: worktree: %v", spec.ErrInvalidSpec, err))
+	}
+	dir := worktree
+	if s.Dir != "" {
+		if dir, err = canonicalDir(s.Dir); err != nil {
+			return fail(fmt.Errorf("%w: dir: %v", spec.ErrInvalidSpec, err))
+		}
+		if !spec.Within(dir, worktree) {
+			return fail(fmt.Errorf("%w: dir %q resolves outside worktree %q", spec.ErrInvalidSpec, dir, worktree))
+		}
+	}
+	rw := []string{worktree}
+	for _, r := range s.ReadWrite {
+		c, err := canonicalDir(r)
+		if err != nil {
+			return fail(fmt.Errorf("%w: read-write root: %v", spec.ErrInvalidSpec, err))
+		}
+		rw = append(rw, c)
+	}
+	ro := append(landlock.DefaultSystemReadExec(), prof.ReadExec...)
+	optional := landlock.DefaultSystemReadExec()
+	for _, r := range s.ReadOnly {
+		c, err := filepath.EvalSymlinks(r)
+		if err != nil {
+			return fail(fmt.Errorf("%w: read-only root: %v", spec.ErrInvalidSpec, err))
+		}
+		ro = append(ro, c)
+	}
+
+	h := host.Probe()
+	uid, gid := -1, -1
+	runAsRoot := h.EUID == 0
+	if h.EUID == 0 {
+		// Run as whoever owns the worktree, so it stays writable with every
+		// capability gone; a root-owned tree keeps uid 0.
+		var st unix.Stat_t
+		if err := unix.Stat(worktree, &st); err != nil {
+			return fail(fmt.Errorf("%w: worktree: %v", spec.ErrInvalidSpec, err))
+		}
+		uid, gid = int(st.Uid), int(st.Gid)
+		runAsRoot = uid == 0
+	}
+	limits := mergeLimits(prof.Limits, s.Limits)
+	as := policy.Assess(h, runAsRoot, h.PidsCgroupRoot != "")
+	if gs, err = policy.Resolve(as, prof.Waive); err != nil {
+		return fail(err)
+	}
+
+	tmp, err = os.MkdirTemp("", "confine-")
+	if err != nil {
+		return fail(fmt.Errorf("%w: private temp dir: %v", spec.ErrLaunch, err))
+	}
+	home, tmpdir := filepath.Join(tmp, "home"), filepath.Join(tmp, "tmp")
+	for _, d := range []string{home, tmpdir} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return fail(fmt.Errorf("%w: private temp dir: %v", spec.ErrLaunch, err))
+		}
+	}
+	if uid >= 0 {
+		for _, d := range []string{tmp, home, tmpdir} {
+			if err := os.Chown(d, uid, gid); err != nil {
+				return fail(fmt.Errorf("%w: private temp dir: %v", spec.ErrLaunch, err))
+			}
+		}
+	}
+	if tmp, err = filepath.EvalSymlinks(tmp); err != nil {
+		return fail(fmt.Errorf("%w: private temp dir: %v", spec.ErrLaunch, err))
+	}
+	rw = append(rw, tmp)
+
+	if runAsRoot && limits.MaxProcs > 0 && h.PidsCgroupRoot != "" {
+		// The stage-2 child's own threads are counted until it execs.
+		cgroup, err = host.NewPidsCgroup(h.PidsCgroupRoot, "confine-"+randHex(), limits.MaxProcs+16)
+		if err != nil && !waived(prof.Waive, policy.GProcesses) {
+			return fail(fmt.Errorf("%w: %s: cannot create a pids cgroup: %v", spec.ErrUnavailable, policy.GProcesses, err))
+		}
+	}
+
+	env := append([]string(nil), s.Env...)
+	if !hasEnv(env, "PATH") {
+		var path string
+		path, omitted = policy.DerivePATH(os.Getenv("PATH"), ro, rw)
+		env = append(env, "PATH="+path)
+	}
+	if !hasEnv(env, "HOME") {
+		env = append(env, "HOME="+home)
+	}
+	if !hasEnv(env, "TMPDIR") {
+		env = append(env, "TMPDIR="+filepath.Join(tmp, "tmp"))
+	}
+	prog, err := lookPath(s.Program, dir, env)
+	if err != nil {
+		return fail(err)
+	}
+
+	p = &plan.Plan{
+		Path:    prog,
+		Argv:    append([]string{s.Program}, s.Args...),
+		Env:     env,
+		Dir:     dir,
+		Rlimits: rlimit.FromLimits(limits),
+		UID:     uid,
+		GID:     gid,
+		Landlock: plan.Landlock{
+			ReadExec:  ro,
+			ReadWrite: rw,
+			Devices:   prof.Devices,
+			Optional:  append(optional, prof.Devices...),
+			DenyTCP:   h.LandlockABI >= 4,
+			Scope:     h.LandlockABI >= 6,
+		},
+		Seccomp:       plan.Seccomp{NotifyMetadata: true, NotifyConnect: true},
+		PidsCgroup:    cgroup,
+		WritableRoots: rw,
+		WallTime:      limits.WallTime,
+		KillGrace:     limits.KillGrace,
+	}
+	return p, tmp, cgroup, gs, omitted, nil
+}
+
+func waived(ws []string, g string) bool {
+	for _, w := range ws {
+		if w == g {
+			return true
+		}
+	}
+	return false
+}
+
+func cleanup(tmp, cgroup string) {
+	if tmp != "" {
+		removeTree(tmp)
+	}
+	if cgroup != "" {
+		_ = host.RemoveCgroup(cgroup)
+	}
+}
+
+// removeTree removes the private temp dir even where the command made
+// directories unreadable to itself.
+func removeTree(dir string) {
+	if os.RemoveAll(dir) == nil {
+		return
+	}
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if d != nil && d.IsDir() {
+			_ = os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	_ = os.RemoveAll(dir)
+}
+
+func canonicalDir(p string) (string, error) {
+	c, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return "", err
+	}
+	st, err := os.Stat(c)
+	if err != nil {
+		return "", err
+	}
+	if !st.IsDir() {
+		return "", fmt.Errorf("%s is not a directory", p)
+	}
+	return c, nil
+}
+
+func hasEnv(env []string, name string) bool {
+	for _, kv := range env {
+		if strings.HasPrefix(kv, name+"=") {
+			return true
+		}
+	}
+	return false
+}
+
+func getEnv(env []string, name string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// lookPath resolves the program the way execvp would inside the run: a name
+// without a slash is searched in the run's PATH, never the caller's.
+func lookPath(prog, dir string, env []string) (string, error) {
+	if strings.Contains(prog, "/") {
+		if !filepath.IsAbs(prog) {
+			prog = filepath.Join(dir, prog)
+		}
+		return prog, checkExec(prog)
+	}
+	for _, d := range strings.Split(getEnv(env, "PATH"), ":") {
+		if d == "" {
+			continue
+		}
+		c := filepath.Join(d, prog)
+		if err := checkExec(c); err == nil {
+			return c, nil
+		} else if !errors.Is(err, spec.ErrNotFound) {
+			continue
+		}
+	}
+	return "", fmt.Errorf("%w: %s: not found in PATH %q", spec.ErrNotFound, prog, getEnv(env, "PATH"))
+}
+
+func checkExec(p string) error {
+	st, err := os.Stat(p)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("%w: %s", spec.ErrNotFound, p)
+		}
+		return fmt.Errorf("%w: %s: %v", spec.ErrNotExecutable, p, err)
+	}
+	if st.IsDir() || st.Mode()&0o111 == 0 {
+		return fmt.Errorf("%w: %s: not an executable file", spec.ErrNotExecutable, p)
+	}
+	return nil
+}
+
+func randHex() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,168 @@
+// Package launch is the launcher side of a run: it re-executes the host
+// binary as the supervisor, hands it the plan, captures the command's output
+// with bounded memory, relays cancellation and collects the report.
+//
+// Any binary that links this package can act as its own supervisor and
+// stage-2 child: init dispatches on argv[0] before main runs.
+package launch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/confine-sandbox/confine/internal/capture"
+	"github.com/confine-sandbox/confine/internal/host"
+	"github.com/confine-sandbox/confine/internal/plan"
+	"github.com/confine-sandbox/confine/internal/stage2"
+	"github.com/confine-sandbox/confine/internal/supervisor"
+	"github.com/confine-sandbox/confine/spec"
+)
+
+func init() {
+	// These processes are helpers of a run, not the host program: they
+	// must never reach its main.
+	if len(os.Args) == 0 {
+		return
+	}
+	switch os.Args[0] {
+	case supervisor.Arg0:
+		os.Exit(supervisor.Main())
+	case supervisor.Stage2Arg0:
+		os.Exit(stage2.Main())
+	case host.UserNSProbeArg0:
+		os.Exit(0)
+	}
+}
+
+// IO connects a run to the caller.
+type IO struct {
+	// Stdin is copied to the command; nil gives it /dev/null.
+	Stdin io.Reader
+	// Stdout and Stderr, when set, receive the output live, at most
+	// LiveLimit bytes each (0: unlimited).
+	Stdout, Stderr io.Writer
+	LiveLimit      int64
+	// OutputLimit is how many bytes of each stream are kept.
+	OutputLimit int64
+}
+
+// Outcome is what one run produced.
+type Outcome struct {
+	Report         plan.Report
+	Stdout, Stderr spec.Stream
+}
+
+// Run executes p under a fresh supervisor and waits for it to finish. A
+// cancelled ctx ends the command's whole tree (SIGTERM, grace, SIGKILL).
+func Run(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
+	var closers []*os.File
+	closeAll := func() {
+		for _, f := range closers {
+			f.Close()
+		}
+	}
+	defer closeAll()
+	pipe := func() (r, w *os.File, err error) {
+		r, w, err = os.Pipe()
+		if err == nil {
+			closers = append(closers, r, w)
+		}
+		return
+	}
+	ctrlR, ctrlW, err := pipe()
+	if err != nil {
+		return nil, fmt.Errorf("%w: pipe: %v", spec.ErrLaunch, err)
+	}
+	repR, repW, err := pipe()
+	if err != nil {
+		return nil, fmt.Errorf("%w: pipe: %v", spec.ErrLaunch, err)
+	}
+	outR, outW, err := pipe()
+	if err != nil {
+		return nil, fmt.Errorf("%w: pipe: %v", spec.ErrLaunch, err)
+	}
+	errR, errW, err := pipe()
+	if err != nil {
+		return nil, fmt.Errorf("%w: pipe: %v", spec.ErrLaunch, err)
+	}
+	// Bigger pipes cut context switches on floods.
+	_, _ = unix.FcntlInt(outR.Fd(), unix.F_SETPIPE_SZ, 1<<20)
+	_, _ = unix.FcntlInt(errR.Fd(), unix.F_SETPIPE_SZ, 1<<20)
+
+	var stdin, stdinW *os.File
+	if pio.Stdin != nil {
+		if stdin, stdinW, err = pipe(); err != nil {
+			return nil, fmt.Errorf("%w: pipe: %v", spec.ErrLaunch, err)
+		}
+	} else {
+		if stdin, err = os.Open(os.DevNull); err != nil {
+			return nil, fmt.Errorf("%w: %v", spec.ErrLaunch, err)
+		}
+		closers = append(closers, stdin)
+	}
+
+	proc, err := os.StartProcess("/proc/self/exe", []string{supervisor.Arg0}, &os.ProcAttr{
+		Files: []*os.File{stdin, outW, errW, ctrlR, repW},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: start supervisor: %v", spec.ErrLaunch, err)
+	}
+	// Only the supervisor and its descendants may hold these ends, so EOF
+	// means they are all gone.
+	for _, f := range []*os.File{stdin, outW, errW, ctrlR, repW} {
+		f.Close()
+	}
+
+	outBuf := capture.New(pio.OutputLimit, pio.Stdout, pio.LiveLimit)
+	errBuf := capture.New(pio.OutputLimit, pio.Stderr, pio.LiveLimit)
+	var wg sync.WaitGroup
+	var outErr, errErr error
+	wg.Add(2)
+	go func() { defer wg.Done(); outErr = capture.Drain(outR, outBuf) }()
+	go func() { defer wg.Done(); errErr = capture.Drain(errR, errBuf) }()
+	if stdinW != nil {
+		go func() {
+			_, _ = io.Copy(stdinW, pio.Stdin)
+			stdinW.Close()
+		}()
+	}
+
+	if err := plan.Write(ctrlW, p); err != nil {
+		// The supervisor sees EOF, kills what it started and reports.
+		ctrlW.Close()
+	}
+	repCh := make(chan []byte, 1)
+	go func() {
+		b, _ := io.ReadAll(io.LimitReader(repR, 1<<20))
+		repCh <- b
+	}()
+	var raw []byte
+	select {
+	case raw = <-repCh:
+	case <-ctx.Done():
+		_, _ = ctrlW.Write([]byte{'c'})
+		raw = <-repCh
+	}
+	ctrlW.Close()
+	state, werr := proc.Wait()
+	wg.Wait()
+
+	out := &Outcome{Stdout: outBuf.Stream(), Stderr: errBuf.Stream()}
+	if len(raw) == 0 {
+		return out, fmt.Errorf("%w: supervisor ended without a report (%v %v)", spec.ErrLaunch, state, werr)
+	}
+	if err := json.Unmarshal(raw, &out.Report); err != nil {
+		return out, fmt.Errorf("%w: bad supervisor report: %v", spec.ErrLaunch, err)
+	}
+	if err := errors.Join(outErr, errErr); err != nil {
+		return out, fmt.Errorf("%w: capture: %v", spec.ErrLaunch, err)
+	}
+	return out, nil
+}

@@ -1,0 +1,124 @@
+// Package plan is the launch plan: everything the supervisor and the stage-2
+// child need to start one confined command, decided in the launcher before
+// anything is spawned. It travels over a pipe, so it is plain data.
+package plan
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+)
+
+// Rlimits are applied in the child before exec. Zero means unlimited for
+// none of them: every field is always set by the launcher.
+type Rlimits struct {
+	CPUSeconds uint64 `json:"cpu"`
+	AS         uint64 `json:"as"`
+	NProc      uint64 `json:"nproc"`
+	FSize      uint64 `json:"fsize"`
+	NoFile     uint64 `json:"nofile"`
+}
+
+// Landlock mirrors landlock.Policy.
+type Landlock struct {
+	ReadExec  []string `json:"read_exec"`
+	ReadWrite []string `json:"read_write"`
+	Devices   []string `json:"devices"`
+	Optional  []string `json:"optional,omitempty"`
+	DenyTCP   bool     `json:"deny_tcp"`
+	Scope     bool     `json:"scope"`
+}
+
+// Seccomp mirrors seccomp.Config.
+type Seccomp struct {
+	NotifyMetadata bool `json:"notify_metadata"`
+	NotifyConnect  bool `json:"notify_connect"`
+	AllowUnixDgram bool `json:"allow_unix_dgram"`
+}
+
+// Plan is one run's launch plan.
+type Plan struct {
+	Path string   `json:"path"`
+	Argv []string `json:"argv"`
+	Env  []string `json:"env"`
+	Dir  string   `json:"dir"`
+
+	Rlimits Rlimits `json:"rlimits"`
+	// UID/GID the command runs as; -1 keeps the launcher's.
+	UID int `json:"uid"`
+	GID int `json:"gid"`
+	// PidsCgroup, when set, is a cgroup directory (pids controller) the
+	// supervisor joins the command to before it runs.
+	PidsCgroup string `json:"pids_cgroup,omitempty"`
+
+	Landlock Landlock `json:"landlock"`
+	Seccomp  Seccomp  `json:"seccomp"`
+
+	// WritableRoots and SocketAllow feed the metadata/connect supervisor.
+	WritableRoots []string `json:"writable_roots"`
+	SocketAllow   []string `json:"socket_allow,omitempty"`
+
+	WallTime  time.Duration `json:"wall_time"`
+	KillGrace time.Duration `json:"kill_grace"`
+}
+
+const maxPlan = 16 << 20
+
+// Write sends p as a length-prefixed JSON message.
+func Write(w io.Writer, p *Plan) error {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("encode plan: %w", err)
+	}
+	var hdr [4]byte
+	binary.LittleEndian.PutUint32(hdr[:], uint32(len(b)))
+	if _, err := w.Write(append(hdr[:], b...)); err != nil {
+		return fmt.Errorf("send plan: %w", err)
+	}
+	return nil
+}
+
+// Read receives a plan written by Write.
+func Read(r io.Reader) (*Plan, error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return nil, fmt.Errorf("read plan header: %w", err)
+	}
+	n := binary.LittleEndian.Uint32(hdr[:])
+	if n > maxPlan {
+		return nil, fmt.Errorf("plan too large (%d bytes)", n)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return nil, fmt.Errorf("read plan: %w", err)
+	}
+	p := new(Plan)
+	if err := json.Unmarshal(b, p); err != nil {
+		return nil, fmt.Errorf("decode plan: %w", err)
+	}
+	return p, nil
+}
+
+// Report is what the supervisor sends back when the run is over.
+type Report struct {
+	// StartErr is set when the command never ran; StartCode is then the
+	// exit status the CLI should use (125, 126 or 127).
+	StartErr  string `json:"start_err,omitempty"`
+	StartCode int    `json:"start_code,omitempty"`
+
+	ExitCode  int  `json:"exit_code"`
+	Signal    int  `json:"signal"`
+	TimedOut  bool `json:"timed_out"`
+	Cancelled bool `json:"cancelled"`
+	Killed    bool `json:"killed"`
+	Survivors int  `json:"survivors"`
+
+	UserCPU  time.Duration `json:"user_cpu"`
+	SysCPU   time.Duration `json:"sys_cpu"`
+	MaxRSSKB int64         `json:"max_rss_kb"`
+
+	// Denials counts refusals by the metadata/connect supervisor.
+	Denials map[string]int `json:"denials,omitempty"`
+}

@@ -1,0 +1,372 @@
+// Package supervisor is the unconfined process that owns one run. It is a
+// child subreaper, so every descendant of the command stays in its tree; it
+// starts the stage-2 child, serves the seccomp notifications Landlock cannot
+// decide, enforces the wall deadline, and on exit, timeout, cancel or the
+// launcher's death ends every descendant before it reports.
+//
+// Protocol with the launcher: fd 3 carries the plan, then single command
+// bytes ('c' cancel); EOF on fd 3 means the launcher is gone. fd 4 receives
+// the JSON report. fds 0-2 are handed to the command untouched.
+package supervisor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/confine-sandbox/confine/internal/notify"
+	"github.com/confine-sandbox/confine/internal/plan"
+	"github.com/confine-sandbox/confine/internal/proctree"
+)
+
+// Arg0 marks a re-exec of the host binary as a supervisor.
+const Arg0 = "confine-supervisor"
+
+// Stage2Arg0 marks a re-exec as the stage-2 child.
+const Stage2Arg0 = "confine-stage2"
+
+type waitEvent struct {
+	pid int
+	ws  unix.WaitStatus
+}
+
+// Main runs the supervisor and returns the process exit status.
+func Main() int {
+	// The stage-2 child's PR_SET_PDEATHSIG is tied to the forking thread.
+	runtime.LockOSThread()
+	ctrl := os.NewFile(3, "ctrl")
+	out := os.NewFile(4, "report")
+	if ctrl == nil || out == nil {
+		fmt.Fprintln(os.Stderr, "confine: supervisor started without its control fds")
+		return 125
+	}
+	rep := run(ctrl)
+	b, _ := json.Marshal(rep)
+	if _, err := out.Write(b); err != nil {
+		return 125
+	}
+	return 0
+}
+
+func fail(code int, format string, args ...any) *plan.Report {
+	return &plan.Report{StartErr: fmt.Sprintf(format, args...), StartCode: code}
+}
+
+func run(ctrl *os.File) *plan.Report {
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return fail(125, "set child subreaper: %v", err)
+	}
+	// The terminal's ^C reaches the launcher, which decides; the supervisor
+	// must outlive it to clean up.
+	signal.Ignore(unix.SIGINT, unix.SIGQUIT, unix.SIGPIPE, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU)
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, unix.SIGTERM, unix.SIGHUP)
+
+	p, err := plan.Read(ctrl)
+	if err != nil {
+		return fail(125, "supervisor: %v", err)
+	}
+	child, notifyFD, err := startStage2(p)
+	if err != nil {
+		var se *startError
+		if errors.As(err, &se) {
+			reapAll()
+			return fail(se.code, "%s", se.msg)
+		}
+		reapAll()
+		return fail(125, "%v", err)
+	}
+	start := time.Now()
+
+	ctx, stopNotify := context.WithCancel(context.Background())
+	notifyDone := make(chan map[string]int, 1)
+	if notifyFD >= 0 {
+		go func() {
+			err := notify.Serve(ctx, notifyFD, notify.Config{
+				WritableRoots: p.WritableRoots,
+				SocketAllow:   p.SocketAllow,
+			})
+			unix.Close(notifyFD)
+			if err != nil && !errors.Is(err, context.Canceled) {
+				fmt.Fprintf(os.Stderr, "confine: notification supervisor: %v\n", err)
+			}
+			notifyDone <- nil
+		}()
+	} else {
+		notifyDone <- nil
+	}
+
+	waits := make(chan waitEvent, 64)
+	allGone := make(chan struct{})
+	go reaper(waits, allGone)
+
+	ctrlMsg := make(chan byte, 1)
+	go func() {
+		b := make([]byte, 1)
+		for {
+			n, err := ctrl.Read(b)
+			if n == 1 {
+				ctrlMsg <- b[0]
+				continue
+			}
+			if err != nil {
+				ctrlMsg <- 0 // EOF: launcher gone
+				return
+			}
+		}
+	}()
+
+	rep := &plan.Report{}
+	deadline := time.NewTimer(p.WallTime - time.Since(start))
+	defer deadline.Stop()
+	var grace <-chan time.Time
+	killing := false
+	mainDone := false
+	self := os.Getpid()
+	var killTick <-chan time.Time
+	var ticker *time.Ticker
+
+	startKilling := func() {
+		if killing {
+			return
+		}
+		killing = true
+		rep.Killed = true
+		proctree.Signal(self, unix.SIGKILL)
+		ticker = time.NewTicker(5 * time.Millisecond)
+		killTick = ticker.C
+	}
+	terminate := func() {
+		if killing || grace != nil {
+			return
+		}
+		rep.Killed = true
+		if proctree.Signal(self, unix.SIGTERM) == 0 {
+			startKilling()
+			return
+		}
+		grace = time.After(p.KillGrace)
+	}
+
+	for {
+		select {
+		case ev := <-waits:
+			if ev.pid == child && !mainDone {
+				mainDone = true
+				switch {
+				case ev.ws.Exited():
+					rep.ExitCode = ev.ws.ExitStatus()
+				case ev.ws.Signaled():
+					rep.ExitCode = -1
+					rep.Signal = int(ev.ws.Signal())
+				}
+				if !killing {
+					// Whatever is still alive now outlived the command.
+					if ds, err := proctree.Descendants(self); err == nil && len(ds) > 0 {
+						rep.Survivors = len(ds)
+						startKilling()
+					}
+				}
+			}
+		case <-allGone:
+			if ticker != nil {
+				ticker.Stop()
+			}
+			stopNotify()
+			<-notifyDone
+			var ru unix.Rusage
+			if unix.Getrusage(unix.RUSAGE_CHILDREN, &ru) == nil {
+				rep.UserCPU = time.Duration(ru.Utime.Nano())
+				rep.SysCPU = time.Duration(ru.Stime.Nano())
+				rep.MaxRSSKB = ru.Maxrss
+			}
+			if !mainDone {
+				rep.ExitCode = -1
+				rep.Signal = int(unix.SIGKILL)
+			}
+			return rep
+		case <-deadline.C:
+			rep.TimedOut = true
+			terminate()
+		case m := <-ctrlMsg:
+			switch m {
+			case 'c':
+				rep.Cancelled = true
+				terminate()
+			case 0:
+				// Nobody is left to report to: end everything now.
+				rep.Cancelled = true
+				startKilling()
+			}
+		case <-term:
+			rep.Cancelled = true
+			terminate()
+		case <-grace:
+			startKilling()
+		case <-killTick:
+			proctree.Signal(self, unix.SIGKILL)
+		}
+	}
+}
+
+// reaper is the only caller of wait4: it reports every reaped child and
+// closes allGone when the supervisor has no children left. Because the
+// supervisor is a subreaper, no children means no descendants.
+func reaper(waits chan<- waitEvent, allGone chan<- struct{}) {
+	for {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, unix.WALL, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			close(allGone)
+			return
+		}
+		waits <- waitEvent{pid, ws}
+	}
+}
+
+func reapAll() {
+	for {
+		var ws unix.WaitStatus
+		_, err := unix.Wait4(-1, &ws, unix.WALL, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+type startError struct {
+	code int
+	msg  string
+}
+
+func (e *startError) Error() string { return e.msg }
+
+// startStage2 re-executes the host binary as the stage-2 child, hands it the
+// plan, receives the seccomp listener (when the plan asks for one) and waits
+// until the command was exec'd or failed to start.
+func startStage2(p *plan.Plan) (pid, notifyFD int, err error) {
+	planR, planW, err := os.Pipe()
+	if err != nil {
+		return 0, -1, err
+	}
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		planR.Close()
+		planW.Close()
+		return 0, -1, err
+	}
+	files := []*os.File{os.Stdin, os.Stdout, os.Stderr, planR, statusW}
+	var sockParent, sockChild *os.File
+	wantNotify := p.Seccomp.NotifyMetadata || p.Seccomp.NotifyConnect
+	if wantNotify {
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return 0, -1, fmt.Errorf("socketpair: %w", err)
+		}
+		sockParent = os.NewFile(uintptr(fds[0]), "notify-parent")
+		sockChild = os.NewFile(uintptr(fds[1]), "notify-child")
+		defer sockParent.Close()
+		files = append(files, sockChild)
+	}
+	proc, err := os.StartProcess("/proc/self/exe", []string{Stage2Arg0}, &os.ProcAttr{
+		Files: files,
+		Sys:   &unix.SysProcAttr{Pdeathsig: unix.SIGKILL},
+	})
+	planR.Close()
+	statusW.Close()
+	if sockChild != nil {
+		// Only the child may hold it, so a child that dies before sending
+		// the listener makes recvmsg return instead of blocking.
+		sockChild.Close()
+	}
+	if err != nil {
+		planW.Close()
+		statusR.Close()
+		return 0, -1, fmt.Errorf("start stage-2: %w", err)
+	}
+	pid = proc.Pid
+	_ = proc.Release()
+	var werr error
+	if p.PidsCgroup != "" {
+		// The child blocks reading its plan until it is written below, so
+		// it is counted before it can fork anything.
+		werr = os.WriteFile(p.PidsCgroup+"/cgroup.procs", []byte(strconv.Itoa(pid)), 0)
+		if werr != nil {
+			planW.Close()
+			statusR.Close()
+			return pid, -1, &startError{code: 125, msg: fmt.Sprintf("join pids cgroup %s: %v", p.PidsCgroup, werr)}
+		}
+	}
+	werr = plan.Write(planW, p)
+	planW.Close()
+
+	notifyFD = -1
+	if wantNotify && werr == nil {
+		notifyFD, err = recvFD(sockParent)
+		if err != nil {
+			// The child failed before it could send; its status says why.
+			notifyFD = -1
+		}
+	}
+	msg, rerr := readAll(statusR)
+	statusR.Close()
+	if rerr != nil {
+		return pid, notifyFD, fmt.Errorf("read stage-2 status: %w", rerr)
+	}
+	if len(msg) > 0 {
+		if notifyFD >= 0 {
+			unix.Close(notifyFD)
+		}
+		code, text, ok := strings.Cut(string(msg), " ")
+		c, cerr := strconv.Atoi(code)
+		if !ok || cerr != nil {
+			c, text = 125, string(msg)
+		}
+		return pid, -1, &startError{code: c, msg: text}
+	}
+	if werr != nil {
+		return pid, notifyFD, werr
+	}
+	if wantNotify && notifyFD < 0 {
+		return pid, -1, errors.New("stage-2 exec'd without handing over its seccomp listener")
+	}
+	return pid, notifyFD, nil
+}
+
+func readAll(f *os.File) ([]byte, error) {
+	return io.ReadAll(io.LimitReader(f, 64<<10))
+}
+
+func recvFD(sock *os.File) (int, error) {
+	oob := make([]byte, unix.CmsgSpace(4))
+	buf := make([]byte, 1)
+	_, oobn, _, _, err := unix.Recvmsg(int(sock.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
+	if err != nil {
+		return -1, err
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		return -1, errors.New("no fd received")
+	}
+	fds, err := unix.ParseUnixRights(&msgs[0])
+	if err != nil || len(fds) != 1 {
+		return -1, errors.New("no fd received")
+	}
+	return fds[0], nil
+}
