@@ -1,0 +1,295 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/confine-sandbox/confine/internal/testutil"
+	"github.com/confine-sandbox/confine/spec"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(testutil.CLIEnv) == "1" {
+		os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+func cli(t *testing.T, u testutil.User, wd string, args ...string) testutil.Result {
+	t.Helper()
+	return testutil.CLI{Bin: testutil.SelfBinary(t), UID: u.UID, Dir: wd, Args: args}.Run(t)
+}
+
+func TestExitStatus(t *testing.T) {
+	for _, u := range testutil.Users(t) {
+		t.Run(u.Name, func(t *testing.T) {
+			wd := testutil.Workdir(t, u.UID)
+			noexec := filepath.Join(wd, "noexec.sh")
+			if err := os.WriteFile(noexec, []byte("#!/bin/sh\necho hi\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			tests := []struct {
+				name   string
+				args   []string
+				code   int
+				stderr string
+			}{
+				{"success", []string{"run", "--", "true"}, 0, ""},
+				{"own status", []string{"run", "--", "sh", "-c", "exit 3"}, 3, ""},
+				{"signal", []string{"run", "--", "sh", "-c", "kill -TERM $$"}, 128 + 15, ""},
+				{"timeout", []string{"run", "--timeout", "1s", "--", "sleep", "30"}, 124, "timed out"},
+				{"not found", []string{"run", "--", "/nonexistent"}, 127, "not found"},
+				{"not found in PATH", []string{"run", "--", "no-such-program-xyz"}, 127, "not found"},
+				{"not executable", []string{"run", "--", noexec}, 126, "not an executable"},
+				{"bad flag", []string{"run", "--bogus", "--", "true"}, 125, "unknown flag"},
+				{"bad size", []string{"run", "--output-limit", "12XB", "--", "true"}, 125, "invalid size"},
+				{"bad duration", []string{"run", "--timeout", "soon", "--", "true"}, 125, "invalid duration"},
+				{"missing workdir", []string{"run", "--workdir", "/nonexistent/dir", "--", "true"}, 125, "not an existing directory"},
+				{"no program", []string{"run"}, 125, "needs a PROGRAM"},
+				{"unknown profile", []string{"run", "--profile", "nope", "--", "true"}, 125, "unknown profile"},
+				{"unset env", []string{"run", "--env", "CONFINE_SURELY_UNSET", "--", "true"}, 125, "not set"},
+			}
+			for _, tt := range tests {
+				t.Run(tt.name, func(t *testing.T) {
+					r := cli(t, u, wd, tt.args...)
+					if r.Code != tt.code {
+						t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", r.Code, tt.code, r.Stdout, r.Stderr)
+					}
+					if tt.stderr != "" && !strings.Contains(r.Stderr, tt.stderr) {
+						t.Fatalf("stderr %q does not mention %q", r.Stderr, tt.stderr)
+					}
+				})
+			}
+		})
+	}
+}
+
+func TestJSONResult(t *testing.T) {
+	u := testutil.Users(t)[0]
+	wd := testutil.Workdir(t, u.UID)
+	r := cli(t, u, wd, "run", "--json", "--", "sh", "-c", "echo out; echo err >&2; exit 4")
+	if r.Code != 4 {
+		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
+	}
+	var res map[string]any
+	if err := json.Unmarshal([]byte(r.Stdout), &res); err != nil {
+		t.Fatalf("not one JSON object: %v\n%s", err, r.Stdout)
+	}
+	for _, k := range []string{"exit_code", "stdout", "stderr", "duration_ns", "timed_out", "cancelled", "killed", "usage", "backend", "guarantees"} {
+		if _, ok := res[k]; !ok {
+			t.Errorf("field %q missing from %s", k, r.Stdout)
+		}
+	}
+	var typed spec.CommandResult
+	if err := json.Unmarshal([]byte(r.Stdout), &typed); err != nil {
+		t.Fatal(err)
+	}
+	if string(typed.Stdout.Head) != "out\n" || string(typed.Stderr.Head) != "err\n" || typed.ExitCode != 4 {
+		t.Fatalf("unexpected result %+v", typed)
+	}
+}
+
+// A 1 GiB flood: head and tail kept, every byte counted, and the launcher's
+// memory bounded (the issue's bar is 64 MiB).
+func TestFlood(t *testing.T) {
+	u := testutil.Users(t)[0]
+	wd := testutil.Workdir(t, u.UID)
+	r := cli(t, u, wd, "run", "--json", "--output-limit", "1MiB", "--",
+		"sh", "-c", "echo head-marker; head -c 1073741824 /dev/zero; echo tail-marker")
+	if r.Code != 0 {
+		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
+	}
+	var res spec.CommandResult
+	if err := json.Unmarshal([]byte(r.Stdout), &res); err != nil {
+		t.Fatal(err)
+	}
+	s := res.Stdout
+	if s.Total < 1<<30 || !s.Truncated {
+		t.Fatalf("total %d truncated %v", s.Total, s.Truncated)
+	}
+	if !strings.HasPrefix(string(s.Head), "head-marker\n") || !strings.HasSuffix(string(s.Tail), "tail-marker\n") {
+		t.Fatalf("head/tail markers missing: head %q... tail ...%q", s.Head[:min(20, len(s.Head))], s.Tail[max(0, len(s.Tail)-20):])
+	}
+	if int64(len(s.Head)+len(s.Tail)) > 1<<20 {
+		t.Fatalf("kept %d bytes, limit 1MiB", len(s.Head)+len(s.Tail))
+	}
+	// Maxrss of the CLI covers its own peak and its reaped children's.
+	if r.MaxRSSKB > 64<<10 {
+		t.Fatalf("launcher peak RSS %d KiB exceeds 64 MiB", r.MaxRSSKB)
+	}
+	t.Logf("1 GiB flood: %v, peak RSS %d KiB", r.Elapsed, r.MaxRSSKB)
+}
+
+// The issue's done-when: a setsid'd grandchild and a sleeping parent end
+// with exit 124 and nothing of the run left alive.
+func TestTimeoutKillsSetsidDaemon(t *testing.T) {
+	for _, u := range testutil.Users(t) {
+		t.Run(u.Name, func(t *testing.T) {
+			wd := testutil.Workdir(t, u.UID)
+			r := cli(t, u, wd, "run", "--timeout", "2s", "--kill-grace", "500ms", "--", "sh", "-c",
+				`setsid sh -c 'sleep 300 & echo $! >> pids; wait' & echo $! >> pids; sleep 300`)
+			if r.Code != 124 {
+				t.Fatalf("exit %d, want 124: %s", r.Code, r.Stderr)
+			}
+			if r.Elapsed > 10*time.Second {
+				t.Errorf("took %v", r.Elapsed)
+			}
+			assertGone(t, filepath.Join(wd, "pids"), 2)
+		})
+	}
+}
+
+func assertGone(t *testing.T, pidfile string, want int) {
+	t.Helper()
+	pids, err := testutil.ReadPids(pidfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pids) < want {
+		t.Fatalf("only %d pids recorded, want %d", len(pids), want)
+	}
+	for _, p := range pids {
+		if testutil.Alive(p) {
+			t.Errorf("pid %d survived the run", p)
+			_ = syscall.Kill(p, syscall.SIGKILL) // ours: its pid came from the run
+		}
+	}
+}
+
+func TestLauncherSIGKILLLeavesNoSurvivor(t *testing.T) {
+	for _, u := range testutil.Users(t) {
+		t.Run(u.Name, func(t *testing.T) {
+			wd := testutil.Workdir(t, u.UID)
+			c := testutil.CLI{Bin: testutil.SelfBinary(t), UID: u.UID, Dir: wd, Args: []string{"run", "--", "sh", "-c",
+				`setsid sh -c 'sleep 300 & echo $! >> pids; wait' & echo $! >> pids; sleep 300 & echo $! >> pids; echo ready > ready; wait`}}
+			cmd := c.Command()
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			if !testutil.WaitFor(20*time.Second, func() bool { _, err := os.Stat(filepath.Join(wd, "ready")); return err == nil }) {
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+				t.Fatal("command never became ready")
+			}
+			// Let the setsid'd grandchild record its pid.
+			testutil.WaitFor(5*time.Second, func() bool { p, _ := testutil.ReadPids(filepath.Join(wd, "pids")); return len(p) >= 3 })
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			pids, _ := testutil.ReadPids(filepath.Join(wd, "pids"))
+			if len(pids) < 3 {
+				t.Fatalf("pids recorded: %v", pids)
+			}
+			gone := testutil.WaitFor(10*time.Second, func() bool {
+				for _, p := range pids {
+					if testutil.Alive(p) {
+						return false
+					}
+				}
+				return true
+			})
+			if !gone {
+				assertGone(t, filepath.Join(wd, "pids"), 3)
+			}
+		})
+	}
+}
+
+// A 200-process tree, a third of it setsid'd, is gone after the deadline.
+func TestTreeOf200GoneAfterDeadline(t *testing.T) {
+	u := testutil.Users(t)[0]
+	wd := testutil.Workdir(t, u.UID)
+	script := `i=0; while [ $i -lt 200 ]; do
+  if [ $((i % 3)) -eq 0 ]; then setsid sleep 300 & else sleep 300 & fi
+  echo $! >> pids; i=$((i+1)); done; echo ready > ready; wait`
+	r := cli(t, u, wd, "run", "--timeout", "3s", "--kill-grace", "200ms", "--", "sh", "-c", script)
+	if r.Code != 124 {
+		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
+	}
+	assertGone(t, filepath.Join(wd, "pids"), 200)
+}
+
+func TestDaemonLeftAfterSuccessIsKilled(t *testing.T) {
+	u := testutil.Users(t)[0]
+	wd := testutil.Workdir(t, u.UID)
+	r := cli(t, u, wd, "run", "--json", "--", "sh", "-c",
+		`setsid sh -c 'sleep 300 & echo $! >> pids; wait' & while [ ! -s pids ]; do sleep 0.01; done; exit 0`)
+	if r.Code != 0 {
+		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
+	}
+	var res spec.CommandResult
+	if err := json.Unmarshal([]byte(r.Stdout), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Survivors == 0 || !res.Killed {
+		t.Errorf("survivors %d killed %v: the daemon should have been reported", res.Survivors, res.Killed)
+	}
+	assertGone(t, filepath.Join(wd, "pids"), 1)
+}
+
+func TestStdinAndLiveOutput(t *testing.T) {
+	u := testutil.Users(t)[0]
+	wd := testutil.Workdir(t, u.UID)
+	c := testutil.CLI{Bin: testutil.SelfBinary(t), UID: u.UID, Dir: wd, Args: []string{"run", "--output-limit", "5", "--", "sh", "-c", "cat; echo 0123456789"}}
+	cmd := c.Command()
+	cmd.Stdin = strings.NewReader("in\n")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	if string(out) != "in\n01" {
+		t.Fatalf("live output %q, want the first 5 bytes %q", out, "in\n01")
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"1024", 1024, true}, {"1MiB", 1 << 20, true}, {"2GiB", 2 << 30, true}, {"512K", 512 << 10, true},
+		{"1MB", 1e6, true}, {"0", 0, true}, {"-1", 0, false}, {"1XiB", 0, false}, {"", 0, false},
+		{"99999999999TiB", 0, false},
+	}
+	for _, tt := range tests {
+		got, err := ParseSize(tt.in)
+		if (err == nil) != tt.ok || got != tt.want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d ok=%v", tt.in, got, err, tt.want, tt.ok)
+		}
+	}
+}
+
+func TestParseDuration(t *testing.T) {
+	tests := []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"30s", 30 * time.Second, true}, {"5m", 5 * time.Minute, true}, {"10", 10 * time.Second, true},
+		{"-1s", 0, false}, {"soon", 0, false},
+	}
+	for _, tt := range tests {
+		got, err := ParseDuration(tt.in)
+		if (err == nil) != tt.ok || got != tt.want {
+			t.Errorf("ParseDuration(%q) = %v, %v; want %v ok=%v", tt.in, got, err, tt.want, tt.ok)
+		}
+	}
+}
+
+func TestVersionAndHelp(t *testing.T) {
+	u := testutil.Users(t)[0]
+	wd := testutil.Workdir(t, u.UID)
+	for _, args := range [][]string{{"version"}, {"--help"}, {"run", "--help"}, {"check", "--help"}, {"completion", "bash"}} {
+		r := cli(t, u, wd, args...)
+		if r.Code != 0 || r.Stdout == "" {
+			t.Errorf("%v: exit %d, stdout %d bytes, stderr %s", args, r.Code, len(r.Stdout), r.Stderr)
+		}
+	}
+	_ = fmt.Sprint()
+}

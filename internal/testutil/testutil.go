@@ -1,0 +1,232 @@
+// Package testutil holds helpers for tests that really spawn: running the
+// CLI as root and as an unprivileged uid, making work directories that uid
+// owns, and checking that processes are gone.
+package testutil
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// NobodyUID is the unprivileged uid tests drop to when they run as root.
+const NobodyUID = 65534
+
+// CLIEnv, when set in a test binary's environment, makes TestMain act as
+// the confine CLI (see RunMainAsCLI).
+const CLIEnv = "CONFINE_TEST_AS_CLI"
+
+// User is one identity a test runs the CLI as.
+type User struct {
+	Name string
+	UID  int
+}
+
+// Users returns root and nobody when the test runs as root, otherwise the
+// current uid alone (and says so).
+func Users(t testing.TB) []User {
+	if os.Geteuid() == 0 {
+		return []User{{"root", 0}, {"nobody", NobodyUID}}
+	}
+	t.Logf("not root: running as uid %d only (the unprivileged-uid matrix needs root to drop to uid %d)", os.Geteuid(), NobodyUID)
+	return []User{{"self", os.Geteuid()}}
+}
+
+var (
+	shareOnce sync.Once
+	shareDir  string
+	shareErr  error
+)
+
+// SharedDir is a 0755 directory for the whole test process, readable by any
+// uid (t.TempDir is 0700 to root).
+func SharedDir(t testing.TB) string {
+	shareOnce.Do(func() {
+		shareDir, shareErr = os.MkdirTemp("", "confine-test-")
+		if shareErr == nil {
+			shareErr = os.Chmod(shareDir, 0o755)
+		}
+	})
+	if shareErr != nil {
+		t.Fatalf("shared dir: %v", shareErr)
+	}
+	return shareDir
+}
+
+// Workdir returns a fresh directory owned by uid inside SharedDir.
+func Workdir(t testing.TB, uid int) string {
+	d, err := os.MkdirTemp(SharedDir(t), "wd-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() == 0 && uid != 0 {
+		if err := os.Chown(d, uid, uid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(d) })
+	return d
+}
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// SelfBinary is a copy of the running test binary in a directory every uid
+// can read, so it can be re-executed as an unprivileged uid.
+func SelfBinary(t testing.TB) string {
+	binOnce.Do(func() {
+		exe, err := os.Executable()
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(SharedDir(t), "confine.test")
+		binErr = copyFile(exe, binPath, 0o755)
+	})
+	if binErr != nil {
+		t.Fatalf("copy test binary: %v", binErr)
+	}
+	return binPath
+}
+
+// CopyExecutable copies src into SharedDir and returns the new path.
+func CopyExecutable(t testing.TB, src string) string {
+	dst := filepath.Join(SharedDir(t), filepath.Base(src))
+	if err := copyFile(src, dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+func copyFile(src, dst string, mode os.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// Result is a finished CLI run.
+type Result struct {
+	Stdout, Stderr string
+	Code           int
+	MaxRSSKB       int64
+	Elapsed        time.Duration
+}
+
+// CLI is a configured invocation of the confine CLI (the test binary acting
+// as it).
+type CLI struct {
+	Bin  string
+	UID  int
+	Dir  string
+	Env  []string
+	Args []string
+}
+
+// Command builds the exec.Cmd without starting it.
+func (c CLI) Command() *exec.Cmd {
+	cmd := exec.Command(c.Bin, c.Args...)
+	cmd.Dir = c.Dir
+	cmd.Env = append([]string{CLIEnv + "=1", "PATH=/usr/local/bin:/usr/bin:/bin"}, c.Env...)
+	if os.Geteuid() == 0 && c.UID != 0 {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(c.UID), Gid: uint32(c.UID)}}
+	}
+	return cmd
+}
+
+// Run runs the CLI to completion.
+func (c CLI) Run(t testing.TB) Result {
+	t.Helper()
+	cmd := c.Command()
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	start := time.Now()
+	err := cmd.Run()
+	r := Result{Stdout: out.String(), Stderr: errb.String(), Elapsed: time.Since(start)}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		r.Code = ee.ExitCode()
+	default:
+		t.Fatalf("run CLI: %v", err)
+	}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		r.MaxRSSKB = ru.Maxrss
+	}
+	return r
+}
+
+// Alive reports whether pid exists and is not a zombie.
+func Alive(pid int) bool {
+	if err := unix.Kill(pid, 0); err != nil {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+// ReadPids reads whitespace-separated pids from a file.
+func ReadPids(path string) ([]int, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(b)) {
+		p, err := strconv.Atoi(f)
+		if err != nil {
+			return nil, fmt.Errorf("bad pid %q in %s", f, path)
+		}
+		pids = append(pids, p)
+	}
+	return pids, nil
+}
+
+// WaitFor polls cond every 10ms until it holds or limit passes. It is a
+// liveness bound for events another process causes, not a timing assertion.
+func WaitFor(limit time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(limit)
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
