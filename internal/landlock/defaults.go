@@ -1,0 +1,125 @@
+package landlock
+
+import (
+	"fmt"
+	"path/filepath"
+)
+
+// systemRoots hold programs and libraries. /bin, /lib... are symlinks on
+// merged-/usr systems; the rule then lands on the target, which is fine.
+var systemRoots = []string{
+	"/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32",
+}
+
+// etcEntries are the parts of /etc ordinary programs read. /etc is never
+// granted wholesale so that shadow, gshadow, ssh host keys, ssl/private and
+// credential-bearing configs (npmrc, pip.conf, gitconfig with tokens in
+// URLs, machine-id as a host fingerprint) stay unreadable.
+var etcEntries = []string{
+	// dynamic loader
+	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/ld.so.preload",
+	// name service and networking configuration (public data)
+	"/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/etc/hosts", "/etc/host.conf",
+	"/etc/resolv.conf", "/etc/gai.conf", "/etc/protocols", "/etc/services", "/etc/networks",
+	"/etc/hostname",
+	// time, locale, identification
+	"/etc/localtime", "/etc/timezone", "/etc/locale.alias", "/etc/locale.conf",
+	"/etc/os-release", "/etc/lsb-release", "/etc/debian_version", "/etc/alpine-release",
+	"/etc/redhat-release", "/etc/fedora-release",
+	// public certificates; /etc/ssl/private and /etc/pki/tls/private stay out
+	"/etc/ssl/certs", "/etc/ssl/openssl.cnf", "/etc/ca-certificates", "/etc/pki/tls/certs",
+	"/etc/pki/ca-trust",
+	// shells and terminals
+	"/etc/profile", "/etc/bash.bashrc", "/etc/inputrc", "/etc/terminfo",
+	// misc data files
+	"/etc/alternatives", "/etc/mime.types", "/etc/magic", "/etc/magic.mime", "/etc/perl",
+	"/etc/fonts",
+}
+
+// procEntries are the non-process top-level /proc entries worth reading.
+// Landlock rules follow inodes, so a rule on /proc would cover every
+// /proc/<pid>; entries are therefore granted one by one. Left out: self,
+// thread-self, mounts and net (symlinks into the preparer's own pid dir),
+// kernel-internal views (kallsyms, kcore, keys, kmsg, kpage*, iomem,
+// ioports, slabinfo, timer_list) and cmdline (boot parameters can hold
+// secrets).
+var procEntries = []string{
+	"/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/proc/loadavg", "/proc/uptime",
+	"/proc/version", "/proc/filesystems", "/proc/swaps", "/proc/vmstat", "/proc/cgroups",
+	"/proc/pressure",
+	// /proc/sys stays read-only: Landlock grants no write here.
+	"/proc/sys",
+}
+
+// sysEntries are the only sysfs parts granted: CPU topology (glibc's
+// get_nprocs, nproc, runtimes sizing thread pools) and THP settings (the Go
+// runtime reads them at start-up).
+var sysEntries = []string{
+	"/sys/devices/system/cpu",
+	"/sys/kernel/mm/transparent_hugepage",
+}
+
+// defaultDevices are the harmless character devices.
+var defaultDevices = []string{
+	"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty",
+}
+
+// ProcEntries returns the /proc entries granted read access by default. It
+// never contains /proc itself, /proc/self, /proc/thread-self or a pid dir.
+func ProcEntries() []string {
+	return append([]string(nil), procEntries...)
+}
+
+// SysEntries returns the /sys entries granted read access by default.
+func SysEntries() []string {
+	return append([]string(nil), sysEntries...)
+}
+
+// DefaultSystemReadExec returns the read+exec set that lets ordinary
+// programs run: system program and library roots, the non-secret parts of
+// /etc, ProcEntries and SysEntries. Entries may be missing on a given host,
+// so callers should also list them in Policy.Optional.
+func DefaultSystemReadExec() []string {
+	out := append([]string(nil), systemRoots...)
+	out = append(out, etcEntries...)
+	// Python's per-version config dirs (/etc/python3, /etc/python3.11).
+	if m, err := filepath.Glob("/etc/python3*"); err == nil {
+		out = append(out, m...)
+	}
+	out = append(out, procEntries...)
+	return append(out, sysEntries...)
+}
+
+// DefaultDevices returns the character devices granted by default. The
+// caller should give the command no controlling terminal (setsid): opening
+// /dev/tty then fails with ENXIO, and IOCTL_DEV on it cannot be used for
+// TIOCSTI injection into the caller's terminal.
+func DefaultDevices() []string {
+	return append([]string(nil), defaultDevices...)
+}
+
+// Describe maps each guarantee Landlock provides at the given ABI to the
+// mechanism text recorded in results. A guarantee the ABI cannot provide
+// has no entry. "fs-write" needs ABI 3: before it, truncate(2) on a file
+// outside the writable roots was not controllable.
+func Describe(abi int) map[string]string {
+	m := map[string]string{}
+	if abi < 1 {
+		return m
+	}
+	fs := fmt.Sprintf("landlock abi %d (fs rights)", abi)
+	m["fs-read"] = fs
+	m["fs-exec"] = fs
+	if abi >= 3 {
+		m["fs-write"] = fs
+	}
+	if abi >= abiNet {
+		m["tcp"] = fmt.Sprintf("landlock abi %d (net rights, abi>=4)", abi)
+	}
+	if abi >= abiScope {
+		scope := fmt.Sprintf("landlock abi %d (scope, abi>=6)", abi)
+		m["abstract-unix"] = scope
+		m["signal"] = scope
+	}
+	return m
+}

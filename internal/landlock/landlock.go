@@ -1,0 +1,427 @@
+// Package landlock builds and enforces the Landlock part of confine's
+// sandbox: filesystem access rights, TCP bind/connect denial and IPC
+// scoping, applied by a process to its own thread just before it execs the
+// confined command.
+//
+// We do not use Go-Landlock because (1) its best-effort mode silently
+// downgrades to "restrict nothing" and its strict mode is expressed as
+// presets, while confine must handle exactly the rights of the running
+// kernel's ABI and fail loudly otherwise; and (2) its all-threads
+// enforcement needs libpsx (cgo pthread wrapping) below ABI 8. confine's
+// stage 2 restricts the one locked thread that then calls execve, and
+// execve discards every other thread, so a plain landlock_restrict_self on
+// the calling thread covers the command. The three system calls are issued
+// directly through x/sys/unix.
+//
+// Landlock does not cover, at ABI 7: chmod, chown, utimes, xattrs and
+// stat on any path; connect() to pathname unix sockets (ABI 9 adds
+// RESOLVE_UNIX, handled here when present); ioctls on descriptors opened
+// before enforcement. Other layers must close those gaps.
+package landlock
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Filesystem rights by the ABI that introduced them.
+const (
+	// fsV1 is every right of ABI 1: EXECUTE .. MAKE_SYM.
+	fsV1 = unix.LANDLOCK_ACCESS_FS_EXECUTE |
+		unix.LANDLOCK_ACCESS_FS_WRITE_FILE |
+		unix.LANDLOCK_ACCESS_FS_READ_FILE |
+		unix.LANDLOCK_ACCESS_FS_READ_DIR |
+		unix.LANDLOCK_ACCESS_FS_REMOVE_DIR |
+		unix.LANDLOCK_ACCESS_FS_REMOVE_FILE |
+		unix.LANDLOCK_ACCESS_FS_MAKE_CHAR |
+		unix.LANDLOCK_ACCESS_FS_MAKE_DIR |
+		unix.LANDLOCK_ACCESS_FS_MAKE_REG |
+		unix.LANDLOCK_ACCESS_FS_MAKE_SOCK |
+		unix.LANDLOCK_ACCESS_FS_MAKE_FIFO |
+		unix.LANDLOCK_ACCESS_FS_MAKE_BLOCK |
+		unix.LANDLOCK_ACCESS_FS_MAKE_SYM
+	fsRefer       = unix.LANDLOCK_ACCESS_FS_REFER        // ABI 2
+	fsTruncate    = unix.LANDLOCK_ACCESS_FS_TRUNCATE     // ABI 3
+	fsIoctlDev    = unix.LANDLOCK_ACCESS_FS_IOCTL_DEV    // ABI 5
+	fsResolveUnix = unix.LANDLOCK_ACCESS_FS_RESOLVE_UNIX // ABI 9
+
+	// fileRights are the rights the kernel accepts on a rule whose path is
+	// not a directory; anything else there is EINVAL. RESOLVE_UNIX is left
+	// out on purpose: we cannot test it on a file rule here, and dropping
+	// it only narrows access.
+	fileRights = unix.LANDLOCK_ACCESS_FS_EXECUTE |
+		unix.LANDLOCK_ACCESS_FS_WRITE_FILE |
+		unix.LANDLOCK_ACCESS_FS_READ_FILE |
+		fsTruncate | fsIoctlDev
+
+	readExecRights = unix.LANDLOCK_ACCESS_FS_EXECUTE |
+		unix.LANDLOCK_ACCESS_FS_READ_FILE |
+		unix.LANDLOCK_ACCESS_FS_READ_DIR
+
+	// deviceRights omit TRUNCATE: the kernel ignores O_TRUNC on
+	// non-regular files, so "echo x > /dev/null" needs only WRITE_FILE.
+	// noDeviceNodes are handled but never granted, even in ReadWrite:
+	// a root command could otherwise mknod a disk's block device in its
+	// worktree and open it there, outside every other rule.
+	noDeviceNodes = unix.LANDLOCK_ACCESS_FS_MAKE_CHAR | unix.LANDLOCK_ACCESS_FS_MAKE_BLOCK
+
+	deviceRights = unix.LANDLOCK_ACCESS_FS_READ_FILE |
+		unix.LANDLOCK_ACCESS_FS_WRITE_FILE | fsIoctlDev
+
+	netTCP = unix.LANDLOCK_ACCESS_NET_BIND_TCP | unix.LANDLOCK_ACCESS_NET_CONNECT_TCP
+
+	scopeAll = unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | unix.LANDLOCK_SCOPE_SIGNAL
+)
+
+// Minimum ABI for the optional features.
+const (
+	abiNet   = 4
+	abiScope = 6
+)
+
+// Policy is what the confined command may touch. Every path must be
+// absolute. Paths are resolved (symlinks followed) when the ruleset is
+// prepared; Landlock rules attach to the resolved inode.
+type Policy struct {
+	// ReadExec are directories or files the command may read and execute
+	// (and list, for directories).
+	ReadExec []string
+	// ReadWrite are directories or files with every handled right
+	// (create, remove, rename/link within them (REFER), truncate, ioctl)
+	// except creating device nodes.
+	ReadWrite []string
+	// Devices are character device nodes granted read, write and ioctl
+	// one by one; a directory (such as /dev) is refused.
+	Devices []string
+	// Optional lists paths of ReadExec, ReadWrite or Devices that are
+	// skipped when they do not exist; any other path must exist.
+	Optional []string
+	// DenyTCP handles TCP bind and connect with no rule, so both are
+	// denied for every port. Needs ABI >= 4.
+	DenyTCP bool
+	// Scope forbids connecting to abstract unix sockets and signalling
+	// processes outside the sandbox. Needs ABI >= 6.
+	Scope bool
+}
+
+// Ruleset is a prepared Landlock ruleset. The descriptor is close-on-exec;
+// to hand it to another process pass it explicitly (e.g. exec.Cmd
+// ExtraFiles), and wrap it there with FromFD.
+type Ruleset struct {
+	// FD is the ruleset descriptor, -1 once closed.
+	FD int
+	// ABI is the kernel's Landlock ABI the ruleset was built for.
+	ABI int
+	// HandledFS, HandledNet and Scoped are the rights and scopes the
+	// ruleset restricts (zero when unknown, as after FromFD).
+	HandledFS  uint64
+	HandledNet uint64
+	Scoped     uint64
+	// Skipped lists optional paths that did not exist.
+	Skipped []string
+}
+
+// ABI returns the running kernel's Landlock ABI version and its bitmask of
+// fixed errata. It fails when the kernel lacks Landlock or it is disabled.
+func ABI() (abi int, errata int, err error) {
+	v, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	if e != 0 {
+		switch e {
+		case unix.ENOSYS:
+			return 0, 0, fmt.Errorf("landlock unavailable: kernel built without CONFIG_SECURITY_LANDLOCK (landlock_create_ruleset: %w)", e)
+		case unix.EOPNOTSUPP:
+			return 0, 0, fmt.Errorf("landlock unavailable: disabled at boot; add \"landlock\" to the lsm= kernel parameter (landlock_create_ruleset: %w)", e)
+		}
+		return 0, 0, fmt.Errorf("landlock unavailable: landlock_create_ruleset(VERSION): %w", e)
+	}
+	r, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_ERRATA)
+	if e != 0 {
+		// Kernels predating the errata query fixed none we know of.
+		r = 0
+	}
+	return int(v), int(r), nil
+}
+
+// handledFS returns every filesystem right the given ABI knows.
+func handledFS(abi int) uint64 {
+	h := uint64(fsV1)
+	if abi >= 2 {
+		h |= fsRefer
+	}
+	if abi >= 3 {
+		h |= fsTruncate
+	}
+	if abi >= 5 {
+		h |= fsIoctlDev
+	}
+	if abi >= 9 {
+		h |= fsResolveUnix
+	}
+	return h
+}
+
+// rulesetAttr mirrors struct landlock_ruleset_attr up to the scoped field;
+// the size passed to the kernel is cut to what the ABI knows.
+type rulesetAttr struct {
+	handledFS  uint64
+	handledNet uint64
+	scoped     uint64
+}
+
+// pathBeneathAttr mirrors the packed 12-byte struct
+// landlock_path_beneath_attr; Go's trailing padding is never read.
+type pathBeneathAttr struct {
+	allowed  uint64
+	parentFD int32
+}
+
+// Prepare creates a ruleset handling every filesystem right of the running
+// kernel's ABI (plus TCP and scopes when asked) and adds p's rules to it.
+// It fails, naming the path, if a non-optional path cannot be opened or is
+// of a kind the list does not allow; and if DenyTCP or Scope is asked for on
+// a kernel too old to enforce it.
+func Prepare(p Policy) (*Ruleset, error) {
+	abi, _, err := ABI()
+	if err != nil {
+		return nil, err
+	}
+	if abi < 1 {
+		return nil, fmt.Errorf("landlock unavailable: kernel reports ABI %d", abi)
+	}
+	attr := rulesetAttr{handledFS: handledFS(abi)}
+	size := unsafe.Sizeof(attr.handledFS)
+	if p.DenyTCP {
+		if abi < abiNet {
+			return nil, fmt.Errorf("landlock ABI %d cannot deny TCP: network rules need ABI %d (Linux 6.7)", abi, abiNet)
+		}
+		attr.handledNet = netTCP
+	}
+	if abi >= abiNet {
+		size = unsafe.Offsetof(attr.scoped)
+	}
+	if p.Scope {
+		if abi < abiScope {
+			return nil, fmt.Errorf("landlock ABI %d cannot scope abstract unix sockets and signals: needs ABI %d (Linux 6.12)", abi, abiScope)
+		}
+		attr.scoped = scopeAll
+	}
+	if abi >= abiScope {
+		size = unsafe.Sizeof(attr)
+	}
+	fd, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), size, 0)
+	if e != 0 {
+		return nil, fmt.Errorf("landlock_create_ruleset (ABI %d, fs %#x, net %#x, scoped %#x): %w", abi, attr.handledFS, attr.handledNet, attr.scoped, e)
+	}
+	r := &Ruleset{FD: int(fd), ABI: abi, HandledFS: attr.handledFS, HandledNet: attr.handledNet, Scoped: attr.scoped}
+
+	optional := make(map[string]bool, len(p.Optional))
+	for _, o := range p.Optional {
+		optional[filepath.Clean(o)] = true
+	}
+	lists := []struct {
+		kind   ruleKind
+		paths  []string
+		rights uint64
+	}{
+		{kindReadExec, p.ReadExec, readExecRights},
+		{kindReadWrite, p.ReadWrite, attr.handledFS &^ noDeviceNodes},
+		{kindDevice, p.Devices, deviceRights & attr.handledFS},
+	}
+	for _, l := range lists {
+		for _, path := range l.paths {
+			skipped, err := r.addPath(l.kind, path, l.rights, optional[filepath.Clean(path)])
+			if err != nil {
+				r.Close()
+				return nil, err
+			}
+			if skipped {
+				r.Skipped = append(r.Skipped, path)
+			}
+		}
+	}
+	return r, nil
+}
+
+type ruleKind int
+
+const (
+	kindReadExec ruleKind = iota
+	kindReadWrite
+	kindDevice
+)
+
+func (k ruleKind) String() string {
+	switch k {
+	case kindReadExec:
+		return "read-exec path"
+	case kindReadWrite:
+		return "read-write path"
+	default:
+		return "device"
+	}
+}
+
+// addPath adds one path-beneath rule. It reports skipped=true when an
+// optional path does not exist.
+func (r *Ruleset) addPath(kind ruleKind, path string, rights uint64, optional bool) (skipped bool, err error) {
+	if !filepath.IsAbs(path) {
+		return false, fmt.Errorf("landlock: %s %q is not absolute", kind, path)
+	}
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if optional && errors.Is(err, unix.ENOENT) {
+			return true, nil
+		}
+		return false, fmt.Errorf("landlock: %s %q: %w", kind, path, err)
+	}
+	defer unix.Close(fd)
+
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return false, fmt.Errorf("landlock: %s %q: fstat: %w", kind, path, err)
+	}
+	if err := checkPath(kind, path, fd, st.Mode&unix.S_IFMT); err != nil {
+		return false, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		rights &= fileRights
+	}
+	attr := pathBeneathAttr{allowed: rights, parentFD: int32(fd)}
+	_, _, e := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(r.FD), unix.LANDLOCK_RULE_PATH_BENEATH,
+		uintptr(unsafe.Pointer(&attr)), 0, 0, 0)
+	runtime.KeepAlive(&attr)
+	if e != 0 {
+		return false, fmt.Errorf("landlock: %s %q: landlock_add_rule(rights %#x): %w", kind, path, rights, e)
+	}
+	return false, nil
+}
+
+// checkPath refuses rules that would quietly defeat the sandbox: "/" (it
+// covers /proc/<pid> of every process and all secrets), /proc wholesale or
+// any per-process /proc entry, writable procfs/sysfs, /dev wholesale and
+// device nodes granted other than one by one through Devices.
+func checkPath(kind ruleKind, path string, fd int, typ uint32) error {
+	resolved, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+	if err != nil {
+		// Without /proc we cannot see where a symlink led; the cleaned
+		// name still catches the direct cases.
+		resolved = filepath.Clean(path)
+	}
+	refuse := func(why string) error {
+		if resolved != path {
+			return fmt.Errorf("landlock: %s %q (resolves to %q): %s", kind, path, resolved, why)
+		}
+		return fmt.Errorf("landlock: %s %q: %s", kind, path, why)
+	}
+	if resolved == "/" {
+		return refuse("granting / would expose every file, including /proc/<pid> of other processes")
+	}
+	var sfs unix.Statfs_t
+	if err := unix.Fstatfs(fd, &sfs); err != nil {
+		return fmt.Errorf("landlock: %s %q: fstatfs: %w", kind, path, err)
+	}
+	switch sfs.Type {
+	case unix.PROC_SUPER_MAGIC:
+		if kind == kindReadWrite {
+			return refuse("procfs is never granted write access")
+		}
+		rest, ok := strings.CutPrefix(resolved, "/proc/")
+		if !ok {
+			return refuse("procfs outside /proc or /proc itself: rules there would cover /proc/<pid> of other processes")
+		}
+		first, _, _ := strings.Cut(rest, "/")
+		if first == "self" || first == "thread-self" || isDigits(first) {
+			return refuse("per-process /proc entries are never granted: a rule attaches to one process's inode")
+		}
+	case unix.SYSFS_MAGIC:
+		if kind == kindReadWrite {
+			return refuse("sysfs is never granted write access")
+		}
+	}
+	if resolved == "/dev" {
+		return refuse("/dev is never granted wholesale; list device nodes in Devices")
+	}
+	isDev := typ == unix.S_IFCHR || typ == unix.S_IFBLK
+	switch {
+	case kind == kindDevice && typ != unix.S_IFCHR:
+		return refuse("not a character device")
+	case kind != kindDevice && isDev:
+		return refuse("device nodes must be listed in Devices")
+	}
+	return nil
+}
+
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// FromFD wraps a ruleset descriptor inherited from the process that called
+// Prepare. It checks that fd really is a Landlock ruleset, so that a wrong
+// descriptor number fails here rather than as EBADFD at enforcement.
+func FromFD(fd int) (*Ruleset, error) {
+	abi, _, err := ABI()
+	if err != nil {
+		return nil, err
+	}
+	target, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+	if err != nil {
+		return nil, fmt.Errorf("landlock: inherited ruleset fd %d: %w", fd, err)
+	}
+	if !strings.Contains(target, "landlock-ruleset") {
+		return nil, fmt.Errorf("landlock: inherited fd %d is %q, not a landlock ruleset", fd, target)
+	}
+	return &Ruleset{FD: fd, ABI: abi}, nil
+}
+
+// Close releases the ruleset descriptor. Enforcement already done stays in
+// force.
+func (r *Ruleset) Close() error {
+	if r == nil || r.FD < 0 {
+		return nil
+	}
+	err := unix.Close(r.FD)
+	r.FD = -1
+	return err
+}
+
+// RestrictSelf enforces the ruleset on the calling OS thread and on
+// everything that thread later execs or forks. It sets no_new_privs on the
+// thread first (Landlock requires it without CAP_SYS_ADMIN, and the command
+// must not regain privileges through set-uid binaries anyway).
+//
+// Other threads of the process stay unrestricted: the caller must exec the
+// command from this same thread. RestrictSelf therefore locks the calling
+// goroutine to its thread and never unlocks it, so the goroutine cannot
+// migrate to an unrestricted thread before its execve.
+func (r *Ruleset) RestrictSelf() error {
+	if r == nil || r.FD < 0 {
+		return errors.New("landlock: RestrictSelf on a closed or missing ruleset: refusing to run unconfined")
+	}
+	runtime.LockOSThread()
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("landlock: prctl(PR_SET_NO_NEW_PRIVS): %w", err)
+	}
+	if _, _, e := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(r.FD), 0, 0); e != 0 {
+		if e == unix.E2BIG {
+			return fmt.Errorf("landlock_restrict_self: too many stacked rulesets: %w", e)
+		}
+		return fmt.Errorf("landlock_restrict_self: %w", e)
+	}
+	return nil
+}
