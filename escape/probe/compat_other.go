@@ -1,0 +1,13 @@
+//go:build !amd64
+
+package main
+
+import "runtime"
+
+func vSocketcall32([]string) result {
+	return na("the i386 compat ABI probe needs amd64, not %s", runtime.GOARCH)
+}
+
+func vX32Syscall([]string) result {
+	return na("the x32 ABI probe needs amd64, not %s", runtime.GOARCH)
+}
