@@ -3,15 +3,20 @@
 // scoping, applied by a process to its own thread just before it execs the
 // confined command.
 //
-// We do not use Go-Landlock because (1) its best-effort mode silently
+// The system calls, their attribute structs and the access-right constants
+// come from Go-Landlock's low-level package
+// (github.com/landlock-lsm/go-landlock/landlock/syscall, imported as ll).
+// Its high-level API is not used: (1) its best-effort mode silently
 // downgrades to "restrict nothing" and its strict mode is expressed as
 // presets, while confine must handle exactly the rights of the running
-// kernel's ABI and fail loudly otherwise; and (2) its all-threads
-// enforcement needs libpsx (cgo pthread wrapping) below ABI 8. confine's
-// stage 2 restricts the one locked thread that then calls execve, and
-// execve discards every other thread, so a plain landlock_restrict_self on
-// the calling thread covers the command. The three system calls are issued
-// directly through x/sys/unix.
+// kernel's ABI and fail loudly otherwise, so the handled rights are
+// computed here from the ABI; and (2) its all-threads enforcement needs
+// libpsx (cgo pthread wrapping) below ABI 8. confine's stage 2 restricts
+// the one locked thread that then calls execve, and execve discards every
+// other thread, so the single-thread ll.LandlockRestrictSelf covers the
+// command; the AllThreads variants are never called. x/sys/unix is used
+// only for what ll lacks: open(O_PATH), fstat, fstatfs and
+// prctl(PR_SET_NO_NEW_PRIVS).
 //
 // Landlock does not cover, at ABI 7: chmod, chown, utimes, xattrs and
 // stat on any path; connect() to pathname unix sockets (ABI 9 adds
@@ -27,58 +32,58 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"unsafe"
 
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 )
 
 // Filesystem rights by the ABI that introduced them.
 const (
 	// fsV1 is every right of ABI 1: EXECUTE .. MAKE_SYM.
-	fsV1 = unix.LANDLOCK_ACCESS_FS_EXECUTE |
-		unix.LANDLOCK_ACCESS_FS_WRITE_FILE |
-		unix.LANDLOCK_ACCESS_FS_READ_FILE |
-		unix.LANDLOCK_ACCESS_FS_READ_DIR |
-		unix.LANDLOCK_ACCESS_FS_REMOVE_DIR |
-		unix.LANDLOCK_ACCESS_FS_REMOVE_FILE |
-		unix.LANDLOCK_ACCESS_FS_MAKE_CHAR |
-		unix.LANDLOCK_ACCESS_FS_MAKE_DIR |
-		unix.LANDLOCK_ACCESS_FS_MAKE_REG |
-		unix.LANDLOCK_ACCESS_FS_MAKE_SOCK |
-		unix.LANDLOCK_ACCESS_FS_MAKE_FIFO |
-		unix.LANDLOCK_ACCESS_FS_MAKE_BLOCK |
-		unix.LANDLOCK_ACCESS_FS_MAKE_SYM
-	fsRefer       = unix.LANDLOCK_ACCESS_FS_REFER        // ABI 2
-	fsTruncate    = unix.LANDLOCK_ACCESS_FS_TRUNCATE     // ABI 3
-	fsIoctlDev    = unix.LANDLOCK_ACCESS_FS_IOCTL_DEV    // ABI 5
-	fsResolveUnix = unix.LANDLOCK_ACCESS_FS_RESOLVE_UNIX // ABI 9
+	fsV1 = ll.AccessFSExecute |
+		ll.AccessFSWriteFile |
+		ll.AccessFSReadFile |
+		ll.AccessFSReadDir |
+		ll.AccessFSRemoveDir |
+		ll.AccessFSRemoveFile |
+		ll.AccessFSMakeChar |
+		ll.AccessFSMakeDir |
+		ll.AccessFSMakeReg |
+		ll.AccessFSMakeSock |
+		ll.AccessFSMakeFifo |
+		ll.AccessFSMakeBlock |
+		ll.AccessFSMakeSym
+	fsRefer       = ll.AccessFSRefer       // ABI 2
+	fsTruncate    = ll.AccessFSTruncate    // ABI 3
+	fsIoctlDev    = ll.AccessFSIoctlDev    // ABI 5
+	fsResolveUnix = ll.AccessFSResolveUnix // ABI 9
 
 	// fileRights are the rights the kernel accepts on a rule whose path is
 	// not a directory; anything else there is EINVAL. RESOLVE_UNIX is left
 	// out on purpose: we cannot test it on a file rule here, and dropping
 	// it only narrows access.
-	fileRights = unix.LANDLOCK_ACCESS_FS_EXECUTE |
-		unix.LANDLOCK_ACCESS_FS_WRITE_FILE |
-		unix.LANDLOCK_ACCESS_FS_READ_FILE |
+	fileRights = ll.AccessFSExecute |
+		ll.AccessFSWriteFile |
+		ll.AccessFSReadFile |
 		fsTruncate | fsIoctlDev
 
-	readExecRights = unix.LANDLOCK_ACCESS_FS_EXECUTE |
-		unix.LANDLOCK_ACCESS_FS_READ_FILE |
-		unix.LANDLOCK_ACCESS_FS_READ_DIR
+	readExecRights = ll.AccessFSExecute |
+		ll.AccessFSReadFile |
+		ll.AccessFSReadDir
 
 	// deviceRights omit TRUNCATE: the kernel ignores O_TRUNC on
 	// non-regular files, so "echo x > /dev/null" needs only WRITE_FILE.
 	// noDeviceNodes are handled but never granted, even in ReadWrite:
 	// a root command could otherwise mknod a disk's block device in its
 	// worktree and open it there, outside every other rule.
-	noDeviceNodes = unix.LANDLOCK_ACCESS_FS_MAKE_CHAR | unix.LANDLOCK_ACCESS_FS_MAKE_BLOCK
+	noDeviceNodes = ll.AccessFSMakeChar | ll.AccessFSMakeBlock
 
-	deviceRights = unix.LANDLOCK_ACCESS_FS_READ_FILE |
-		unix.LANDLOCK_ACCESS_FS_WRITE_FILE | fsIoctlDev
+	deviceRights = ll.AccessFSReadFile |
+		ll.AccessFSWriteFile | fsIoctlDev
 
-	netTCP = unix.LANDLOCK_ACCESS_NET_BIND_TCP | unix.LANDLOCK_ACCESS_NET_CONNECT_TCP
+	netTCP = ll.AccessNetBindTCP | ll.AccessNetConnectTCP
 
-	scopeAll = unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | unix.LANDLOCK_SCOPE_SIGNAL
+	scopeAll = ll.ScopeAbstractUnixSocket | ll.ScopeSignal
 )
 
 // Minimum ABI for the optional features.
@@ -132,22 +137,22 @@ type Ruleset struct {
 // ABI returns the running kernel's Landlock ABI version and its bitmask of
 // fixed errata. It fails when the kernel lacks Landlock or it is disabled.
 func ABI() (abi int, errata int, err error) {
-	v, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
-	if e != 0 {
-		switch e {
-		case unix.ENOSYS:
-			return 0, 0, fmt.Errorf("landlock unavailable: kernel built without CONFIG_SECURITY_LANDLOCK (landlock_create_ruleset: %w)", e)
-		case unix.EOPNOTSUPP:
-			return 0, 0, fmt.Errorf("landlock unavailable: disabled at boot; add \"landlock\" to the lsm= kernel parameter (landlock_create_ruleset: %w)", e)
+	v, err := ll.LandlockGetABIVersion()
+	if err != nil {
+		switch {
+		case errors.Is(err, unix.ENOSYS):
+			return 0, 0, fmt.Errorf("landlock unavailable: kernel built without CONFIG_SECURITY_LANDLOCK (landlock_create_ruleset: %w)", err)
+		case errors.Is(err, unix.EOPNOTSUPP):
+			return 0, 0, fmt.Errorf("landlock unavailable: disabled at boot; add \"landlock\" to the lsm= kernel parameter (landlock_create_ruleset: %w)", err)
 		}
-		return 0, 0, fmt.Errorf("landlock unavailable: landlock_create_ruleset(VERSION): %w", e)
+		return 0, 0, fmt.Errorf("landlock unavailable: landlock_create_ruleset(VERSION): %w", err)
 	}
-	r, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_ERRATA)
-	if e != 0 {
+	e, err := ll.LandlockGetErrata()
+	if err != nil || e < 0 {
 		// Kernels predating the errata query fixed none we know of.
-		r = 0
+		e = 0
 	}
-	return int(v), int(r), nil
+	return v, e, nil
 }
 
 // handledFS returns every filesystem right the given ABI knows.
@@ -168,21 +173,6 @@ func handledFS(abi int) uint64 {
 	return h
 }
 
-// rulesetAttr mirrors struct landlock_ruleset_attr up to the scoped field;
-// the size passed to the kernel is cut to what the ABI knows.
-type rulesetAttr struct {
-	handledFS  uint64
-	handledNet uint64
-	scoped     uint64
-}
-
-// pathBeneathAttr mirrors the packed 12-byte struct
-// landlock_path_beneath_attr; Go's trailing padding is never read.
-type pathBeneathAttr struct {
-	allowed  uint64
-	parentFD int32
-}
-
 // Prepare creates a ruleset handling every filesystem right of the running
 // kernel's ABI (plus TCP and scopes when asked) and adds p's rules to it.
 // It fails, naming the path, if a non-optional path cannot be opened or is
@@ -196,31 +186,31 @@ func Prepare(p Policy) (*Ruleset, error) {
 	if abi < 1 {
 		return nil, fmt.Errorf("landlock unavailable: kernel reports ABI %d", abi)
 	}
-	attr := rulesetAttr{handledFS: handledFS(abi)}
-	size := unsafe.Sizeof(attr.handledFS)
+	// ll passes the whole RulesetAttr (up to the ABI 10 quiet fields) to
+	// the kernel, which accepts a larger struct as long as the fields it
+	// does not know are zero. They are: net and scoped are set only after
+	// the ABI checks below, and the quiet fields never.
+	attr := ll.RulesetAttr{HandledAccessFS: handledFS(abi)}
 	if p.DenyTCP {
 		if abi < abiNet {
 			return nil, fmt.Errorf("landlock ABI %d cannot deny TCP: network rules need ABI %d (Linux 6.7)", abi, abiNet)
 		}
-		attr.handledNet = netTCP
-	}
-	if abi >= abiNet {
-		size = unsafe.Offsetof(attr.scoped)
+		attr.HandledAccessNet = netTCP
 	}
 	if p.Scope {
 		if abi < abiScope {
 			return nil, fmt.Errorf("landlock ABI %d cannot scope abstract unix sockets and signals: needs ABI %d (Linux 6.12)", abi, abiScope)
 		}
-		attr.scoped = scopeAll
+		attr.Scoped = scopeAll
 	}
-	if abi >= abiScope {
-		size = unsafe.Sizeof(attr)
+	fd, err := ll.LandlockCreateRuleset(&attr, 0)
+	if err != nil {
+		return nil, fmt.Errorf("landlock_create_ruleset (ABI %d, fs %#x, net %#x, scoped %#x): %w", abi, attr.HandledAccessFS, attr.HandledAccessNet, attr.Scoped, err)
 	}
-	fd, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), size, 0)
-	if e != 0 {
-		return nil, fmt.Errorf("landlock_create_ruleset (ABI %d, fs %#x, net %#x, scoped %#x): %w", abi, attr.handledFS, attr.handledNet, attr.scoped, e)
+	if fd < 0 {
+		return nil, fmt.Errorf("landlock_create_ruleset (ABI %d): invalid descriptor %d", abi, fd)
 	}
-	r := &Ruleset{FD: int(fd), ABI: abi, HandledFS: attr.handledFS, HandledNet: attr.handledNet, Scoped: attr.scoped}
+	r := &Ruleset{FD: fd, ABI: abi, HandledFS: attr.HandledAccessFS, HandledNet: attr.HandledAccessNet, Scoped: attr.Scoped}
 
 	optional := make(map[string]bool, len(p.Optional))
 	for _, o := range p.Optional {
@@ -232,8 +222,8 @@ func Prepare(p Policy) (*Ruleset, error) {
 		rights uint64
 	}{
 		{kindReadExec, p.ReadExec, readExecRights},
-		{kindReadWrite, p.ReadWrite, attr.handledFS &^ noDeviceNodes},
-		{kindDevice, p.Devices, deviceRights & attr.handledFS},
+		{kindReadWrite, p.ReadWrite, attr.HandledAccessFS &^ noDeviceNodes},
+		{kindDevice, p.Devices, deviceRights & attr.HandledAccessFS},
 	}
 	for _, l := range lists {
 		for _, path := range l.paths {
@@ -294,12 +284,9 @@ func (r *Ruleset) addPath(kind ruleKind, path string, rights uint64, optional bo
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		rights &= fileRights
 	}
-	attr := pathBeneathAttr{allowed: rights, parentFD: int32(fd)}
-	_, _, e := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(r.FD), unix.LANDLOCK_RULE_PATH_BENEATH,
-		uintptr(unsafe.Pointer(&attr)), 0, 0, 0)
-	runtime.KeepAlive(&attr)
-	if e != 0 {
-		return false, fmt.Errorf("landlock: %s %q: landlock_add_rule(rights %#x): %w", kind, path, rights, e)
+	attr := ll.PathBeneathAttr{AllowedAccess: rights, ParentFd: fd}
+	if err := ll.LandlockAddPathBeneathRule(r.FD, &attr, 0); err != nil {
+		return false, fmt.Errorf("landlock: %s %q: landlock_add_rule(rights %#x): %w", kind, path, rights, err)
 	}
 	return false, nil
 }
@@ -417,11 +404,13 @@ func (r *Ruleset) RestrictSelf() error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("landlock: prctl(PR_SET_NO_NEW_PRIVS): %w", err)
 	}
-	if _, _, e := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(r.FD), 0, 0); e != 0 {
-		if e == unix.E2BIG {
-			return fmt.Errorf("landlock_restrict_self: too many stacked rulesets: %w", e)
+	// Single-thread on purpose (see the package comment): no TSYNC flag,
+	// no AllThreads variant.
+	if err := ll.LandlockRestrictSelf(r.FD, 0); err != nil {
+		if errors.Is(err, unix.E2BIG) {
+			return fmt.Errorf("landlock_restrict_self: too many stacked rulesets: %w", err)
 		}
-		return fmt.Errorf("landlock_restrict_self: %w", e)
+		return fmt.Errorf("landlock_restrict_self: %w", err)
 	}
 	return nil
 }

@@ -1,0 +1,404 @@
+//go:build linux
+
+// Package notify is confine's seccomp user-notification supervisor.
+//
+// Landlock does not govern chmod, chown, utimes, setxattr and removexattr,
+// nor (before ABI 9) connect() to pathname unix sockets. The confined
+// command's seccomp filter therefore returns SECCOMP_RET_USER_NOTIF for those
+// system calls (see Syscalls), and the unconfined supervisor, the command's
+// parent running as root or as the command's uid, answers them with Serve.
+//
+// An operation is allowed only when its target lies inside one of the run's
+// writable roots (for connect: or is an allowlisted socket). The supervisor
+// never lets the kernel resume an allowed call (SECCOMP_USER_NOTIF_FLAG_CONTINUE
+// would re-read the task's memory and re-resolve its path after the check, a
+// time-of-check/time-of-use hole). Instead it reads the arguments once from
+// /proc/<tid>/mem, resolves the target once to a file descriptor of its own,
+// checks where that object really is, and performs the operation itself on
+// that descriptor, with the task's credentials and no capabilities.
+package notify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Config is the policy Serve enforces.
+type Config struct {
+	// WritableRoots are the absolute, clean, symlink-free directories whose
+	// contents the command may modify.
+	WritableRoots []string
+	// SocketAllow lists further absolute paths of unix sockets connect() may
+	// reach although they are outside every writable root.
+	SocketAllow []string
+	// AllowAbstract lets connect() reach abstract unix sockets. Without it
+	// such connects fail with EPERM, as Landlock's scoping (ABI 6) would make
+	// them fail had the command issued them itself.
+	AllowAbstract bool
+	// Stats, if not nil, receives a count of every decision and a record of
+	// refused operations.
+	Stats *Stats
+}
+
+// Syscalls returns the names of the system calls Serve handles on the native
+// architecture, sorted. The command's seccomp filter should return
+// SECCOMP_RET_USER_NOTIF for them; Serve refuses (EACCES) any other call
+// routed to it.
+func Syscalls() []string {
+	names := make([]string, 0, len(sysTable))
+	for _, e := range sysTable {
+		names = append(names, e.name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// workers is the number of notifications handled concurrently. A handler can
+// block (connect() to a unix socket whose backlog is full blocks like the
+// command's own call would), so one slow call must not stall the others.
+const workers = 4
+
+// server is shared by the workers. They follow a leader/followers scheme: the
+// worker holding pollMu waits for and receives the next notification, then
+// passes the role on and handles what it received on its own thread. The
+// notification thus never changes threads, which keeps latency low.
+type server struct {
+	pol       policy
+	listener  int // Serve's own duplicate of the listener descriptor
+	wake      int // eventfd, readable once ctx is cancelled
+	stats     *Stats
+	notifSize int
+	respSize  int
+
+	pollMu sync.Mutex
+	done   bool  // guarded by pollMu: stop polling
+	err    error // guarded by pollMu: why polling stopped
+	wg     sync.WaitGroup
+}
+
+// Serve answers the notifications arriving on listenerFD, the descriptor
+// returned by seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER).
+//
+// It returns nil once every task using the filter is gone, or ctx.Err() when
+// ctx is cancelled. Serve works on a duplicate of listenerFD and never closes
+// the caller's descriptor; once Serve has returned, the caller should close
+// it: the kernel then fails pending and future notified calls with ENOSYS.
+//
+// Serve waits for handlers still running before it returns; after
+// cancellation it waits only briefly, and a handler still blocked then (only
+// connect() can block) finishes on its own, keeping its own duplicate of the
+// listener until then.
+//
+// Side effect: the handlers switch the effective ids of their threads, which
+// makes the kernel mark the supervisor process non-dumpable (see
+// threadCreds).
+func Serve(ctx context.Context, listenerFD int, cfg Config) error {
+	pol, err := newPolicy(cfg)
+	if err != nil {
+		return err
+	}
+	sizes, err := notifSizes()
+	if err != nil {
+		return fmt.Errorf("notify: SECCOMP_GET_NOTIF_SIZES: %w", err)
+	}
+	lfd, err := unix.FcntlInt(uintptr(listenerFD), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("notify: dup listener: %w", err)
+	}
+	wake, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		unix.Close(lfd)
+		return fmt.Errorf("notify: eventfd: %w", err)
+	}
+	s := &server{
+		pol:       pol,
+		listener:  lfd,
+		wake:      wake,
+		stats:     cfg.Stats,
+		notifSize: int(sizes.Notif),
+		respSize:  int(sizes.Resp),
+	}
+	s.wg.Add(workers)
+	for range workers {
+		go s.worker()
+	}
+	// The descriptors live as long as any handler may still use them.
+	allDone := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		unix.Close(lfd)
+		unix.Close(wake)
+		close(allDone)
+	}()
+	select {
+	case <-allDone:
+	case <-ctx.Done():
+		// The eventfd stays readable: every worker sees it when it next
+		// polls, and stops.
+		one := [8]byte{1}
+		unix.Write(wake, one[:])
+		select {
+		case <-allDone:
+		case <-time.After(stopGrace):
+		}
+		return ctx.Err()
+	}
+	s.pollMu.Lock()
+	defer s.pollMu.Unlock()
+	return s.err
+}
+
+// stopGrace is how long Serve waits, after cancellation, for handlers to
+// finish before returning without them.
+const stopGrace = 100 * time.Millisecond
+
+// next waits for the next notification and receives it into buf. It reports
+// false when the workers must stop.
+func (s *server) next(buf []uint64) bool {
+	s.pollMu.Lock()
+	defer s.pollMu.Unlock()
+	for !s.done {
+		ok, err := s.recv(buf)
+		if ok {
+			return true
+		}
+		if err != nil {
+			s.done = true
+			if err != errStop {
+				s.err = err
+			}
+		}
+	}
+	return false
+}
+
+var errStop = errors.New("stop")
+
+// recv polls the listener and the wake eventfd once. It returns true with a
+// notification in buf, false with a nil error to be called again, or an error
+// (errStop when the filter's tasks are all gone or ctx was cancelled).
+func (s *server) recv(buf []uint64) (bool, error) {
+	fds := [2]unix.PollFd{
+		{Fd: int32(s.listener), Events: unix.POLLIN},
+		{Fd: int32(s.wake), Events: unix.POLLIN},
+	}
+	if _, err := unix.Poll(fds[:], -1); err != nil {
+		if err == unix.EINTR {
+			return false, nil
+		}
+		return false, fmt.Errorf("notify: poll: %w", err)
+	}
+	re := fds[0].Revents
+	switch {
+	case fds[1].Revents != 0:
+		return false, errStop
+	case re&unix.POLLNVAL != 0:
+		return false, errors.New("notify: listener descriptor is not open")
+	case re&unix.POLLIN != 0:
+		// The kernel insists on a zeroed buffer.
+		clear(buf)
+		switch e := ioctlPtr(s.listener, ioctlNotifRecv, unsafe.Pointer(&buf[0])); e {
+		case 0:
+			return true, nil
+		case unix.ENOENT, unix.EINTR:
+			// The task was interrupted or killed between poll and
+			// receive; its notification is gone.
+			return false, nil
+		default:
+			return false, fmt.Errorf("notify: SECCOMP_IOCTL_NOTIF_RECV: %w", e)
+		}
+	case re&(unix.POLLHUP|unix.POLLERR) != 0:
+		// Every task using the filter has exited.
+		return false, errStop
+	}
+	return false, nil
+}
+
+// worker receives and handles notifications on an OS thread of its own, whose
+// credentials it switches per request. It never unlocks the thread: when the
+// goroutine returns, the Go runtime destroys the thread instead of reusing
+// it, so a thread whose credentials could not be restored dies with it.
+func (s *server) worker() {
+	runtime.LockOSThread()
+	defer s.wg.Done()
+	tc, err := newThreadCreds()
+	if err != nil {
+		// Without a credential record nothing can be done safely: refuse.
+		tc = &threadCreds{poisoned: true}
+	}
+	nbuf := alignedBuf(s.notifSize, int(unsafe.Sizeof(seccompNotif{})))
+	n := (*seccompNotif)(unsafe.Pointer(&nbuf[0]))
+	rbuf := alignedBuf(s.respSize, int(unsafe.Sizeof(seccompNotifResp{})))
+	resp := (*seccompNotifResp)(unsafe.Pointer(&rbuf[0]))
+	h := handler{s: s, tc: tc, status: make([]byte, 4096)}
+	for s.next(nbuf) {
+		r := h.handle(n)
+		clear(rbuf)
+		resp.ID = n.ID
+		if r.errno != 0 {
+			resp.Error = -int32(r.errno)
+		} else {
+			resp.Val = r.val
+		}
+		// ENOENT: the task was interrupted meanwhile; nobody waits for
+		// the answer any more.
+		_ = ioctlPtr(s.listener, ioctlNotifSend, unsafe.Pointer(resp))
+		s.stats.record(n.Data.Nr, int(n.PID), r)
+		if tc.poisoned {
+			// Replace this worker; its thread ends with the goroutine.
+			s.wg.Add(1)
+			go s.worker()
+			return
+		}
+	}
+}
+
+// policy is the validated Config.
+type policy struct {
+	roots         []string
+	sockets       map[string]bool
+	allowAbstract bool
+}
+
+func newPolicy(cfg Config) (policy, error) {
+	p := policy{sockets: map[string]bool{}, allowAbstract: cfg.AllowAbstract}
+	for _, r := range cfg.WritableRoots {
+		if !filepath.IsAbs(r) {
+			return p, fmt.Errorf("notify: writable root %q is not absolute", r)
+		}
+		p.roots = append(p.roots, filepath.Clean(r))
+	}
+	for _, s := range cfg.SocketAllow {
+		if !filepath.IsAbs(s) {
+			return p, fmt.Errorf("notify: socket path %q is not absolute", s)
+		}
+		s = filepath.Clean(s)
+		p.sockets[s] = true
+		// Targets are compared by their real path; accept the resolved
+		// form of an allowlisted path that goes through a symlink.
+		if r, err := filepath.EvalSymlinks(s); err == nil {
+			p.sockets[r] = true
+		}
+	}
+	return p, nil
+}
+
+// writable reports whether the real path p lies inside a writable root.
+// p comes from the kernel (d_path), so it is absolute and clean unless the
+// object has no path name or is unreachable from our root, in which case it
+// does not start with '/' and is refused.
+func (p *policy) writable(real string) bool {
+	if len(real) == 0 || real[0] != '/' {
+		return false
+	}
+	for _, r := range p.roots {
+		if r == "/" || real == r || (len(real) > len(r) && real[:len(r)] == r && real[len(r)] == '/') {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *policy) socketAllowed(real string) bool {
+	return p.writable(real) || p.sockets[real]
+}
+
+// Stats counts the supervisor's decisions per system call and keeps the most
+// recent refusals, for "why was my command denied?" reports. The zero value is
+// ready to use; a Stats is safe for concurrent use.
+type Stats struct {
+	mu      sync.Mutex
+	counts  map[string]*Counts
+	denials []Denial
+	next    int // ring position once denials is full
+}
+
+// Counts are the outcomes for one system call.
+type Counts struct {
+	// Allowed operations passed the policy and were performed successfully.
+	Allowed uint64
+	// Failed operations passed the policy (or never got to it) but failed
+	// with an ordinary error, e.g. ENOENT or a permission the task lacks.
+	Failed uint64
+	// Denied operations were refused by the policy.
+	Denied uint64
+}
+
+// Denial describes one operation the policy refused.
+type Denial struct {
+	Syscall string
+	PID     int // thread id of the caller, in the supervisor's pid namespace
+	// Path is the real path of the target when it was resolved, else the
+	// path or address as the task passed it (may be empty).
+	Path   string
+	Errno  syscall.Errno
+	Reason string
+}
+
+// maxDenials bounds the memory Stats keeps; older refusals are overwritten.
+const maxDenials = 256
+
+// Counts returns a copy of the counters, keyed by system call name.
+func (s *Stats) Counts() map[string]Counts {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]Counts, len(s.counts))
+	for k, v := range s.counts {
+		out[k] = *v
+	}
+	return out
+}
+
+// Denials returns the recorded refusals, oldest first.
+func (s *Stats) Denials() []Denial {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Denial, 0, len(s.denials))
+	out = append(out, s.denials[s.next:]...)
+	return append(out, s.denials[:s.next]...)
+}
+
+func (s *Stats) record(nr int32, pid int, r result) {
+	if s == nil {
+		return
+	}
+	name := "unknown"
+	if e, ok := sysTable[nr]; ok {
+		name = e.name
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.counts == nil {
+		s.counts = map[string]*Counts{}
+	}
+	c := s.counts[name]
+	if c == nil {
+		c = &Counts{}
+		s.counts[name] = c
+	}
+	switch {
+	case r.denied:
+		c.Denied++
+		d := Denial{Syscall: name, PID: pid, Path: r.path, Errno: syscall.Errno(r.errno), Reason: r.reason}
+		if len(s.denials) < maxDenials {
+			s.denials = append(s.denials, d)
+		} else {
+			s.denials[s.next] = d
+			s.next = (s.next + 1) % maxDenials
+		}
+	case r.errno != 0:
+		c.Failed++
+	default:
+		c.Allowed++
+	}
+}
