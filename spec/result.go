@@ -73,12 +73,12 @@ type CommandResult struct {
 	// ExitCode is the command's exit status, or -1 when it died of a signal.
 	ExitCode int `json:"exit_code"`
 	// Signal is the signal number that ended the command, or 0.
-	Signal    int    `json:"signal,omitempty"`
-	Stdout    Stream `json:"stdout"`
-	Stderr    Stream `json:"stderr"`
+	Signal    int           `json:"signal,omitempty"`
+	Stdout    Stream        `json:"stdout"`
+	Stderr    Stream        `json:"stderr"`
 	Duration  time.Duration `json:"duration_ns"`
-	TimedOut  bool   `json:"timed_out"`
-	Cancelled bool   `json:"cancelled"`
+	TimedOut  bool          `json:"timed_out"`
+	Cancelled bool          `json:"cancelled"`
 	// Killed is set when confine had to signal the tree (timeout, cancel,
 	// launcher death) or when survivors were removed after the main
 	// process exited.
