@@ -79,7 +79,7 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 	if err := s.Validate(); err != nil {
 		return res, err
 	}
-	p, tmp, cgroup, gs, omitted, err := prepare(&s, prof)
+	p, tmp, cgroup, gs, omitted, hidden, err := prepare(&s, prof)
 	if err != nil {
 		return res, err
 	}
@@ -87,6 +87,7 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 	res.Backend = Backend
 	res.Guarantees = gs
 	res.PathOmitted = omitted
+	res.HiddenCredentials = hidden
 
 	if l.sem != nil {
 		select {
@@ -163,10 +164,10 @@ func mergeLimits(prof, s spec.Limits) spec.Limits {
 // prepare turns a validated spec into a launch plan: canonical roots, the
 // run-as identity, the guarantees this host enforces, a private temp dir
 // and the environment.
-func prepare(s *spec.CommandSpec, prof policy.Profile) (p *plan.Plan, tmp, cgroup string, gs []spec.Guarantee, omitted []string, err error) {
-	fail := func(e error) (*plan.Plan, string, string, []spec.Guarantee, []string, error) {
+func prepare(s *spec.CommandSpec, prof policy.Profile) (p *plan.Plan, tmp, cgroup string, gs []spec.Guarantee, omitted, hidden []string, err error) {
+	fail := func(e error) (*plan.Plan, string, string, []spec.Guarantee, []string, []string, error) {
 		cleanup(tmp, cgroup)
-		return nil, "", "", nil, nil, e
+		return nil, "", "", nil, nil, nil, e
 	}
 	worktree, err := canonicalDir(s.Worktree)
 	if err != nil {
@@ -196,7 +197,12 @@ func prepare(s *spec.CommandSpec, prof policy.Profile) (p *plan.Plan, tmp, cgrou
 		if err != nil {
 			return fail(fmt.Errorf("%w: read-only root: %v", spec.ErrInvalidSpec, err))
 		}
-		ro = append(ro, c)
+		grants, excluded, err := policy.SplitReadGrant(c)
+		if err != nil {
+			return fail(fmt.Errorf("%w: read-only root: %v", spec.ErrInvalidSpec, err))
+		}
+		ro = append(ro, grants...)
+		hidden = append(hidden, excluded...)
 	}
 
 	h := host.Probe()
@@ -257,6 +263,11 @@ func prepare(s *spec.CommandSpec, prof policy.Profile) (p *plan.Plan, tmp, cgrou
 	if !hasEnv(env, "HOME") {
 		env = append(env, "HOME="+home)
 	}
+	if !hasEnv(env, "GIT_CONFIG_NOSYSTEM") {
+		// /etc/gitconfig is not granted (it may hold credential helpers);
+		// without this git refuses to start.
+		env = append(env, "GIT_CONFIG_NOSYSTEM=1")
+	}
 	if !hasEnv(env, "TMPDIR") {
 		env = append(env, "TMPDIR="+filepath.Join(tmp, "tmp"))
 	}
@@ -287,7 +298,7 @@ func prepare(s *spec.CommandSpec, prof policy.Profile) (p *plan.Plan, tmp, cgrou
 		WallTime:      limits.WallTime,
 		KillGrace:     limits.KillGrace,
 	}
-	return p, tmp, cgroup, gs, omitted, nil
+	return p, tmp, cgroup, gs, omitted, hidden, nil
 }
 
 func waived(ws []string, g string) bool {

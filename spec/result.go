@@ -92,4 +92,7 @@ type CommandResult struct {
 	Guarantees []Guarantee `json:"guarantees"`
 	// PathOmitted lists PATH components confine left out of a derived PATH.
 	PathOmitted []string `json:"path_omitted,omitempty"`
+	// HiddenCredentials lists credential files left unreadable inside
+	// granted read-only roots.
+	HiddenCredentials []string `json:"hidden_credentials,omitempty"`
 }

@@ -1,0 +1,97 @@
+package policy
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// CredentialPaths are paths, relative to a granted directory, that hold
+// credentials and stay unreadable even when that directory is granted.
+var CredentialPaths = []string{
+	".cargo/credentials.toml", ".cargo/credentials",
+	".npmrc", ".yarnrc.yml", ".netrc", ".pypirc", ".git-credentials",
+	".docker/config.json", ".config/gh/hosts.yml", ".config/gcloud",
+	".aws", ".ssh", ".kube/config", ".gnupg",
+}
+
+// cargoHomeCredentials apply when the granted directory is itself a cargo
+// home (CARGO_HOME or ~/.cargo).
+var cargoHomeCredentials = []string{"credentials.toml", "credentials"}
+
+// SplitReadGrant returns what to grant instead of root so that no credential
+// path beneath it is covered, and the credential paths it left out. Landlock
+// is allow-only and hierarchical, so "root except X" means granting X's
+// siblings one by one, down every directory that leads to an X. Entries
+// created in those directories later are not covered by any grant.
+func SplitReadGrant(root string) (grants, excluded []string, err error) {
+	rel := CredentialPaths
+	if filepath.Base(root) == ".cargo" || fileExists(filepath.Join(root, "config.toml")) && fileExists(filepath.Join(root, "registry")) {
+		rel = append(append([]string(nil), rel...), cargoHomeCredentials...)
+	}
+	var secrets []string
+	for _, r := range rel {
+		p := filepath.Join(root, r)
+		if _, err := os.Lstat(p); err == nil {
+			secrets = append(secrets, p)
+		}
+	}
+	if len(secrets) == 0 {
+		return []string{root}, nil, nil
+	}
+	sort.Strings(secrets)
+	grants, err = split(root, secrets)
+	if err != nil {
+		return nil, nil, fmt.Errorf("re-deny credentials under %s: %w", root, err)
+	}
+	return grants, secrets, nil
+}
+
+func split(dir string, secrets []string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		p := filepath.Join(dir, e.Name())
+		switch {
+		case contains(secrets, p):
+			continue
+		case leadsTo(p, secrets):
+			sub, err := split(p, secrets)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, sub...)
+		default:
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+func leadsTo(p string, secrets []string) bool {
+	for _, s := range secrets {
+		if strings.HasPrefix(s, p+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}

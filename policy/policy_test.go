@@ -1,0 +1,148 @@
+package policy
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/confine-sandbox/confine/internal/host"
+	"github.com/confine-sandbox/confine/spec"
+)
+
+func TestSplitReadGrant(t *testing.T) {
+	tests := []struct {
+		name     string
+		files    []string
+		root     string
+		grants   []string
+		excluded []string
+	}{
+		{"no secrets", []string{"a/x", "b"}, "", []string{""}, nil},
+		{"top-level npmrc", []string{".npmrc", "src/main.js", "pkg.json"}, "", []string{"pkg.json", "src"}, []string{".npmrc"}},
+		{"nested docker config", []string{".docker/config.json", ".docker/other", "z"}, "", []string{".docker/other", "z"}, []string{".docker/config.json"}},
+		{"cargo home", []string{"credentials.toml", "registry/cache/x", "bin/cargo"}, ".cargo", []string{".cargo/bin", ".cargo/registry"}, []string{".cargo/credentials.toml"}},
+		{"home with ssh and aws", []string{".ssh/id_ed25519", ".aws/credentials", "code/x"}, "", []string{"code"}, []string{".aws", ".ssh"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			base := t.TempDir()
+			root := filepath.Join(base, tt.root)
+			for _, f := range tt.files {
+				p := filepath.Join(root, f)
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			grants, excluded, err := SplitReadGrant(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rel := func(ps []string) []string {
+				var out []string
+				for _, p := range ps {
+					r, _ := filepath.Rel(base, p)
+					if r == "." {
+						r = ""
+					}
+					out = append(out, r)
+				}
+				return out
+			}
+			if !reflect.DeepEqual(rel(grants), tt.grants) || !reflect.DeepEqual(rel(excluded), tt.excluded) {
+				t.Fatalf("grants %v excluded %v; want %v %v", rel(grants), rel(excluded), tt.grants, tt.excluded)
+			}
+		})
+	}
+}
+
+func TestAssessRefusesMissingFeatures(t *testing.T) {
+	full := host.Info{LandlockABI: 7, Seccomp: true}
+	tests := []struct {
+		name      string
+		h         host.Info
+		root      bool
+		cgroup    bool
+		waive     []string
+		refused   []string // guarantees named in the refusal
+		mentioned string   // kernel feature named
+	}{
+		{"everything", full, false, false, nil, nil, ""},
+		{"no landlock", host.Info{Seccomp: true, LandlockErr: "ENOSYS"}, false, false, nil, []string{GFSWrite, GFSRead, GSignals}, "Landlock"},
+		{"no seccomp", host.Info{LandlockABI: 7}, false, false, nil, []string{GNoNetwork, GFSMetadata, GTerminal}, "seccomp"},
+		{"abi 2 like kernel 6.1", host.Info{LandlockABI: 2, Seccomp: true}, false, false, nil, []string{GSignals, GUnixSockets}, "ABI >= 6"},
+		{"abi 2 waived", host.Info{LandlockABI: 2, Seccomp: true}, false, false, []string{GSignals, GUnixSockets}, nil, ""},
+		{"root without pids cgroup", full, true, false, nil, []string{GProcesses}, "pids cgroup"},
+		{"root with pids cgroup", full, true, true, nil, nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			gs, err := Resolve(Assess(tt.h, tt.root, tt.cgroup), tt.waive)
+			if len(tt.refused) == 0 {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				if len(gs) != len(AllGuarantees) {
+					t.Fatalf("%d guarantees, want %d", len(gs), len(AllGuarantees))
+				}
+				for _, g := range gs {
+					if g.Waived != contains(tt.waive, g.Name) || (!g.Waived && g.Mechanism == "") {
+						t.Errorf("guarantee %+v", g)
+					}
+				}
+				return
+			}
+			if !errors.Is(err, spec.ErrUnavailable) {
+				t.Fatalf("err = %v, want ErrUnavailable", err)
+			}
+			for _, g := range tt.refused {
+				if !strings.Contains(err.Error(), g) {
+					t.Errorf("refusal does not name %s: %v", g, err)
+				}
+			}
+			if !strings.Contains(err.Error(), tt.mentioned) {
+				t.Errorf("refusal does not name the kernel feature %q: %v", tt.mentioned, err)
+			}
+		})
+	}
+}
+
+func TestPathComponents(t *testing.T) {
+	ro := []string{"/usr", "/bin"}
+	rw := []string{"/usr/local/work"}
+	tests := []struct {
+		c  string
+		ok bool
+	}{
+		{"/usr/bin", true}, {"", false}, {"usr/bin", false}, {"/usr/../etc", false},
+		{"/usr/local/work/bin", false}, {"/opt/tool", false}, {"/usr/bin\x00x", false},
+	}
+	for _, tt := range tests {
+		if err := CheckPathComponent(tt.c, ro, rw); (err == nil) != tt.ok {
+			t.Errorf("CheckPathComponent(%q) = %v, want ok=%v", tt.c, err, tt.ok)
+		}
+	}
+	path, omitted := DerivePATH("/usr/bin::/opt/x:/usr/bin:rel", ro, rw)
+	if path != "/usr/bin" || !reflect.DeepEqual(omitted, []string{"", "/opt/x", "rel"}) {
+		t.Fatalf("DerivePATH = %q, %q", path, omitted)
+	}
+}
+
+func TestTiers(t *testing.T) {
+	if err := CheckTier(TierHostile); !errors.Is(err, spec.ErrUnavailable) || !strings.Contains(err.Error(), "microVM") {
+		t.Fatalf("tier 3: %v", err)
+	}
+	if err := CheckTier(TierSandboxed); err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range []Tier{TierNone, TierStructured, 7} {
+		if err := CheckTier(tr); !errors.Is(err, spec.ErrInvalidSpec) {
+			t.Errorf("tier %d: %v", tr, err)
+		}
+	}
+}
