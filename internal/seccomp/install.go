@@ -40,9 +40,17 @@ func Install(prog []bpf.RawInstruction, listener bool) (notifyFD int, err error)
 	}
 	var flags uintptr
 	if listener {
-		flags = unix.SECCOMP_FILTER_FLAG_NEW_LISTENER
+		// WAIT_KILLABLE_RECV (5.19+): once the supervisor has a
+		// notification, non-fatal signals (Go's SIGURG preemption, every
+		// 10ms) no longer restart the call and void the supervisor's work.
+		flags = unix.SECCOMP_FILTER_FLAG_NEW_LISTENER | unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
 	}
 	r, _, e := unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, uintptr(unsafe.Pointer(&fprog)))
+	if e == unix.EINVAL && listener {
+		// Older kernel: the flag only makes notified calls cheaper.
+		flags = unix.SECCOMP_FILTER_FLAG_NEW_LISTENER
+		r, _, e = unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, uintptr(unsafe.Pointer(&fprog)))
+	}
 	if e != 0 {
 		return -1, fmt.Errorf("seccomp: seccomp(SECCOMP_SET_MODE_FILTER): %w", e)
 	}

@@ -96,6 +96,7 @@ var amd64Nr = map[string]uint32{
 	"setxattrat":        463,
 	"removexattrat":     466,
 	"open_tree_attr":    467,
+	"file_setattr":      469,
 }
 
 // arm64Nr is from include/uapi/asm-generic/unistd.h (the generic table that
@@ -174,4 +175,5 @@ var arm64Nr = map[string]uint32{
 	"setxattrat":        463,
 	"removexattrat":     466,
 	"open_tree_attr":    467,
+	"file_setattr":      469,
 }

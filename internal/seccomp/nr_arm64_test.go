@@ -38,7 +38,7 @@ func TestNumbersMatchUnix(t *testing.T) {
 		"pidfd_getfd": unix.SYS_PIDFD_GETFD, "process_madvise": unix.SYS_PROCESS_MADVISE,
 		"mount_setattr": unix.SYS_MOUNT_SETATTR, "quotactl_fd": unix.SYS_QUOTACTL_FD,
 		"fchmodat2": unix.SYS_FCHMODAT2, "setxattrat": unix.SYS_SETXATTRAT,
-		"removexattrat": unix.SYS_REMOVEXATTRAT, "open_tree_attr": unix.SYS_OPEN_TREE_ATTR,
+		"removexattrat": unix.SYS_REMOVEXATTRAT, "open_tree_attr": unix.SYS_OPEN_TREE_ATTR, "file_setattr": unix.SYS_FILE_SETATTR,
 	}
 	checkTable(t, "arm64Nr", arm64Nr, want)
 	checkTable(t, "commonARM64", commonARM64, map[string]uint32{

@@ -32,6 +32,9 @@ var epermCalls = []string{
 	"settimeofday", "clock_settime", "clock_adjtime", "adjtimex",
 	// File handles bypass path-based checks (Landlock sees no path).
 	"open_by_handle_at", "name_to_handle_at",
+	// Inode flags (immutable, append-only, project id) on any file the
+	// command can open read-only; Landlock does not restrict it.
+	"file_setattr",
 }
 
 // enosysCalls fail with ENOSYS, which callers take as "not implemented"
@@ -64,14 +67,19 @@ const nsFlags = unix.CLONE_NEWNS | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC |
 // Values the argument blocks compare against. They are the same on amd64
 // and arm64 (both use the asm-generic ioctl and socket numbering).
 const (
-	tiocsti       = 0x5412
-	tioclinux     = 0x541c
-	sockTypeMask  = 0xf // SOCK_TYPE_MASK; the rest are SOCK_NONBLOCK/SOCK_CLOEXEC
-	personaQuery  = 0xffffffff
-	personaLinux  = 0 // PER_LINUX
-	afUnix        = unix.AF_UNIX
-	sockStream    = unix.SOCK_STREAM
-	sockSeqpacket = unix.SOCK_SEQPACKET
+	tiocsti   = 0x5412
+	tioclinux = 0x541c
+	// FS_IOC_SETFLAGS, its 32-bit twin and FS_IOC_FSSETXATTR: chattr
+	// works on a read-only fd of an owned file anywhere.
+	fsIocSetflags   = 0x40086602
+	fsIoc32Setflags = 0x40046602
+	fsIocFssetxattr = 0x401c5820
+	sockTypeMask    = 0xf // SOCK_TYPE_MASK; the rest are SOCK_NONBLOCK/SOCK_CLOEXEC
+	personaQuery    = 0xffffffff
+	personaLinux    = 0 // PER_LINUX
+	afUnix          = unix.AF_UNIX
+	sockStream      = unix.SOCK_STREAM
+	sockSeqpacket   = unix.SOCK_SEQPACKET
 )
 
 // argRules are the syscalls whose outcome depends on their arguments. Each
@@ -118,11 +126,15 @@ func argRules(cfg Config) []entry {
 			block: func(a *assembler, _ Config) {
 				a.loadWord(argLow(1))
 				a.jumpIf(bpf.JumpEqual, tiocsti, a.ret(eperm), next)
-				a.jumpIf(bpf.JumpEqual, tioclinux, a.ret(eperm), a.ret(unix.SECCOMP_RET_ALLOW))
+				a.jumpIf(bpf.JumpEqual, tioclinux, a.ret(eperm), next)
+				a.jumpIf(bpf.JumpEqual, fsIocSetflags, a.ret(eperm), next)
+				a.jumpIf(bpf.JumpEqual, fsIoc32Setflags, a.ret(eperm), next)
+				a.jumpIf(bpf.JumpEqual, fsIocFssetxattr, a.ret(eperm), a.ret(unix.SECCOMP_RET_ALLOW))
 			},
 			doc: []Rule{
 				{When: "cmd == TIOCSTI", Errno: unix.EPERM},
 				{When: "cmd == TIOCLINUX", Errno: unix.EPERM},
+				{When: "cmd == FS_IOC_SETFLAGS, FS_IOC32_SETFLAGS or FS_IOC_FSSETXATTR", Errno: unix.EPERM},
 			},
 		},
 		{
