@@ -333,7 +333,7 @@ func newCheck(stdout io.Writer) *cobra.Command {
 		Short: "Report what this host can enforce, guarantee by guarantee",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			h := host.Probe()
+			h := host.ProbeAll()
 			runAsRoot := h.EUID == 0
 			if runAsRoot {
 				if wd, err := os.Getwd(); err == nil {

@@ -38,11 +38,20 @@ var (
 	cached Info
 )
 
-// Probe returns the host facts; kernel facts are probed once per process.
+// Probe returns the host facts the launch path needs; kernel facts are
+// probed once per process.
 func Probe() Info {
 	once.Do(func() { cached = probe() })
 	i := cached
 	i.EUID = os.Geteuid()
+	return i
+}
+
+// ProbeAll adds the facts only reports need (user namespaces cost a
+// process spawn to test).
+func ProbeAll() Info {
+	i := Probe()
+	i.UserNS = userNSWorks()
 	return i
 }
 
@@ -60,7 +69,6 @@ func probe() Info {
 		i.Seccomp = true
 	}
 	i.IOUring = ioUringPresent()
-	i.UserNS = userNSWorks()
 	i.PidsCgroupRoot = pidsCgroupRoot()
 	if _, err := os.Stat("/sys/fs/cgroup/cgroup.subtree_control"); err == nil {
 		i.CgroupV2 = unix.Access("/sys/fs/cgroup", unix.W_OK) == nil
