@@ -170,7 +170,7 @@ func run(ctrl *os.File) *plan.Report {
 					rep.ExitCode = -1
 					rep.Signal = int(ev.ws.Signal())
 				}
-				if !killing {
+				if !killing && hasChildren() {
 					// Whatever is still alive now outlived the command.
 					if ds, err := proctree.Descendants(self); err == nil && len(ds) > 0 {
 						rep.Survivors = len(ds)
@@ -235,6 +235,14 @@ func reaper(waits chan<- waitEvent, allGone chan<- struct{}) {
 		}
 		waits <- waitEvent{pid, ws}
 	}
+}
+
+// hasChildren asks the kernel, without reaping, whether the supervisor has
+// any child left; the common case (none) then skips the /proc scan.
+func hasChildren() bool {
+	var info unix.Siginfo
+	err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT|unix.WALL, nil)
+	return err != unix.ECHILD
 }
 
 func reapAll() {
