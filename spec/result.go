@@ -68,6 +68,16 @@ type Guarantee struct {
 	Waived bool `json:"waived,omitempty"`
 }
 
+// Denial is one operation the sandbox refused in user space (the seccomp
+// notification supervisor), recorded so "why was my command denied?" has
+// an answer. Kernel-side refusals (Landlock, seccomp errno) are not seen.
+type Denial struct {
+	Syscall string `json:"syscall"`
+	Path    string `json:"path,omitempty"`
+	Errno   string `json:"errno"`
+	Reason  string `json:"reason"`
+}
+
 // CommandResult is the bounded, structured outcome of one run.
 type CommandResult struct {
 	// ExitCode is the command's exit status, or -1 when it died of a signal.
@@ -95,4 +105,6 @@ type CommandResult struct {
 	// HiddenCredentials lists credential files left unreadable inside
 	// granted read-only roots.
 	HiddenCredentials []string `json:"hidden_credentials,omitempty"`
+	// Denials are the latest operations the supervisor refused (at most 256).
+	Denials []Denial `json:"denials,omitempty"`
 }

@@ -229,6 +229,7 @@ func (o *runOpts) run(ctx context.Context, args []string, stdout, stderr io.Writ
 	if o.json {
 		printJSON(stdout, res)
 	} else {
+		reportDenials(stderr, res.Denials)
 		for _, st := range []struct {
 			name string
 			s    spec.Stream
@@ -250,6 +251,19 @@ func (o *runOpts) run(ctx context.Context, args []string, stdout, stderr io.Writ
 		return &exitError{res.ExitCode, ""}
 	}
 	return nil
+}
+
+// reportDenials tells a human what the sandbox refused in user space, so a
+// failing build says why.
+func reportDenials(w io.Writer, ds []spec.Denial) {
+	const show = 10
+	for i, d := range ds {
+		if i == show {
+			fmt.Fprintf(w, "confine: ... and %d more denials (see --json)\n", len(ds)-show)
+			break
+		}
+		fmt.Fprintf(w, "confine: denied %s %s: %s (%s)\n", d.Syscall, d.Path, d.Reason, d.Errno)
+	}
 }
 
 func (o *runOpts) timeout() string {

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/confine-sandbox/confine/spec"
 )
 
 // Rlimits are applied in the child before exec. Zero means unlimited for
@@ -119,6 +121,6 @@ type Report struct {
 	SysCPU   time.Duration `json:"sys_cpu"`
 	MaxRSSKB int64         `json:"max_rss_kb"`
 
-	// Denials counts refusals by the metadata/connect supervisor.
-	Denials map[string]int `json:"denials,omitempty"`
+	// Denials are the latest refusals by the metadata/connect supervisor.
+	Denials []spec.Denial `json:"denials,omitempty"`
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/confine-sandbox/confine/internal/notify"
 	"github.com/confine-sandbox/confine/internal/plan"
 	"github.com/confine-sandbox/confine/internal/proctree"
+	"github.com/confine-sandbox/confine/spec"
 )
 
 // Arg0 marks a re-exec of the host binary as a supervisor.
@@ -89,21 +90,23 @@ func run(ctrl *os.File) *plan.Report {
 	start := time.Now()
 
 	ctx, stopNotify := context.WithCancel(context.Background())
-	notifyDone := make(chan map[string]int, 1)
+	notifyDone := make(chan struct{}, 1)
+	stats := &notify.Stats{}
 	if notifyFD >= 0 {
 		go func() {
 			err := notify.Serve(ctx, notifyFD, notify.Config{
 				WritableRoots: p.WritableRoots,
 				SocketAllow:   p.SocketAllow,
+				Stats:         stats,
 			})
 			unix.Close(notifyFD)
 			if err != nil && !errors.Is(err, context.Canceled) {
 				fmt.Fprintf(os.Stderr, "confine: notification supervisor: %v\n", err)
 			}
-			notifyDone <- nil
+			notifyDone <- struct{}{}
 		}()
 	} else {
-		notifyDone <- nil
+		notifyDone <- struct{}{}
 	}
 
 	waits := make(chan waitEvent, 64)
@@ -184,6 +187,9 @@ func run(ctrl *os.File) *plan.Report {
 			}
 			stopNotify()
 			<-notifyDone
+			for _, d := range stats.Denials() {
+				rep.Denials = append(rep.Denials, spec.Denial{Syscall: d.Syscall, Path: d.Path, Errno: unix.ErrnoName(d.Errno), Reason: d.Reason})
+			}
 			var ru unix.Rusage
 			if unix.Getrusage(unix.RUSAGE_CHILDREN, &ru) == nil {
 				rep.UserCPU = time.Duration(ru.Utime.Nano())
