@@ -85,6 +85,15 @@ func (e *env) file(dir, name string, mode os.FileMode) string {
 	return p
 }
 
+// symlink makes link -> target, owned by the user.
+func (e *env) symlink(target, link string) {
+	e.t.Helper()
+	if err := os.Symlink(target, link); err != nil {
+		e.t.Fatal(err)
+	}
+	e.own(link, e.user.UID)
+}
+
 func (e *env) outsideFile(name string) string { return e.file(e.outside(), name, 0o644) }
 
 // contentChanged is the effect "the file no longer holds original".
@@ -606,13 +615,79 @@ func vectors() []vcase {
 			return fixture{args: []string{e.outsideFile("secret.txt")}}
 		}},
 	)
+	// Credential files inside a directory granted with --ro (policy issue
+	// 4, credential re-deny, which has landed: a row that escapes fails).
 	for _, cf := range credentialFiles {
 		cases = append(cases, vcase{name: "read-credential-in-ro-root/" + cf, vector: "read-file",
-			knownGap: "credential re-deny not implemented yet (issue 4)",
 			setup: func(e *env) fixture {
 				ro := e.freshDir("ro-")
 				p := e.file(ro, cf, 0o600)
 				return fixture{args: []string{p}, cliArgs: []string{"--ro", ro}}
+			}})
+	}
+	cases = append(cases,
+		vcase{name: "read-credential-ro-cargo-home", vector: "read-file", setup: func(e *env) fixture {
+			// --ro ~/.cargo itself (a cargo home).
+			home := e.freshDir("home-")
+			p := e.file(home, ".cargo/credentials.toml", 0o600)
+			e.file(home, ".cargo/config.toml", 0o644)
+			return fixture{args: []string{p}, cliArgs: []string{"--ro", filepath.Join(home, ".cargo")}}
+		}},
+		// Dotfile managers (stow, chezmoi, yadm) make ~/.aws or ~/.npmrc
+		// symlinks into a dotfiles directory; the tool reads the usual path.
+		vcase{name: "read-credential-symlinked-dir-in-ro-root", vector: "read-file", setup: func(e *env) fixture {
+			ro := e.freshDir("ro-")
+			e.file(ro, "dotfiles/aws/credentials", 0o600)
+			e.symlink("dotfiles/aws", filepath.Join(ro, ".aws"))
+			return fixture{args: []string{filepath.Join(ro, ".aws", "credentials")}, cliArgs: []string{"--ro", ro}}
+		}},
+		vcase{name: "read-credential-symlinked-file-in-ro-root", vector: "read-file", setup: func(e *env) fixture {
+			ro := e.freshDir("ro-")
+			e.file(ro, "dotfiles/npmrc", 0o600)
+			e.symlink("dotfiles/npmrc", filepath.Join(ro, ".npmrc"))
+			return fixture{args: []string{filepath.Join(ro, ".npmrc")}, cliArgs: []string{"--ro", ro}}
+		}},
+		vcase{name: "read-credential-symlink-in-ro-root-to-denied", vector: "read-file", setup: func(e *env) fixture {
+			// The reverse: an innocent name pointing at the re-denied file.
+			ro := e.freshDir("ro-")
+			e.file(ro, ".git-credentials", 0o600)
+			e.symlink(".git-credentials", filepath.Join(ro, "notes.txt"))
+			return fixture{args: []string{filepath.Join(ro, "notes.txt")}, cliArgs: []string{"--ro", ro}}
+		}},
+	)
+	// A symlink inside a --ro root that points outside it must not widen
+	// the grant: neither when the root is granted whole, nor when the
+	// credential re-deny grants its entries one by one (a rule made by
+	// opening a symlink lands on its target).
+	for _, split := range []bool{false, true} {
+		name := "read-outside-via-ro-root-symlink"
+		if split {
+			name += "-with-credential-sibling"
+		}
+		cases = append(cases, vcase{name: name, vector: "read-file", setup: func(e *env) fixture {
+			ro := e.freshDir("ro-")
+			secret := e.outsideFile("secret.txt")
+			if split {
+				e.file(ro, ".npmrc", 0o600)
+			}
+			e.symlink(e.outside(), filepath.Join(ro, "link"))
+			// Read the outside file by its own path, not through the link.
+			return fixture{args: []string{secret}, cliArgs: []string{"--ro", ro}}
+		}})
+	}
+	cases = append(cases, vcase{name: "read-shadow-via-ro-root-symlink-to-etc-with-credential-sibling", vector: "read-file", setup: func(e *env) fixture {
+		ro := e.freshDir("ro-")
+		e.file(ro, ".npmrc", 0o600)
+		e.symlink("/etc", filepath.Join(ro, "etc"))
+		return fixture{args: []string{"/etc/shadow"}, cliArgs: []string{"--ro", ro}}
+	}})
+
+	// Credential files in the work directory itself (a granted directory
+	// too; notes.md guarantee 2 names "inside a granted directory").
+	for _, cf := range []string{".npmrc", ".git-credentials"} {
+		cases = append(cases, vcase{name: "read-credential-in-workdir/" + cf, vector: "read-file",
+			setup: func(e *env) fixture {
+				return fixture{args: []string{e.file(e.wd, cf, 0o600)}}
 			}})
 	}
 	cases = append(cases,

@@ -1,0 +1,233 @@
+package escape
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/confine-sandbox/confine/internal/testutil"
+)
+
+// Real work still runs: the default profile must not break ordinary
+// toolchains. A failure here means the sandbox is too strict for that
+// work; it is reported, never worked around by loosening the sandbox.
+func TestFunctional(t *testing.T) {
+	type job struct {
+		name  string
+		files map[string]string // written into the work directory
+		// needs lists programs that must exist on the host; a missing one
+		// skips the job with the reason.
+		needs []string
+		args  func(t *testing.T, wd string) []string // `confine run` arguments after "run"
+		want  string                                 // stdout must contain it
+	}
+	jobs := []job{
+		{name: "shell-pipeline", needs: []string{"seq", "sort", "tail"},
+			args: func(*testing.T, string) []string {
+				return []string{"--", "sh", "-c", "seq 1 1000 | sort -n | tail -1"}
+			}, want: "1000\n"},
+		{name: "fork-exec-background-jobs",
+			args: func(*testing.T, string) []string {
+				return []string{"--", "sh", "-c", `for i in 1 2 3; do sh -c "echo job$i" & done; wait; echo done`}
+			}, want: "done\n"},
+		{name: "python-unix-socket-in-workdir", needs: []string{"python3"},
+			files: map[string]string{"sock.py": pySocket},
+			args: func(*testing.T, string) []string {
+				return []string{"--", "python3", "sock.py"}
+			}, want: "socketpair ok\nunix socket ok\n"},
+		{name: "python-socketpair-dgram", needs: []string{"python3"},
+			files: map[string]string{"dg.py": pySocketpairDgram},
+			args: func(*testing.T, string) []string {
+				return []string{"--", "python3", "dg.py"}
+			}, want: "dgram socketpair ok\n"},
+		{name: "python-multiprocessing-process-pipe", needs: []string{"python3"},
+			files: map[string]string{"mp.py": pyMultiprocessing},
+			args: func(*testing.T, string) []string {
+				return []string{"--", "python3", "mp.py"}
+			}, want: "multiprocessing ok 42\n"},
+		{name: "python-threads", needs: []string{"python3"},
+			files: map[string]string{"th.py": pyThreads},
+			args: func(*testing.T, string) []string {
+				return []string{"--", "python3", "th.py"}
+			}, want: "threads ok 8\n"},
+		{name: "gcc-hello", needs: []string{"gcc"},
+			files: map[string]string{"hello.c": cHello},
+			args: func(*testing.T, string) []string {
+				return []string{"--", "sh", "-c", "gcc -O2 -pthread -o hello hello.c && ./hello"}
+			}, want: "hello from C, thread ok\n"},
+		{name: "go-build", needs: []string{"go"},
+			files: map[string]string{"go.mod": "module example.com/hello\n\ngo 1.22\n", "main.go": goHello},
+			args: func(t *testing.T, wd string) []string {
+				goroot := goEnv(t, "GOROOT")
+				args := []string{
+					"--env", "GOCACHE=" + filepath.Join(wd, ".gocache"),
+					"--env", "GOPATH=" + filepath.Join(wd, ".gopath"),
+					"--env", "GOMODCACHE=" + filepath.Join(wd, ".gopath", "pkg", "mod"),
+					"--env", "GOFLAGS=-mod=mod",
+					"--env", "GOPROXY=off",
+					"--env", "GOTOOLCHAIN=local",
+				}
+				if !strings.HasPrefix(goroot, "/usr/") {
+					args = append(args, "--ro", goroot)
+				}
+				goBin := filepath.Join(goroot, "bin", "go")
+				return append(args, "--", "sh", "-c", goBin+" build -o hello . && ./hello")
+			}, want: "hello from Go, 4 goroutines\n"},
+		{name: "node-script", needs: []string{"node"},
+			files: map[string]string{"hello.js": nodeHello},
+			args: func(*testing.T, string) []string {
+				return []string{"--", "node", "hello.js"}
+			}, want: "hello from node 3\n"},
+	}
+	for _, u := range testutil.Users(t) {
+		t.Run(u.Name, func(t *testing.T) {
+			for _, j := range jobs {
+				t.Run(j.name, func(t *testing.T) {
+					for _, n := range j.needs {
+						if n == "go" && goCommand != "" {
+							continue
+						}
+						if _, err := exec.LookPath(n); err != nil {
+							t.Skipf("not applicable on this host: %s missing (%v)", n, err)
+						}
+					}
+					wd := testutil.Workdir(t, u.UID)
+					for name, body := range j.files {
+						p := filepath.Join(wd, name)
+						if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+							t.Fatal(err)
+						}
+						if os.Geteuid() == 0 {
+							if err := os.Chown(p, u.UID, u.UID); err != nil {
+								t.Fatal(err)
+							}
+						}
+					}
+					args := append([]string{"run", "--workdir", wd, "--timeout", "5m"}, j.args(t, wd)...)
+					o := cliRun(t, u, wd, nil, args...)
+					if o.code != 0 || !strings.Contains(o.stdout, j.want) {
+						t.Fatalf("real work failed in the sandbox as %s (too strict?): exit %d, want stdout containing %q\nstdout: %s\nstderr: %s",
+							u.Name, o.code, j.want, o.stdout, o.stderr)
+					}
+					t.Logf("ok in %v: %s", o.elapsed.Round(1e6), oneLine(o.stdout, 120))
+				})
+			}
+		})
+	}
+}
+
+func goEnv(t *testing.T, name string) string {
+	t.Helper()
+	goBin := goCommand
+	if goBin == "" {
+		goBin = "go"
+	}
+	out, err := exec.Command(goBin, "env", name).Output()
+	if err != nil {
+		t.Fatalf("go env %s: %v", name, err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+const pySocket = `import os, socket, threading
+a, b = socket.socketpair()
+a.sendall(b"ping")
+assert b.recv(4) == b"ping"
+print("socketpair ok", flush=True)
+path = os.path.join(os.getcwd(), "server.sock")
+srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+srv.bind(path)
+srv.listen(1)
+def serve():
+    c, _ = srv.accept()
+    c.sendall(c.recv(16).upper())
+    c.close()
+th = threading.Thread(target=serve)
+th.start()
+cl = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+cl.connect(path)
+cl.sendall(b"hello")
+assert cl.recv(16) == b"HELLO"
+cl.close()
+th.join()
+srv.close()
+os.unlink(path)
+print("unix socket ok", flush=True)
+`
+
+// A connected AF_UNIX datagram pair, as event loops and supervisors use;
+// nothing in it can address a socket outside the run.
+const pySocketpairDgram = `import socket
+a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+a.send(b"one")
+a.send(b"two")
+assert b.recv(16) == b"one" and b.recv(16) == b"two"
+print("dgram socketpair ok", flush=True)
+`
+
+const pyMultiprocessing = `import multiprocessing as mp
+def work(conn, n):
+    conn.send(n * 2)
+    conn.close()
+if __name__ == "__main__":
+    parent, child = mp.Pipe()
+    p = mp.Process(target=work, args=(child, 21))
+    p.start()
+    v = parent.recv()
+    p.join()
+    assert p.exitcode == 0
+    print("multiprocessing ok", v, flush=True)
+`
+
+const pyThreads = `import threading
+out = []
+lock = threading.Lock()
+def w(i):
+    with lock:
+        out.append(i)
+ts = [threading.Thread(target=w, args=(i,)) for i in range(8)]
+[t.start() for t in ts]
+[t.join() for t in ts]
+print("threads ok", len(out), flush=True)
+`
+
+const cHello = `#include <pthread.h>
+#include <stdio.h>
+static void *run(void *arg) { *(int *)arg = 1; return 0; }
+int main(void) {
+	pthread_t t; int ok = 0;
+	if (pthread_create(&t, 0, run, &ok) != 0) return 1;
+	pthread_join(t, 0);
+	printf("hello from C, thread %s\n", ok ? "ok" : "failed");
+	return !ok;
+}
+`
+
+const goHello = `package main
+
+import (
+	"fmt"
+	"sync"
+)
+
+func main() {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	n := 0
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); mu.Lock(); n++; mu.Unlock() }()
+	}
+	wg.Wait()
+	fmt.Printf("hello from Go, %d goroutines\n", n)
+}
+`
+
+const nodeHello = `const { execFileSync } = require("child_process");
+const fs = require("fs");
+fs.writeFileSync("out.txt", "3");
+const n = execFileSync("cat", ["out.txt"]).toString();
+Promise.resolve(n).then((v) => console.log("hello from node " + v));
+`
