@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/confine-sandbox/confine/spec"
 )
 
 // CredentialPaths are paths, relative to a granted directory, that hold
@@ -24,8 +26,10 @@ var cargoHomeCredentials = []string{"credentials.toml", "credentials"}
 // SplitReadGrant returns what to grant instead of root so that no credential
 // path beneath it is covered, and the credential paths it left out. Landlock
 // is allow-only and hierarchical, so "root except X" means granting X's
-// siblings one by one, down every directory that leads to an X. Entries
-// created in those directories later are not covered by any grant.
+// siblings one by one, down every directory that leads to an X. Symlinks
+// among those siblings are not granted (a rule would land on the link's
+// target). Entries created in those directories later are not covered by
+// any grant.
 func SplitReadGrant(root string) (grants, excluded []string, err error) {
 	rel := CredentialPaths
 	if filepath.Base(root) == ".cargo" || fileExists(filepath.Join(root, "config.toml")) && fileExists(filepath.Join(root, "registry")) {
@@ -34,8 +38,14 @@ func SplitReadGrant(root string) (grants, excluded []string, err error) {
 	var secrets []string
 	for _, r := range rel {
 		p := filepath.Join(root, r)
-		if _, err := os.Lstat(p); err == nil {
-			secrets = append(secrets, p)
+		if _, err := os.Lstat(p); err != nil {
+			continue
+		}
+		secrets = append(secrets, p)
+		// A dotfile manager's symlink: the secret's bytes live at the
+		// target, which must stay ungranted too.
+		if t, err := filepath.EvalSymlinks(p); err == nil && t != p && spec.Within(t, root) {
+			secrets = append(secrets, t)
 		}
 	}
 	if len(secrets) == 0 {
@@ -59,6 +69,11 @@ func split(dir string, secrets []string) ([]string, error) {
 		p := filepath.Join(dir, e.Name())
 		switch {
 		case contains(secrets, p):
+			continue
+		case e.Type()&os.ModeSymlink != 0:
+			// A rule on a symlink lands on its target, which may be
+			// anywhere (or a secret). Targets inside root are granted
+			// through their own entries; the link still resolves.
 			continue
 		case leadsTo(p, secrets):
 			sub, err := split(p, secrets)

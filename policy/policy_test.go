@@ -25,12 +25,20 @@ func TestSplitReadGrant(t *testing.T) {
 		{"nested docker config", []string{".docker/config.json", ".docker/other", "z"}, "", []string{".docker/other", "z"}, []string{".docker/config.json"}},
 		{"cargo home", []string{"credentials.toml", "registry/cache/x", "bin/cargo"}, ".cargo", []string{".cargo/bin", ".cargo/registry"}, []string{".cargo/credentials.toml"}},
 		{"home with ssh and aws", []string{".ssh/id_ed25519", ".aws/credentials", "code/x"}, "", []string{"code"}, []string{".aws", ".ssh"}},
+		{"symlinks are not granted", []string{".npmrc", "code/x", "@etc->/etc", "@notes.txt->.npmrc"}, "", []string{"code"}, []string{".npmrc"}},
+		{"dotfile-managed secret", []string{"dotfiles/npmrc", "dotfiles/vimrc", "@.npmrc->dotfiles/npmrc"}, "", []string{"dotfiles/vimrc"}, []string{".npmrc", "dotfiles/npmrc"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			base := t.TempDir()
 			root := filepath.Join(base, tt.root)
 			for _, f := range tt.files {
+				if link, target, ok := strings.Cut(f, "->"); ok && strings.HasPrefix(link, "@") {
+					if err := os.Symlink(target, filepath.Join(root, link[1:])); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
 				p := filepath.Join(root, f)
 				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 					t.Fatal(err)
