@@ -27,6 +27,7 @@ import (
 	"github.com/confine-sandbox/confine/internal/launch"
 	"github.com/confine-sandbox/confine/internal/plan"
 	"github.com/confine-sandbox/confine/internal/rlimit"
+	"github.com/confine-sandbox/confine/internal/tmpdir"
 	"github.com/confine-sandbox/confine/policy"
 	"github.com/confine-sandbox/confine/spec"
 )
@@ -191,6 +192,16 @@ func prepare(s *spec.CommandSpec, prof policy.Profile) (p *plan.Plan, tmp, cgrou
 		}
 		rw = append(rw, c)
 	}
+	if !waived(prof.Waive, policy.GCredentials) {
+		// Landlock cannot take read access back from part of a directory
+		// the command may write, so a secret there cannot be hidden.
+		for _, r := range rw {
+			if found := policy.FindCredentials(r); len(found) > 0 {
+				return fail(fmt.Errorf("%w: %s: %s is inside writable root %s, where it cannot be hidden from the command; move it out or waive %s in the profile",
+					spec.ErrUnavailable, policy.GCredentials, strings.Join(found, ", "), r, policy.GCredentials))
+			}
+		}
+	}
 	ro := append(landlock.DefaultSystemReadExec(), prof.ReadExec...)
 	optional := landlock.DefaultSystemReadExec()
 	for _, r := range s.ReadOnly {
@@ -225,26 +236,12 @@ func prepare(s *spec.CommandSpec, prof policy.Profile) (p *plan.Plan, tmp, cgrou
 		return fail(err)
 	}
 
-	tmp, err = os.MkdirTemp("", "confine-")
+	td, err := tmpdir.Create(uid, gid)
 	if err != nil {
-		return fail(fmt.Errorf("%w: private temp dir: %v", spec.ErrLaunch, err))
+		return fail(fmt.Errorf("%w: %v", spec.ErrLaunch, err))
 	}
-	home, tmpdir := filepath.Join(tmp, "home"), filepath.Join(tmp, "tmp")
-	for _, d := range []string{home, tmpdir} {
-		if err := os.Mkdir(d, 0o700); err != nil {
-			return fail(fmt.Errorf("%w: private temp dir: %v", spec.ErrLaunch, err))
-		}
-	}
-	if uid >= 0 {
-		for _, d := range []string{tmp, home, tmpdir} {
-			if err := os.Chown(d, uid, gid); err != nil {
-				return fail(fmt.Errorf("%w: private temp dir: %v", spec.ErrLaunch, err))
-			}
-		}
-	}
-	if tmp, err = filepath.EvalSymlinks(tmp); err != nil {
-		return fail(fmt.Errorf("%w: private temp dir: %v", spec.ErrLaunch, err))
-	}
+	tmp = td.Root
+	home := td.Home
 	rw = append(rw, tmp)
 
 	if runAsRoot && limits.MaxProcs > 0 && h.PidsCgroupRoot != "" {
@@ -270,7 +267,7 @@ func prepare(s *spec.CommandSpec, prof policy.Profile) (p *plan.Plan, tmp, cgrou
 		env = append(env, "GIT_CONFIG_NOSYSTEM=1")
 	}
 	if !hasEnv(env, "TMPDIR") {
-		env = append(env, "TMPDIR="+filepath.Join(tmp, "tmp"))
+		env = append(env, "TMPDIR="+td.Tmp)
 	}
 	prog, err := lookPath(s.Program, dir, env)
 	if err != nil {
@@ -295,6 +292,7 @@ func prepare(s *spec.CommandSpec, prof policy.Profile) (p *plan.Plan, tmp, cgrou
 		},
 		Seccomp:       plan.Seccomp{NotifyMetadata: true, NotifyConnect: true},
 		PidsCgroup:    cgroup,
+		PrivateTmp:    tmp,
 		WritableRoots: rw,
 		WallTime:      limits.WallTime,
 		KillGrace:     limits.KillGrace,
@@ -312,27 +310,10 @@ func waived(ws []string, g string) bool {
 }
 
 func cleanup(tmp, cgroup string) {
-	if tmp != "" {
-		removeTree(tmp)
-	}
+	tmpdir.Remove(tmp)
 	if cgroup != "" {
 		_ = host.RemoveCgroup(cgroup)
 	}
-}
-
-// removeTree removes the private temp dir even where the command made
-// directories unreadable to itself.
-func removeTree(dir string) {
-	if os.RemoveAll(dir) == nil {
-		return
-	}
-	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if d != nil && d.IsDir() {
-			_ = os.Chmod(p, 0o700)
-		}
-		return nil
-	})
-	_ = os.RemoveAll(dir)
 }
 
 func canonicalDir(p string) (string, error) {

@@ -59,6 +59,18 @@ func SplitReadGrant(root string) (grants, excluded []string, err error) {
 	return grants, secrets, nil
 }
 
+// FindCredentials lists the credential paths present directly under root.
+func FindCredentials(root string) []string {
+	var found []string
+	for _, r := range CredentialPaths {
+		p := filepath.Join(root, r)
+		if _, err := os.Lstat(p); err == nil {
+			found = append(found, p)
+		}
+	}
+	return found
+}
+
 func split(dir string, secrets []string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {

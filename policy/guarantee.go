@@ -12,6 +12,7 @@ import (
 const (
 	GNoNetwork      = "no-network"
 	GCleanEnv       = "no-inherited-env"
+	GCredentials    = "no-credential-files"
 	GNoInheritedFDs = "no-inherited-fds"
 	GFSWrite        = "fs-write-confined"
 	GFSRead         = "fs-read-confined"
@@ -29,7 +30,7 @@ const (
 
 // AllGuarantees lists every guarantee in report order.
 var AllGuarantees = []string{
-	GNoNetwork, GCleanEnv, GNoInheritedFDs, GFSWrite, GFSRead, GFSMetadata,
+	GNoNetwork, GCleanEnv, GCredentials, GNoInheritedFDs, GFSWrite, GFSRead, GFSMetadata,
 	GUnixSockets, GSignals, GProcInspect, GTerminal, GKernelSurface,
 	GResources, GProcesses, GTreeKill, GNoPrivilege,
 }
@@ -69,6 +70,7 @@ func Assess(h host.Info, runAsRoot, pidsCgroup bool) []Assessment {
 	}
 	need(GNoNetwork, sc, netMech, noSC)
 	need(GCleanEnv, true, "launcher: environment built from scratch", "")
+	need(GCredentials, ll, llm+": credential files inside read-only roots are left out of the grant; a writable root holding one is refused", noLL)
 	need(GNoInheritedFDs, true, "stage-2: close_range(3, ~0) before exec; stdio are fresh pipes", "")
 	need(GFSWrite, ll, llm+": writes only in the workdir, the private temp dir and granted roots", noLL)
 	need(GFSRead, ll, llm+": reads only in declared roots; /proc limited to non-process entries", noLL)

@@ -54,6 +54,10 @@ type Plan struct {
 	// PidsCgroup, when set, is a cgroup directory (pids controller) the
 	// supervisor joins the command to before it runs.
 	PidsCgroup string `json:"pids_cgroup,omitempty"`
+	// PrivateTmp is the run's private directory; the supervisor removes
+	// it, and the cgroup, once the tree is gone (also when the launcher
+	// died and cannot).
+	PrivateTmp string `json:"private_tmp,omitempty"`
 
 	Landlock Landlock `json:"landlock"`
 	Seccomp  Seccomp  `json:"seccomp"`

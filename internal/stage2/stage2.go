@@ -2,9 +2,9 @@
 // that, on one locked OS thread, confines itself and then execve()s the
 // command from that same thread, so the command starts already confined.
 //
-// Order matters: new session; rlimits; credentials and capabilities; no_new_privs;
-// Landlock; seccomp (last, so its filter need not allow the set-up syscalls);
-// fds >= 3 marked close-on-exec; exec. Any failure is reported on fd 4 as
+// Order matters: new session; credentials and capabilities; no_new_privs;
+// Landlock; rlimits; seccomp (last, so its filter need not allow the set-up
+// syscalls); fds >= 3 marked close-on-exec; exec. Any failure is reported on fd 4 as
 // "CODE message" and the command never starts.
 package stage2
 
@@ -53,9 +53,6 @@ func apply() (int, error) {
 	if _, err := unix.Setsid(); err != nil {
 		return 125, fmt.Errorf("setsid: %w", err)
 	}
-	if err := rlimit.Apply(p.Rlimits); err != nil {
-		return 125, err
-	}
 	if err := dropPrivileges(p.UID, p.GID); err != nil {
 		return 125, err
 	}
@@ -101,6 +98,11 @@ func apply() (int, error) {
 	})
 	if err != nil {
 		return 125, fmt.Errorf("seccomp: %w", err)
+	}
+	// Limits come last: RLIMIT_AS below what a Go runtime reserves would
+	// kill this process, not the command.
+	if err := rlimit.Apply(p.Rlimits); err != nil {
+		return 125, err
 	}
 	listener := p.Seccomp.NotifyMetadata || p.Seccomp.NotifyConnect
 	// Everything below runs under the filter: only close_range, sendmsg,

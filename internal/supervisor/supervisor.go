@@ -27,6 +27,7 @@ import (
 	"github.com/confine-sandbox/confine/internal/notify"
 	"github.com/confine-sandbox/confine/internal/plan"
 	"github.com/confine-sandbox/confine/internal/proctree"
+	"github.com/confine-sandbox/confine/internal/tmpdir"
 	"github.com/confine-sandbox/confine/spec"
 )
 
@@ -199,6 +200,10 @@ func run(ctrl *os.File) *plan.Report {
 			if !mainDone {
 				rep.ExitCode = -1
 				rep.Signal = int(unix.SIGKILL)
+			}
+			tmpdir.Remove(p.PrivateTmp)
+			if p.PidsCgroup != "" {
+				_ = os.Remove(p.PidsCgroup)
 			}
 			return rep
 		case <-deadline.C:

@@ -1,0 +1,58 @@
+// Package tmpdir makes and removes a run's private temporary directory:
+// mode 0700, owned by the uid the command runs as, holding the command's
+// HOME and TMPDIR.
+package tmpdir
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Dir is one run's private directory.
+type Dir struct {
+	Root, Home, Tmp string
+}
+
+// Create makes the directory under os.TempDir and, when uid >= 0, gives it
+// to uid:gid. Root is returned with symlinks resolved.
+func Create(uid, gid int) (Dir, error) {
+	root, err := os.MkdirTemp("", "confine-")
+	if err != nil {
+		return Dir{}, fmt.Errorf("private temp dir: %w", err)
+	}
+	if r, err := filepath.EvalSymlinks(root); err == nil {
+		root = r
+	}
+	d := Dir{Root: root, Home: filepath.Join(root, "home"), Tmp: filepath.Join(root, "tmp")}
+	for _, p := range []string{d.Home, d.Tmp} {
+		if err := os.Mkdir(p, 0o700); err != nil {
+			Remove(root)
+			return Dir{}, fmt.Errorf("private temp dir: %w", err)
+		}
+	}
+	if uid >= 0 {
+		for _, p := range []string{d.Root, d.Home, d.Tmp} {
+			if err := os.Chown(p, uid, gid); err != nil {
+				Remove(root)
+				return Dir{}, fmt.Errorf("private temp dir: %w", err)
+			}
+		}
+	}
+	return d, nil
+}
+
+// Remove deletes dir even where the command made directories unreadable or
+// unwritable to itself.
+func Remove(dir string) {
+	if dir == "" || os.RemoveAll(dir) == nil {
+		return
+	}
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if d != nil && d.IsDir() {
+			_ = os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	_ = os.RemoveAll(dir)
+}
