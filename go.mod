@@ -3,6 +3,7 @@ module github.com/confine-sandbox/confine
 go 1.26.8
 
 require (
+	github.com/BurntSushi/toml v1.6.0
 	github.com/landlock-lsm/go-landlock v0.11.2
 	github.com/spf13/cobra v1.10.2
 	golang.org/x/net v0.62.0

@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
@@ -16,10 +17,14 @@ import (
 )
 
 // Engine mints and checks capabilities. Its key never leaves the process.
+// It knows the built-in profiles and those registered with Register, keeps
+// the ids it revoked, and records approvals. It is safe for concurrent use.
 type Engine struct {
-	key     []byte
-	mu      sync.Mutex
-	revoked map[string]bool
+	key       []byte
+	mu        sync.Mutex
+	revoked   map[string]bool
+	profiles  map[string]Profile
+	approvals []Approval
 }
 
 // NewEngine returns an engine with a fresh random key.
@@ -31,6 +36,50 @@ func NewEngine() (*Engine, error) {
 	return &Engine{key: k, revoked: map[string]bool{}}, nil
 }
 
+// Register makes a profile loaded from a file (LoadProfile) known to this
+// engine under its name, so that Mint, ParseToken and Authorize accept it.
+// It refuses a built-in's name, an invalid name, and a different profile
+// under a name already registered (the same content again is fine).
+func (e *Engine) Register(p Profile) error {
+	if !profileNameRe.MatchString(p.Name) {
+		return fmt.Errorf("%w: profile name %q is not usable", spec.ErrInvalidSpec, p.Name)
+	}
+	if isBuiltin(p.Name) {
+		return fmt.Errorf("%w: profile %q: a built-in profile has that name", spec.ErrInvalidSpec, p.Name)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if old, ok := e.profiles[p.Name]; ok && old.Digest() != p.Digest() {
+		return fmt.Errorf("%w: profile %q is already registered with other content", spec.ErrInvalidSpec, p.Name)
+	}
+	if e.profiles == nil {
+		e.profiles = map[string]Profile{}
+	}
+	e.profiles[p.Name] = p
+	return nil
+}
+
+// lookup returns a built-in or registered profile.
+func (e *Engine) lookup(name string) (Profile, error) {
+	if p, err := Lookup(name); err == nil {
+		return p, nil
+	}
+	e.mu.Lock()
+	p, ok := e.profiles[name]
+	e.mu.Unlock()
+	if !ok {
+		names := Names()
+		e.mu.Lock()
+		for n := range e.profiles {
+			names = append(names, n)
+		}
+		e.mu.Unlock()
+		sort.Strings(names)
+		return Profile{}, fmt.Errorf("%w: unknown profile %q (known: %v)", spec.ErrInvalidSpec, name, names)
+	}
+	return p, nil
+}
+
 // Cap is a SandboxExecCap: the right to run commands under one profile in
 // one scope. Only an Engine can make one; its fields are unexported and
 // sealed with the engine's key, so a zero or copied-and-edited value is
@@ -38,6 +87,7 @@ func NewEngine() (*Engine, error) {
 type Cap struct {
 	id      string
 	profile string
+	digest  string
 	scope   string
 	expires time.Time
 	mac     []byte
@@ -53,18 +103,28 @@ func (c *Cap) Profile() string { return c.profile }
 // Scope is the scope the capability was issued for.
 func (c *Cap) Scope() string { return c.scope }
 
-// Mint issues a capability for a known profile. ttl <= 0 means no expiry.
+// ProfileDigest is the Digest of the profile the capability was minted for.
+func (c *Cap) ProfileDigest() string { return c.digest }
+
+// Expires is when the capability stops being accepted; zero means never.
+func (c *Cap) Expires() time.Time { return c.expires }
+
+// Mint issues a capability for a built-in or registered profile, bound to
+// the profile's current Digest. ttl <= 0 means no expiry.
 func (e *Engine) Mint(profile, scope string, ttl time.Duration) (*Cap, error) {
-	if _, err := Lookup(profile); err != nil {
+	p, err := e.lookup(profile)
+	if err != nil {
 		return nil, err
 	}
 	idb := make([]byte, 12)
 	if _, err := rand.Read(idb); err != nil {
 		return nil, fmt.Errorf("capability id: %w", err)
 	}
-	c := &Cap{id: hex.EncodeToString(idb), profile: profile, scope: scope, eng: e}
+	c := &Cap{id: hex.EncodeToString(idb), profile: profile, digest: p.Digest(), scope: scope, eng: e}
 	if ttl > 0 {
-		c.expires = time.Now().Add(ttl)
+		// Token carries nanoseconds; drop the monotonic reading so that a
+		// parsed token's expiry equals the original's.
+		c.expires = time.Now().Add(ttl).Round(0)
 	}
 	c.mac = e.seal(c)
 	return c, nil
@@ -75,14 +135,37 @@ func (e *Engine) Revoke(c *Cap) {
 	if c == nil {
 		return
 	}
+	e.RevokeID(c.id)
+}
+
+// RevokeID makes every capability with this id unusable in this engine from
+// now on, including ones parsed from tokens later.
+func (e *Engine) RevokeID(id string) {
 	e.mu.Lock()
-	e.revoked[c.id] = true
+	if e.revoked == nil {
+		e.revoked = map[string]bool{}
+	}
+	e.revoked[id] = true
 	e.mu.Unlock()
 }
 
+func (e *Engine) isRevoked(id string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.revoked[id]
+}
+
+// seal is the in-process MAC of a capability. Its input is the same
+// unambiguous encoding tokens sign, under another domain label.
 func (e *Engine) seal(c *Cap) []byte {
+	return e.mac("confine capability seal v1", capFields(c))
+}
+
+func (e *Engine) mac(domain string, msg []byte) []byte {
 	m := hmac.New(sha256.New, e.key)
-	fmt.Fprintf(m, "%s\x00%s\x00%s\x00%d", c.id, c.profile, c.scope, c.expires.UnixNano())
+	m.Write([]byte(domain))
+	m.Write([]byte{0})
+	m.Write(msg)
 	return m.Sum(nil)
 }
 
@@ -97,10 +180,7 @@ func Authorize(c *Cap, profile string) (Profile, error) {
 	case !c.expires.IsZero() && time.Now().After(c.expires):
 		return Profile{}, fmt.Errorf("%w: capability %s expired at %s", spec.ErrCapability, c.id, c.expires.Format(time.RFC3339))
 	}
-	c.eng.mu.Lock()
-	revoked := c.eng.revoked[c.id]
-	c.eng.mu.Unlock()
-	if revoked {
+	if c.eng.isRevoked(c.id) {
 		return Profile{}, fmt.Errorf("%w: capability %s was revoked", spec.ErrCapability, c.id)
 	}
 	if profile == "" {
@@ -109,5 +189,12 @@ func Authorize(c *Cap, profile string) (Profile, error) {
 	if profile != c.profile {
 		return Profile{}, fmt.Errorf("%w: capability is for profile %q, spec asks for %q", spec.ErrCapability, c.profile, profile)
 	}
-	return Lookup(profile)
+	p, err := c.eng.lookup(profile)
+	if err != nil {
+		return Profile{}, fmt.Errorf("%w: capability is for profile %q, which this engine does not know: %v", spec.ErrCapability, profile, err)
+	}
+	if d := p.Digest(); d != c.digest {
+		return Profile{}, fmt.Errorf("%w: capability is for another version of profile %q (digest %.12s, this one is %.12s): the profile changed since it was minted", spec.ErrCapability, profile, c.digest, d)
+	}
+	return p, nil
 }

@@ -1,6 +1,9 @@
 package policy
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"sort"
 
@@ -23,7 +26,17 @@ const (
 	TierHostile Tier = 3
 )
 
-// Profile fixes what a command may do.
+// Profile fixes what a command may do: a built-in one (Lookup) or one
+// loaded from a TOML file (LoadProfile, ResolveProfile).
+//
+// Precedence, lowest first: built-in defaults (the system read roots,
+// DefaultDevices, DefaultPassthrough, spec.DefaultLimits, deny-all
+// network) < the profile < command-line flags and CommandSpec fields. A
+// flag refines a profile: --ro/--rw add roots, --env adds or overrides
+// variables (still sanitised, with the profile's env.waive), and a limit
+// flag replaces the profile's value for that limit. Nothing given later
+// can raise the tier, allow a network, or waive a guarantee or a variable
+// the profile does not waive.
 type Profile struct {
 	Name string
 	Tier Tier
@@ -35,13 +48,55 @@ type Profile struct {
 	Waive []string
 	// Limits override spec.DefaultLimits where set.
 	Limits spec.Limits
+
+	// Description is free text from the profile file.
+	Description string `json:",omitempty"`
+	// Writable are roots the command may write, besides the work
+	// directory and its private temp dir.
+	Writable []string `json:",omitempty"`
+	// Env is the profile's environment policy.
+	Env EnvPolicy
+	// Network is the network policy; "" means spec.DenyAll.
+	Network spec.NetworkPolicy `json:",omitempty"`
+	// Source is the file the profile was loaded from; "" for a built-in.
+	// It is not part of Digest.
+	Source string `json:"-"`
+}
+
+// EnvPolicy is a profile's environment policy, applied on top of
+// DefaultPassthrough (see EnvSources for the order).
+type EnvPolicy struct {
+	// Passthrough are variable names, or "PREFIX*" patterns, copied from
+	// the caller's environment when set there.
+	Passthrough []string `json:",omitempty"`
+	// Set are NAME=VALUE entries, sorted by name.
+	Set []string `json:",omitempty"`
+	// Waive are exact variable names the sanitiser would refuse and this
+	// profile lets through (still checked as path lists where they are
+	// one).
+	Waive []string `json:",omitempty"`
+}
+
+// Digest identifies the profile's content: the hex SHA-256 of its canonical
+// JSON form, without Source. A capability records the digest of the
+// profile it was minted for, so a file edited (or another file with the
+// same name) after minting does not match it.
+func (p Profile) Digest() string {
+	p.Source = ""
+	b, err := json.Marshal(p)
+	if err != nil {
+		// Profile holds only strings, ints and slices of them.
+		panic(fmt.Sprintf("policy: encoding profile: %v", err))
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // DefaultDevices are the device nodes ordinary programs need.
 var DefaultDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}
 
 var builtins = map[string]Profile{
-	"default": {Name: "default", Tier: TierSandboxed, Devices: DefaultDevices},
+	"default": {Name: "default", Tier: TierSandboxed, Devices: DefaultDevices, Network: spec.DenyAll},
 }
 
 // Lookup returns a built-in profile by name.

@@ -1,0 +1,331 @@
+package policy
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/confine-sandbox/confine/spec"
+)
+
+func testKey(b byte) []byte {
+	k := make([]byte, MinKeySize)
+	for i := range k {
+		k[i] = b + byte(i)
+	}
+	return k
+}
+
+func keyedEngine(t *testing.T, b byte) *Engine {
+	t.Helper()
+	e, err := NewEngineWithKey(testKey(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func TestTokenRoundTrip(t *testing.T) {
+	a, b := keyedEngine(t, 1), keyedEngine(t, 1)
+	c, err := a.Mint("default", "repo:x job:7", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := a.Token(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(tok, "cfn1.") {
+		t.Fatalf("token %q", tok)
+	}
+	// Another process with the same key.
+	got, err := b.ParseToken(tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ID() != c.ID() || got.Profile() != c.Profile() || got.Scope() != c.Scope() ||
+		got.ProfileDigest() != c.ProfileDigest() || !got.Expires().Equal(c.Expires()) {
+		t.Fatalf("parsed %+v, minted %+v", got, c)
+	}
+	if p, err := Authorize(got, "default"); err != nil || p.Name != "default" {
+		t.Fatalf("Authorize(parsed) = %v, %v", p.Name, err)
+	}
+	if _, err := Authorize(got, "other"); !errors.Is(err, spec.ErrCapability) {
+		t.Fatalf("profile mismatch: %v", err)
+	}
+	// The parsed capability serialises to the same token.
+	again, err := b.Token(got)
+	if err != nil || again != tok {
+		t.Fatalf("re-serialised %q, %v; want %q", again, err, tok)
+	}
+}
+
+func TestTokenRefusals(t *testing.T) {
+	e := keyedEngine(t, 1)
+	c, err := e.Mint("default", "s", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := e.Token(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, err := e.Mint("default", "s", 30*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expiring, err := e.Token(short)
+	if err != nil {
+		t.Fatal(err)
+	}
+	revokedCap, _ := e.Mint("default", "s", time.Hour)
+	revoked, err := e.Token(revokedCap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.RevokeID(revokedCap.ID())
+	time.Sleep(50 * time.Millisecond)
+
+	parts := strings.Split(tok, ".")
+	flip := func(s string, i int) string {
+		b := []byte(s)
+		if b[i] == 'A' {
+			b[i] = 'B'
+		} else {
+			b[i] = 'A'
+		}
+		return string(b)
+	}
+	payload, _ := base64.RawURLEncoding.DecodeString(parts[1])
+	payload[len(payload)-9] ^= 1 // a byte of the scope
+	tests := []struct {
+		name, tok, why string
+		eng            *Engine
+	}{
+		{"empty", "", "malformed", e},
+		{"garbage", "hello", "malformed", e},
+		{"two parts", parts[0] + "." + parts[1], "three dot-separated parts", e},
+		{"four parts", tok + ".x", "three dot-separated parts", e},
+		{"other version", "cfn2." + parts[1] + "." + parts[2], `version "cfn2"`, e},
+		{"not ours", "eyJ." + parts[1] + "." + parts[2], "does not start with", e},
+		{"bad base64", parts[0] + ".!!." + parts[2], "not base64url", e},
+		{"padded base64", parts[0] + "." + parts[1] + "=." + parts[2], "not base64url", e},
+		{"newline inside", parts[0] + "." + parts[1][:4] + "\n" + parts[1][4:] + "." + parts[2], "not base64url", e},
+		{"carriage return inside", parts[0] + "." + parts[1] + "." + parts[2][:4] + "\r" + parts[2][4:], "not base64url", e},
+		{"trailing newline", tok + "\n", "not base64url", e},
+		{"short mac", parts[0] + "." + parts[1] + "." + parts[2][:8], "wrong length", e},
+		{"tampered fields", parts[0] + "." + flip(parts[1], 3) + "." + parts[2], "signature does not match", e},
+		{"tampered payload", parts[0] + "." + base64.RawURLEncoding.EncodeToString(payload) + "." + parts[2], "signature does not match", e},
+		{"tampered mac", parts[0] + "." + parts[1] + "." + flip(parts[2], 5), "signature does not match", e},
+		{"wrong key", tok, "signature does not match", keyedEngine(t, 2)},
+		{"expired", expiring, "expired at", e},
+		{"revoked", revoked, "was revoked", e},
+		{"too long", strings.Repeat("a", maxTokenLen+1), "longer than", e},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := tt.eng.ParseToken(tt.tok)
+			if c != nil || !errors.Is(err, spec.ErrCapability) || !strings.Contains(err.Error(), tt.why) {
+				t.Fatalf("ParseToken = %v, %v; want ErrCapability with %q", c, err, tt.why)
+			}
+		})
+	}
+	// The revoked id is refused in this engine only.
+	if _, err := keyedEngine(t, 1).ParseToken(revoked); err != nil {
+		t.Fatalf("another engine refuses a token revoked elsewhere: %v", err)
+	}
+}
+
+func TestTokenMinting(t *testing.T) {
+	e := keyedEngine(t, 1)
+	forever, _ := e.Mint("default", "s", 0)
+	if _, err := e.Token(forever); !errors.Is(err, spec.ErrCapability) || !strings.Contains(err.Error(), "never expires") {
+		t.Fatalf("non-expiring: %v", err)
+	}
+	other := keyedEngine(t, 1)
+	c, _ := other.Mint("default", "s", time.Hour)
+	if _, err := e.Token(c); !errors.Is(err, spec.ErrCapability) {
+		t.Fatalf("another engine's capability: %v", err)
+	}
+	if _, err := e.Token(nil); !errors.Is(err, spec.ErrCapability) {
+		t.Fatalf("nil: %v", err)
+	}
+	if _, err := e.Token(&Cap{}); !errors.Is(err, spec.ErrCapability) {
+		t.Fatalf("zero: %v", err)
+	}
+	c, _ = e.Mint("default", "s", time.Hour)
+	e.Revoke(c)
+	if _, err := e.Token(c); !errors.Is(err, spec.ErrCapability) {
+		t.Fatalf("revoked: %v", err)
+	}
+	if _, err := NewEngineWithKey(make([]byte, MinKeySize-1)); !errors.Is(err, spec.ErrCapability) {
+		t.Fatalf("short key: %v", err)
+	}
+}
+
+func TestRegisteredProfiles(t *testing.T) {
+	path := writeProfile(t, "ci.toml", fullProfile)
+	p, err := LoadProfile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	minter, runner := keyedEngine(t, 1), keyedEngine(t, 1)
+	if _, err := minter.Mint(p.Name, "s", time.Hour); !errors.Is(err, spec.ErrInvalidSpec) {
+		t.Fatalf("minting an unregistered profile: %v", err)
+	}
+	if err := minter.Register(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := minter.Register(p); err != nil {
+		t.Fatalf("registering the same profile again: %v", err)
+	}
+	changed := p
+	changed.Limits.MaxProcs = 1
+	if err := minter.Register(changed); !errors.Is(err, spec.ErrInvalidSpec) {
+		t.Fatalf("registering other content under the name: %v", err)
+	}
+	builtin := p
+	builtin.Name = "default"
+	if err := minter.Register(builtin); !errors.Is(err, spec.ErrInvalidSpec) {
+		t.Fatalf("shadowing a built-in: %v", err)
+	}
+	c, err := minter.Mint(p.Name, "s", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := Authorize(c, ""); err != nil || got.Name != p.Name || got.Source != path {
+		t.Fatalf("Authorize = %+v, %v", got, err)
+	}
+	tok, err := minter.Token(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := runner.ParseToken(tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The runner does not know the profile yet.
+	if _, err := Authorize(parsed, p.Name); !errors.Is(err, spec.ErrCapability) || !strings.Contains(err.Error(), "does not know") {
+		t.Fatalf("unknown profile: %v", err)
+	}
+	// The runner loaded an edited file under the same name.
+	if err := runner.Register(changed); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Authorize(parsed, p.Name); !errors.Is(err, spec.ErrCapability) || !strings.Contains(err.Error(), "profile changed") {
+		t.Fatalf("edited profile: %v", err)
+	}
+	fresh := keyedEngine(t, 1)
+	if err := fresh.Register(p); err != nil {
+		t.Fatal(err)
+	}
+	parsed, err = fresh.ParseToken(tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := Authorize(parsed, p.Name); err != nil || got.Digest() != p.Digest() {
+		t.Fatalf("Authorize = %v", err)
+	}
+}
+
+func TestLoadKey(t *testing.T) {
+	dir := t.TempDir()
+	raw := testKey(7)
+	write := func(name string, data []byte, mode os.FileMode) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, data, mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	hexKey := write("hex", []byte(hex.EncodeToString(raw)+"\n"), 0o600)
+	rawKey := write("raw", append([]byte{0xff}, raw...), 0o400)
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(hexKey, link); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, path string
+		want       []byte
+		err        string
+	}{
+		{"hex", hexKey, raw, ""},
+		{"raw", rawKey, append([]byte{0xff}, raw...), ""},
+		{"group readable", write("g", []byte(hex.EncodeToString(raw)), 0o640), nil, "mode 0640"},
+		{"world readable", write("w", []byte(hex.EncodeToString(raw)), 0o604), nil, "mode 0604"},
+		{"short hex", write("sh", []byte("abcd"), 0o600), nil, "key is 2 bytes"},
+		{"odd hex", write("oh", []byte("abc"), 0o600), nil, "odd number"},
+		{"short raw", write("sr", []byte("not a key!"), 0o600), nil, "want at least 32"},
+		{"too big", write("big", make([]byte, 5000), 0o600), nil, "larger than"},
+		{"symlink", link, nil, "symlink"},
+		{"directory", dir, nil, "not a regular file"},
+		{"missing", filepath.Join(dir, "none"), nil, "no such file"},
+	}
+	if os.Geteuid() == 0 {
+		p := write("foreign", []byte(hex.EncodeToString(raw)), 0o600)
+		if err := os.Chown(p, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		tests = append(tests, struct {
+			name, path string
+			want       []byte
+			err        string
+		}{"other owner", p, nil, "owned by uid 65534"})
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			k, err := LoadKey(tt.path)
+			if tt.err != "" {
+				if !errors.Is(err, spec.ErrCapability) || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("LoadKey = %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil || string(k) != string(tt.want) {
+				t.Fatalf("LoadKey = %x, %v", k, err)
+			}
+		})
+	}
+}
+
+func TestApprovals(t *testing.T) {
+	e := keyedEngine(t, 1)
+	a, err := e.Approve(ApprovalNewHost, "proxy.golang.org")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := e.Approve("package-install", "npm:left-pad@1.3.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.ID == "" || a.ID == b.ID || a.Kind != ApprovalNewHost || b.Kind != ApprovalPackageInstall || a.Granted.IsZero() {
+		t.Fatalf("approvals %+v %+v", a, b)
+	}
+	got := e.Approvals()
+	if len(got) != 2 || got[0] != a || got[1] != b {
+		t.Fatalf("Approvals = %+v", got)
+	}
+	got[0].Subject = "changed"
+	if e.Approvals()[0].Subject != a.Subject {
+		t.Fatal("Approvals returned the engine's own slice")
+	}
+	for _, bad := range []struct {
+		kind    ApprovalKind
+		subject string
+	}{{"network", "x"}, {"", "x"}, {ApprovalNewHost, ""}, {ApprovalNewHost, "a\nb"}, {ApprovalNewHost, strings.Repeat("x", 1025)}} {
+		if _, err := e.Approve(bad.kind, bad.subject); !errors.Is(err, spec.ErrInvalidSpec) {
+			t.Errorf("Approve(%q, %q) = %v", bad.kind, bad.subject, err)
+		}
+	}
+	if len(e.Approvals()) != 2 {
+		t.Fatal("a refused approval was recorded")
+	}
+}
