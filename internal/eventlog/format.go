@@ -1,0 +1,192 @@
+package eventlog
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
+)
+
+// labelWidth aligns Format's values; it fits the longest label.
+const labelWidth = len("stdout truncated") + 2
+
+// Format writes e for a human: one field per line ("label  value"), then
+// the skipped backends, the limits, and the guarantees as a table of
+// "name  mechanism" or "name  WAIVED". Strings that hold control
+// characters or invalid UTF-8 are printed Go-quoted, so a recorded argv
+// cannot drive the reader's terminal. Write errors are left to w's owner.
+func Format(w io.Writer, e Event) {
+	p := func(label, value string) {
+		fmt.Fprintf(w, "%-*s%s\n", labelWidth, label, value)
+	}
+	p("run", clean(e.RunID))
+	p("time", e.Time.Format("2006-01-02T15:04:05.000Z07:00"))
+	p("scope", orDash(clean(e.Scope)))
+	p("capability", orDash(clean(e.CapabilityID)))
+	p("profile", orDash(clean(e.Profile)))
+	p("tier", strconv.Itoa(e.Tier))
+	p("backend", orDash(clean(e.Backend)))
+	abi := "none"
+	if e.LandlockABI > 0 {
+		abi = strconv.Itoa(e.LandlockABI)
+	}
+	p("landlock abi", abi)
+	p("layers", orDash(cleanJoin(e.Layers, ", ")))
+	p("argv", orDash(shellJoin(e.Argv)))
+	p("dir", orDash(clean(e.Dir)))
+	p("env names", orDash(cleanJoin(e.EnvNames, " ")))
+	if e.Error != "" {
+		p("error", clean(e.Error))
+	}
+	p("exit code", strconv.Itoa(e.ExitCode))
+	p("signal", signalString(e.Signal))
+	p("duration", time.Duration(e.DurationNS).String())
+	p("timed out", yesNo(e.TimedOut))
+	p("cancelled", yesNo(e.Cancelled))
+	p("killed", yesNo(e.Killed))
+	p("survivors", strconv.Itoa(e.Survivors))
+	p("stdout bytes", strconv.FormatInt(e.StdoutBytes, 10))
+	p("stdout truncated", yesNo(e.StdoutTruncated))
+	p("stderr bytes", strconv.FormatInt(e.StderrBytes, 10))
+	p("stderr truncated", yesNo(e.StderrTruncated))
+	p("denials", strconv.Itoa(e.Denials))
+
+	if len(e.SkippedBackends) > 0 {
+		fmt.Fprintln(w, "skipped backends")
+		rows := make([][2]string, len(e.SkippedBackends))
+		for i, s := range e.SkippedBackends {
+			rows[i] = [2]string{clean(s.Name), clean(s.Reason)}
+		}
+		table(w, rows)
+	}
+
+	l := e.Limits
+	fmt.Fprintln(w, "limits")
+	table(w, [][2]string{
+		{"wall time", l.WallTime.String()},
+		{"cpu time", l.CPUTime.String()},
+		{"memory", sizeString(l.MemoryBytes)},
+		{"max procs", strconv.FormatInt(l.MaxProcs, 10)},
+		{"file size", sizeString(l.FileSizeBytes)},
+		{"open files", strconv.FormatInt(l.OpenFiles, 10)},
+		{"output", sizeString(l.OutputBytes)},
+		{"kill grace", l.KillGrace.String()},
+	})
+
+	fmt.Fprintln(w, "guarantees")
+	rows := make([][2]string, len(e.Guarantees))
+	for i, g := range e.Guarantees {
+		how := clean(g.Mechanism)
+		switch {
+		case g.Waived:
+			how = "WAIVED"
+		case how == "":
+			how = "-"
+		}
+		rows[i] = [2]string{clean(g.Name), how}
+	}
+	table(w, rows)
+}
+
+// table writes rows indented by two spaces, the first column padded to
+// its widest cell plus two spaces.
+func table(w io.Writer, rows [][2]string) {
+	width := 0
+	for _, r := range rows {
+		width = max(width, utf8.RuneCountInString(r[0]))
+	}
+	for _, r := range rows {
+		pad := width - utf8.RuneCountInString(r[0]) + 2
+		fmt.Fprintf(w, "  %s%s%s\n", r[0], strings.Repeat(" ", pad), r[1])
+	}
+}
+
+// clean returns s as is when it is valid UTF-8 without control or other
+// non-printing characters, and Go-quoted otherwise.
+func clean(s string) string {
+	if printable(s) {
+		return s
+	}
+	return strconv.Quote(s)
+}
+
+func printable(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
+}
+
+func cleanJoin(ss []string, sep string) string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = clean(s)
+	}
+	return strings.Join(out, sep)
+}
+
+// shellJoin renders argv as a shell would read it back: plain words bare,
+// other printable words single-quoted, anything else Go-quoted.
+func shellJoin(argv []string) string {
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		switch {
+		case a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-") == "":
+			out[i] = a
+		case printable(a):
+			out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		default:
+			out[i] = strconv.Quote(a)
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+func signalString(n int) string {
+	if n == 0 {
+		return "0"
+	}
+	if name := unix.SignalName(syscall.Signal(n)); name != "" {
+		return fmt.Sprintf("%d (%s)", n, name)
+	}
+	return strconv.Itoa(n)
+}
+
+// sizeString prints a byte count in the largest binary unit that divides
+// it exactly ("8GiB", "1MiB", "1000").
+func sizeString(n int64) string {
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n != 0 && n%u.mult == 0 {
+			return strconv.FormatInt(n/u.mult, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
