@@ -184,8 +184,11 @@ func prepare(s *spec.CommandSpec, prof policy.Profile) (p *plan.Plan, tmp, cgrou
 			return fail(fmt.Errorf("%w: dir %q resolves outside worktree %q", spec.ErrInvalidSpec, dir, worktree))
 		}
 	}
+	if prof.Network != "" && prof.Network != spec.DenyAll {
+		return fail(fmt.Errorf("%w: profile %q asks for network %q; only %q is enforceable", spec.ErrUnavailable, prof.Name, prof.Network, spec.DenyAll))
+	}
 	rw := []string{worktree}
-	for _, r := range s.ReadWrite {
+	for _, r := range append(append([]string(nil), prof.Writable...), s.ReadWrite...) {
 		c, err := canonicalDir(r)
 		if err != nil {
 			return fail(fmt.Errorf("%w: read-write root: %v", spec.ErrInvalidSpec, err))
@@ -202,9 +205,9 @@ func prepare(s *spec.CommandSpec, prof policy.Profile) (p *plan.Plan, tmp, cgrou
 			}
 		}
 	}
-	ro := append(landlock.DefaultSystemReadExec(), prof.ReadExec...)
+	ro := landlock.DefaultSystemReadExec()
 	optional := landlock.DefaultSystemReadExec()
-	for _, r := range s.ReadOnly {
+	for _, r := range append(append([]string(nil), prof.ReadExec...), s.ReadOnly...) {
 		c, err := filepath.EvalSymlinks(r)
 		if err != nil {
 			return fail(fmt.Errorf("%w: read-only root: %v", spec.ErrInvalidSpec, err))
@@ -252,7 +255,15 @@ func prepare(s *spec.CommandSpec, prof policy.Profile) (p *plan.Plan, tmp, cgrou
 		}
 	}
 
-	env := append([]string(nil), s.Env...)
+	// The same rules hold for library callers as for the CLI: refused
+	// variables are errors, path lists are checked component by component.
+	env, err := policy.SanitizeEnv(s.Env, prof.Env.Waive)
+	if err != nil {
+		return fail(err)
+	}
+	if err := policy.ValidateEnvPaths(env, ro, rw); err != nil {
+		return fail(err)
+	}
 	if !hasEnv(env, "PATH") {
 		var path string
 		path, omitted = policy.DerivePATH(os.Getenv("PATH"), ro, rw)

@@ -7,6 +7,7 @@ package cli
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -73,7 +75,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &exitError{ExitConfine, err.Error()}
 	})
-	root.AddCommand(newRun(stdout, stderr), newCheck(stdout), newVersion(stdout))
+	root.AddCommand(newRun(stdout, stderr), newCheck(stdout), newVersion(stdout), newCap(stdout))
 	return root
 }
 
@@ -95,6 +97,7 @@ func newVersion(stdout io.Writer) *cobra.Command {
 
 type runOpts struct {
 	workdir, profile string
+	capToken, capKey string
 	ro, rw, env      []string
 	limits           spec.Limits
 	liveLimitSet     bool
@@ -124,7 +127,9 @@ is gone when confine returns. Its environment is built from scratch.`,
 	f := cmd.Flags()
 	f.SetInterspersed(false)
 	f.StringVar(&o.workdir, "workdir", "", "work directory: the command's cwd and writable root (default: current directory)")
-	f.StringVar(&o.profile, "profile", "default", "sandbox profile")
+	f.StringVar(&o.profile, "profile", "default", "sandbox profile: a built-in name or a TOML file path")
+	f.StringVar(&o.capToken, "cap", "", "run under this signed capability token (from `confine cap mint`) instead of minting one")
+	f.StringVar(&o.capKey, "cap-key", "", "key file that verifies --cap tokens (default $XDG_CONFIG_HOME/confine/cap.key)")
 	f.StringArrayVar(&o.ro, "ro", nil, "extra read+execute root (repeatable)")
 	f.StringArrayVar(&o.rw, "rw", nil, "extra writable root (repeatable)")
 	f.StringArrayVar(&o.env, "env", nil, "pass NAME from this environment, or set NAME=VALUE (repeatable)")
@@ -177,9 +182,16 @@ func (o *runOpts) run(ctx context.Context, args []string, stdout, stderr io.Writ
 	if err != nil {
 		return err
 	}
-	env, err := buildEnv(o.env)
+	prof, err := policy.ResolveProfile(o.profile)
+	if err != nil {
+		return &exitError{ExitConfine, err.Error()}
+	}
+	env, skipped, err := buildEnv(prof, o.env)
 	if err != nil {
 		return err
+	}
+	if len(skipped) > 0 {
+		fmt.Fprintf(stderr, "confine: environment: left out %s (refused by the sanitiser; waive by exact name in a profile)\n", strings.Join(skipped, ", "))
 	}
 	s := spec.CommandSpec{
 		Program:  args[0],
@@ -189,15 +201,11 @@ func (o *runOpts) run(ctx context.Context, args []string, stdout, stderr io.Writ
 		ReadOnly: ro,
 		// The work directory is already writable.
 		ReadWrite: rw,
-		Profile:   o.profile,
+		Profile:   prof.Name,
 		Limits:    o.limits,
 		Network:   spec.DenyAll,
 	}
-	eng, err := policy.NewEngine()
-	if err != nil {
-		return &exitError{ExitConfine, err.Error()}
-	}
-	c, err := eng.Mint(o.profile, "cli", 0)
+	c, err := o.capability(prof)
 	if err != nil {
 		return &exitError{ExitConfine, err.Error()}
 	}
@@ -266,6 +274,147 @@ func reportDenials(w io.Writer, ds []spec.Denial) {
 	}
 }
 
+// capability mints a capability for this run, or, with --cap, verifies the
+// caller's token against the configured key: tampered, expired, revoked or
+// mismatched tokens are refused.
+func (o *runOpts) capability(prof policy.Profile) (*policy.Cap, error) {
+	var eng *policy.Engine
+	var err error
+	if o.capToken == "" {
+		eng, err = policy.NewEngine()
+	} else {
+		eng, err = engineFromKey(o.capKey)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if prof.Source != "" {
+		if err := eng.Register(prof); err != nil {
+			return nil, err
+		}
+	}
+	if o.capToken == "" {
+		return eng.Mint(prof.Name, "cli", 0)
+	}
+	c, err := eng.ParseToken(strings.TrimSpace(o.capToken))
+	if err != nil {
+		return nil, err
+	}
+	if c.Profile() != prof.Name {
+		return nil, fmt.Errorf("%w: token is for profile %q, --profile is %q", spec.ErrCapability, c.Profile(), prof.Name)
+	}
+	return c, nil
+}
+
+// DefaultKeyPath is where the capability key lives unless --cap-key says.
+func DefaultKeyPath() (string, error) {
+	dir := os.Getenv("XDG_CONFIG_HOME")
+	if !filepath.IsAbs(dir) {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("capability key: %w", err)
+		}
+		dir = filepath.Join(home, ".config")
+	}
+	return filepath.Join(dir, "confine", "cap.key"), nil
+}
+
+func engineFromKey(path string) (*policy.Engine, error) {
+	if path == "" {
+		var err error
+		if path, err = DefaultKeyPath(); err != nil {
+			return nil, err
+		}
+	}
+	key, err := policy.LoadKey(path)
+	if err != nil {
+		return nil, err
+	}
+	return policy.NewEngineWithKey(key)
+}
+
+func newCap(stdout io.Writer) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "cap",
+		Short: "Manage signed capability tokens for callers in other processes",
+	}
+	var keyPath string
+	keygen := &cobra.Command{
+		Use:   "keygen",
+		Short: "Create the key that signs and verifies capability tokens (mode 0600)",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			path := keyPath
+			if path == "" {
+				var err error
+				if path, err = DefaultKeyPath(); err != nil {
+					return &exitError{ExitConfine, err.Error()}
+				}
+			}
+			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+				return &exitError{ExitConfine, err.Error()}
+			}
+			key := make([]byte, policy.MinKeySize)
+			if _, err := rand.Read(key); err != nil {
+				return &exitError{ExitConfine, err.Error()}
+			}
+			f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+			if err != nil {
+				return &exitError{ExitConfine, fmt.Sprintf("key %s: %v (an existing key is never overwritten)", path, err)}
+			}
+			if _, err := fmt.Fprintf(f, "%x\n", key); err != nil {
+				f.Close()
+				return &exitError{ExitConfine, err.Error()}
+			}
+			if err := f.Close(); err != nil {
+				return &exitError{ExitConfine, err.Error()}
+			}
+			fmt.Fprintln(stdout, path)
+			return nil
+		},
+	}
+	var profile, scope string
+	var ttl time.Duration
+	mint := &cobra.Command{
+		Use:   "mint",
+		Short: "Print a signed token for --profile and --scope, valid for --ttl",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			eng, err := engineFromKey(keyPath)
+			if err != nil {
+				return &exitError{ExitConfine, err.Error()}
+			}
+			prof, err := policy.ResolveProfile(profile)
+			if err != nil {
+				return &exitError{ExitConfine, err.Error()}
+			}
+			if prof.Source != "" {
+				if err := eng.Register(prof); err != nil {
+					return &exitError{ExitConfine, err.Error()}
+				}
+			}
+			cp, err := eng.Mint(prof.Name, scope, ttl)
+			if err != nil {
+				return &exitError{ExitConfine, err.Error()}
+			}
+			tok, err := eng.Token(cp)
+			if err != nil {
+				return &exitError{ExitConfine, err.Error()}
+			}
+			fmt.Fprintln(stdout, tok)
+			return nil
+		},
+	}
+	for _, sc := range []*cobra.Command{keygen, mint} {
+		sc.Flags().StringVar(&keyPath, "cap-key", "", "key file (default $XDG_CONFIG_HOME/confine/cap.key)")
+	}
+	mint.Flags().StringVar(&profile, "profile", "default", "profile the token is bound to (name or TOML file)")
+	mint.Flags().StringVar(&scope, "scope", "cli", "scope the token is issued for")
+	mint.Flags().Var(durFlag{&ttl}, "ttl", "how long the token is valid (required; tokens always expire)")
+	c.AddCommand(keygen, mint)
+	return c
+}
+
 func (o *runOpts) timeout() string {
 	if o.limits.WallTime != 0 {
 		return o.limits.WallTime.String()
@@ -279,39 +428,49 @@ func printJSON(w io.Writer, res spec.CommandResult) {
 	_ = enc.Encode(res)
 }
 
-// buildEnv makes the command's environment from scratch: LANG, TERM when
-// set, and what --env asks for. PATH, HOME and TMPDIR are added by the
-// launcher when not given.
-func buildEnv(flags []string) ([]string, error) {
-	env := []string{"LANG=C.UTF-8"}
-	if t, ok := os.LookupEnv("TERM"); ok {
-		env = append(env, "TERM="+t)
-	}
+// buildEnv makes the command's environment from scratch: the default
+// passthrough set and the profile's, the profile's env.set, then --env
+// (NAME alone takes the caller's value); every entry goes through the
+// sanitiser, so a refused variable is an error naming it. PATH, HOME and
+// TMPDIR are added by the launcher when not given.
+func buildEnv(prof policy.Profile, flags []string) (env, skipped []string, err error) {
+	set := append([]string(nil), prof.Env.Set...)
 	for _, e := range flags {
 		name, val, hasVal := strings.Cut(e, "=")
 		if name == "" || strings.ContainsAny(name, "\x00") {
-			return nil, &exitError{ExitConfine, fmt.Sprintf("--env %q: want NAME or NAME=VALUE", e)}
+			return nil, nil, &exitError{ExitConfine, fmt.Sprintf("--env %q: want NAME or NAME=VALUE", e)}
 		}
 		if !hasVal {
 			v, ok := os.LookupEnv(name)
 			if !ok {
-				return nil, &exitError{ExitConfine, fmt.Sprintf("--env %s: not set in this environment", name)}
+				return nil, nil, &exitError{ExitConfine, fmt.Sprintf("--env %s: not set in this environment", name)}
 			}
 			val = v
 		}
-		env = setEnv(env, name, val)
+		set = append(set, name+"="+val)
 	}
-	return env, nil
+	env, skipped, err = policy.BuildEnv(policy.EnvSources{
+		Caller:      os.Environ(),
+		Passthrough: append(append([]string(nil), policy.DefaultPassthrough...), prof.Env.Passthrough...),
+		Set:         set,
+		Waive:       prof.Env.Waive,
+	})
+	if err != nil {
+		return nil, nil, &exitError{ExitConfine, err.Error()}
+	}
+	if !hasName(env, "LANG") {
+		env = append(env, "LANG=C.UTF-8")
+	}
+	return env, skipped, nil
 }
 
-func setEnv(env []string, name, val string) []string {
-	for i, kv := range env {
+func hasName(env []string, name string) bool {
+	for _, kv := range env {
 		if strings.HasPrefix(kv, name+"=") {
-			env[i] = name + "=" + val
-			return env
+			return true
 		}
 	}
-	return append(env, name+"="+val)
+	return false
 }
 
 func absClean(p string) (string, error) {
