@@ -62,9 +62,10 @@ func TestFunctional(t *testing.T) {
 			args: func(t *testing.T, wd string) []string {
 				goroot := goEnv(t, "GOROOT")
 				args := []string{
+					// GOPATH is a path list and must not be writable;
+					// the module cache is named on its own.
 					"--env", "GOCACHE=" + filepath.Join(wd, ".gocache"),
-					"--env", "GOPATH=" + filepath.Join(wd, ".gopath"),
-					"--env", "GOMODCACHE=" + filepath.Join(wd, ".gopath", "pkg", "mod"),
+					"--env", "GOMODCACHE=" + filepath.Join(wd, ".gomodcache"),
 					"--env", "GOFLAGS=-mod=mod",
 					"--env", "GOPROXY=off",
 					"--env", "GOTOOLCHAIN=local",
