@@ -22,6 +22,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/confine-sandbox/confine/internal/eventlog"
 	"github.com/confine-sandbox/confine/internal/host"
 	"github.com/confine-sandbox/confine/internal/landlock"
 	"github.com/confine-sandbox/confine/internal/launch"
@@ -45,6 +46,10 @@ type Launcher struct {
 	LiveLimit              int64
 	// Stdin, when set, is copied to the command instead of spec.Stdin.
 	Stdin io.Reader
+	// EventLog, when set, is the JSON-lines file every run (and every
+	// refusal) is recorded in: names of environment variables, never
+	// their values.
+	EventLog string
 }
 
 // NewLauncher returns a Launcher that runs at most maxConcurrent commands at
@@ -68,9 +73,13 @@ func RunCommand(ctx context.Context, c *policy.Cap, s spec.CommandSpec) (spec.Co
 }
 
 // RunCommand is the package-level RunCommand with this launcher's settings.
-func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.CommandSpec) (spec.CommandResult, error) {
-	var res spec.CommandResult
-	prof, err := policy.Authorize(c, s.Profile)
+func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.CommandSpec) (res spec.CommandResult, err error) {
+	res.RunID = eventlog.NewRunID()
+	var prof policy.Profile
+	if l.EventLog != "" {
+		defer func() { l.record(c, prof, s, res, err) }()
+	}
+	prof, err = policy.Authorize(c, s.Profile)
 	if err != nil {
 		return res, err
 	}
@@ -86,6 +95,7 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 	}
 	defer cleanup(tmp, cgroup)
 	res.Backend = Backend
+	res.Layers = layers(p)
 	res.Guarantees = gs
 	res.PathOmitted = omitted
 	res.HiddenCredentials = hidden
@@ -138,6 +148,50 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 		return res, fmt.Errorf("run cancelled: %w", ctx.Err())
 	}
 	return res, nil
+}
+
+// layers names the confinement layers a plan switches on.
+func layers(p *plan.Plan) []string {
+	ls := []string{"landlock", "seccomp", "rlimits", "subreaper"}
+	if p.Seccomp.NotifyMetadata || p.Seccomp.NotifyConnect {
+		ls = append(ls, "seccomp-notify")
+	}
+	if p.PidsCgroup != "" {
+		ls = append(ls, "pids-cgroup")
+	}
+	if p.UID >= 0 {
+		ls = append(ls, "caps-dropped")
+	}
+	return ls
+}
+
+// record appends the run, or its refusal, to the event log. A log that
+// cannot be written does not change the run's outcome; it is reported on
+// stderr, since a silent audit gap is worse than noise.
+func (l *Launcher) record(c *policy.Cap, prof policy.Profile, s spec.CommandSpec, res spec.CommandResult, runErr error) {
+	e := eventlog.Event{RunID: res.RunID, Backend: Backend, Layers: res.Layers}
+	if c != nil {
+		e.CapabilityID, e.Scope = c.ID(), c.Scope()
+	}
+	e.SetSpec(s)
+	e.SetResult(res)
+	if prof.Name != "" {
+		e.Profile, e.Tier = prof.Name, int(prof.Tier)
+	} else if c != nil {
+		e.Profile = c.Profile()
+	}
+	e.LandlockABI = host.Probe().LandlockABI
+	if runErr != nil {
+		e.Error = eventlog.RedactEnv(runErr.Error(), s.Env)
+	}
+	lg, err := eventlog.Open(l.EventLog, eventlog.DefaultMaxBytes, eventlog.DefaultKeep)
+	if err == nil {
+		err = lg.Record(e)
+		lg.Close()
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "confine: event log %s: %v\n", l.EventLog, err)
+	}
 }
 
 func mergeLimits(prof, s spec.Limits) spec.Limits {

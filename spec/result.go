@@ -80,6 +80,8 @@ type Denial struct {
 
 // CommandResult is the bounded, structured outcome of one run.
 type CommandResult struct {
+	// RunID identifies the run in the event log.
+	RunID string `json:"run_id"`
 	// ExitCode is the command's exit status, or -1 when it died of a signal.
 	ExitCode int `json:"exit_code"`
 	// Signal is the signal number that ended the command, or 0.
@@ -98,7 +100,9 @@ type CommandResult struct {
 	Survivors int   `json:"survivors,omitempty"`
 	Usage     Usage `json:"usage"`
 	// Backend names the confinement backend that ran the command.
-	Backend    string      `json:"backend"`
+	Backend string `json:"backend"`
+	// Layers are the confinement layers that were active.
+	Layers     []string    `json:"layers"`
 	Guarantees []Guarantee `json:"guarantees"`
 	// PathOmitted lists PATH components confine left out of a derived PATH.
 	PathOmitted []string `json:"path_omitted,omitempty"`

@@ -23,6 +23,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/confine-sandbox/confine"
+	"github.com/confine-sandbox/confine/internal/eventlog"
 	"github.com/confine-sandbox/confine/internal/host"
 	"github.com/confine-sandbox/confine/policy"
 	"github.com/confine-sandbox/confine/spec"
@@ -75,7 +76,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &exitError{ExitConfine, err.Error()}
 	})
-	root.AddCommand(newRun(stdout, stderr), newCheck(stdout), newVersion(stdout), newCap(stdout))
+	root.AddCommand(newRun(stdout, stderr), newCheck(stdout), newVersion(stdout), newCap(stdout), newInspect(stdout))
 	return root
 }
 
@@ -97,6 +98,7 @@ func newVersion(stdout io.Writer) *cobra.Command {
 
 type runOpts struct {
 	workdir, profile string
+	eventLog         string
 	capToken, capKey string
 	ro, rw, env      []string
 	limits           spec.Limits
@@ -143,6 +145,7 @@ is gone when confine returns. Its environment is built from scratch.`,
 	f.Int64Var(&procs, "max-procs", 0, "process limit (default 1024)")
 	f.Var(sizeFlag{&o.limits.OpenFiles}, "max-open-files", "open file limit (default 4096)")
 	f.BoolVar(&o.json, "json", false, "capture output and print the result as one JSON object")
+	f.StringVar(&o.eventLog, "event-log", "", "JSON-lines event log (default $CONFINE_EVENT_LOG, else $XDG_STATE_HOME/confine/events.jsonl; \"off\" disables)")
 	cmd.PreRunE = func(*cobra.Command, []string) error {
 		if procs < 0 {
 			return &exitError{ExitConfine, "--max-procs must not be negative"}
@@ -209,7 +212,11 @@ func (o *runOpts) run(ctx context.Context, args []string, stdout, stderr io.Writ
 	if err != nil {
 		return &exitError{ExitConfine, err.Error()}
 	}
-	l := &confine.Launcher{Stdin: os.Stdin}
+	logPath, err := eventLogPath(o.eventLog)
+	if err != nil {
+		return &exitError{ExitConfine, err.Error()}
+	}
+	l := &confine.Launcher{Stdin: os.Stdin, EventLog: logPath}
 	if !o.json {
 		l.LiveStdout, l.LiveStderr = stdout, stderr
 		if o.liveLimitSet {
@@ -304,6 +311,24 @@ func (o *runOpts) capability(prof policy.Profile) (*policy.Cap, error) {
 		return nil, fmt.Errorf("%w: token is for profile %q, --profile is %q", spec.ErrCapability, c.Profile(), prof.Name)
 	}
 	return c, nil
+}
+
+// eventLogPath picks the event log: the flag, then $CONFINE_EVENT_LOG,
+// then the user's state directory; "off" turns it off.
+func eventLogPath(flag string) (string, error) {
+	p := flag
+	if p == "" {
+		p = os.Getenv("CONFINE_EVENT_LOG")
+	}
+	switch {
+	case p == "off":
+		return "", nil
+	case p == "":
+		return eventlog.DefaultPath()
+	case !filepath.IsAbs(p):
+		return filepath.Abs(p)
+	}
+	return p, nil
 }
 
 // DefaultKeyPath is where the capability key lives unless --cap-key says.
@@ -586,4 +611,74 @@ func orNone(s string) string {
 		return "none"
 	}
 	return s
+}
+
+func newInspect(stdout io.Writer) *cobra.Command {
+	var last int
+	var id, logFlag string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "inspect",
+		Short: "Show this host's backend choice, or past runs from the event log (--last N, --id ID)",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if last == 0 && id == "" {
+				h := host.ProbeAll()
+				sel := struct {
+					Backend string    `json:"backend"`
+					Layers  []string  `json:"layers"`
+					Skipped []string  `json:"skipped"`
+					Host    host.Info `json:"host"`
+				}{confine.Backend, []string{"landlock", "seccomp", "seccomp-notify", "rlimits", "subreaper"},
+					[]string{"bubblewrap: not implemented", "firecracker (tier 3): no microVM backend", "container CLI: never selected automatically"}, h}
+				if h.PidsCgroupRoot != "" {
+					sel.Layers = append(sel.Layers, "pids-cgroup (when the command runs as uid 0)")
+				}
+				if asJSON {
+					return writeJSON(stdout, sel)
+				}
+				fmt.Fprintf(stdout, "backend: %s (landlock ABI %d)\nlayers:  %s\n", sel.Backend, h.LandlockABI, strings.Join(sel.Layers, ", "))
+				for _, sk := range sel.Skipped {
+					fmt.Fprintf(stdout, "skipped: %s\n", sk)
+				}
+				return nil
+			}
+			path, err := eventLogPath(logFlag)
+			if err != nil || path == "" {
+				return &exitError{ExitConfine, fmt.Sprintf("no event log (%v)", err)}
+			}
+			var evs []eventlog.Event
+			if id != "" {
+				e, err := eventlog.FindByID(path, id)
+				if err != nil {
+					return &exitError{ExitConfine, fmt.Sprintf("%s: %v", path, err)}
+				}
+				evs = []eventlog.Event{e}
+			} else if evs, err = eventlog.ReadLast(path, last); err != nil {
+				return &exitError{ExitConfine, fmt.Sprintf("%s: %v", path, err)}
+			}
+			if asJSON {
+				return writeJSON(stdout, evs)
+			}
+			for i, e := range evs {
+				if i > 0 {
+					fmt.Fprintln(stdout)
+				}
+				eventlog.Format(stdout, e)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&last, "last", 0, "show the last N runs")
+	cmd.Flags().StringVar(&id, "id", "", "show the run with this run_id")
+	cmd.Flags().StringVar(&logFlag, "event-log", "", "event log to read (default as for run)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	return cmd
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -292,4 +293,62 @@ func TestVersionAndHelp(t *testing.T) {
 		}
 	}
 	_ = fmt.Sprint()
+}
+
+// 50 concurrent runs append whole lines to one event log; no line carries an
+// environment value; inspect finds the runs again.
+func TestEventLogConcurrentAndInspect(t *testing.T) {
+	u := testutil.Users(t)[0]
+	wd := testutil.Workdir(t, u.UID)
+	logPath := filepath.Join(wd, "events.jsonl")
+	const n = 50
+	errs := make(chan string, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := testutil.CLI{Bin: testutil.SelfBinary(t), UID: u.UID, Dir: wd,
+				Args: []string{"run", "--event-log", logPath, "--env", "CONFINE_PLAIN=hunter2-value", "--", "sh", "-c", fmt.Sprintf("echo %d", i)}}
+			if r := c.Run(t); r.Code != 0 {
+				errs <- fmt.Sprintf("run %d: exit %d: %s", i, r.Code, r.Stderr)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	b, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "hunter2") {
+		t.Fatal("an environment value reached the event log")
+	}
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if len(lines) != n {
+		t.Fatalf("%d lines, want %d", len(lines), n)
+	}
+	var last map[string]any
+	for _, l := range lines {
+		if err := json.Unmarshal([]byte(l), &last); err != nil {
+			t.Fatalf("not a JSON line: %v: %q", err, l)
+		}
+	}
+	r := cli(t, u, wd, "inspect", "--event-log", logPath, "--last", "1", "--json")
+	var evs []map[string]any
+	if err := json.Unmarshal([]byte(r.Stdout), &evs); err != nil || len(evs) != 1 {
+		t.Fatalf("inspect --last 1 --json: %v: %s %s", err, r.Stdout, r.Stderr)
+	}
+	for _, k := range []string{"backend", "layers", "guarantees", "run_id", "env_names"} {
+		if _, ok := evs[0][k]; !ok {
+			t.Errorf("inspect output lacks %q", k)
+		}
+	}
+	id, _ := evs[0]["run_id"].(string)
+	if r := cli(t, u, wd, "inspect", "--event-log", logPath, "--id", id); r.Code != 0 || !strings.Contains(r.Stdout, id) {
+		t.Errorf("inspect --id %s: exit %d: %s %s", id, r.Code, r.Stdout, r.Stderr)
+	}
 }

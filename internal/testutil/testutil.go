@@ -155,7 +155,9 @@ type CLI struct {
 func (c CLI) Command() *exec.Cmd {
 	cmd := exec.Command(c.Bin, c.Args...)
 	cmd.Dir = c.Dir
-	cmd.Env = append([]string{CLIEnv + "=1", "PATH=/usr/local/bin:/usr/bin:/bin"}, c.Env...)
+	// Tests that want the event log name one; others keep it off the
+	// home directory.
+	cmd.Env = append([]string{CLIEnv + "=1", "PATH=/usr/local/bin:/usr/bin:/bin", "CONFINE_EVENT_LOG=off"}, c.Env...)
 	if os.Geteuid() == 0 && c.UID != 0 {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(c.UID), Gid: uint32(c.UID)}}
 	}
