@@ -176,6 +176,9 @@ func TestUsageCoversOrphans(t *testing.T) {
 func TestConcurrentRunsNoLeaks(t *testing.T) {
 	_, c := mint(t, "default", 0)
 	l := confine.NewLauncher(8)
+	// Private dirs go under TMPDIR: a fresh one makes the count exact
+	// while other test packages run alongside.
+	t.Setenv("TMPDIR", t.TempDir())
 	before := countFDs(t)
 	tmpBefore := countTempDirs(t)
 	var wg sync.WaitGroup

@@ -65,6 +65,13 @@ func SharedDir(t testing.TB) string {
 	return shareDir
 }
 
+// RemoveShared deletes SharedDir; TestMain calls it after the tests ran.
+func RemoveShared() {
+	if shareDir != "" {
+		_ = os.RemoveAll(shareDir)
+	}
+}
+
 // Workdir returns a fresh directory owned by uid inside SharedDir.
 func Workdir(t testing.TB, uid int) string {
 	d, err := os.MkdirTemp(SharedDir(t), "wd-")
