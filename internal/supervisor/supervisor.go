@@ -162,27 +162,42 @@ func run(ctrl *os.File) *plan.Report {
 		grace = time.After(p.KillGrace)
 	}
 
+	handleWait := func(ev waitEvent) {
+		if ev.pid != child || mainDone {
+			return
+		}
+		mainDone = true
+		switch {
+		case ev.ws.Exited():
+			rep.ExitCode = ev.ws.ExitStatus()
+		case ev.ws.Signaled():
+			rep.ExitCode = -1
+			rep.Signal = int(ev.ws.Signal())
+		}
+		if !killing && hasChildren() {
+			// Whatever is still alive now outlived the command.
+			if ds, err := proctree.Descendants(self); err == nil && len(ds) > 0 {
+				rep.Survivors = len(ds)
+				startKilling()
+			}
+		}
+	}
+
 	for {
 		select {
 		case ev := <-waits:
-			if ev.pid == child && !mainDone {
-				mainDone = true
-				switch {
-				case ev.ws.Exited():
-					rep.ExitCode = ev.ws.ExitStatus()
-				case ev.ws.Signaled():
-					rep.ExitCode = -1
-					rep.Signal = int(ev.ws.Signal())
-				}
-				if !killing && hasChildren() {
-					// Whatever is still alive now outlived the command.
-					if ds, err := proctree.Descendants(self); err == nil && len(ds) > 0 {
-						rep.Survivors = len(ds)
-						startKilling()
-					}
+			handleWait(ev)
+		case <-allGone:
+			// The reaper queued every event before closing allGone; the
+			// main command's may still be waiting in the channel.
+			for drained := false; !drained; {
+				select {
+				case ev := <-waits:
+					handleWait(ev)
+				default:
+					drained = true
 				}
 			}
-		case <-allGone:
 			if ticker != nil {
 				ticker.Stop()
 			}
