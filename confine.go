@@ -50,6 +50,9 @@ type Launcher struct {
 	// refusal) is recorded in: names of environment variables, never
 	// their values.
 	EventLog string
+	// EventLogError, when set, hears about runs that could not be
+	// recorded; the run's own outcome does not change.
+	EventLogError func(error)
 }
 
 // NewLauncher returns a Launcher that runs at most maxConcurrent commands at
@@ -89,17 +92,8 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 	if err := s.Validate(); err != nil {
 		return res, err
 	}
-	p, tmp, cgroup, gs, omitted, hidden, err := prepare(&s, prof)
-	if err != nil {
-		return res, err
-	}
-	defer cleanup(tmp, cgroup)
-	res.Backend = Backend
-	res.Layers = layers(p)
-	res.Guarantees = gs
-	res.PathOmitted = omitted
-	res.HiddenCredentials = hidden
-
+	// The cap bounds what a run holds (temp dir, cgroup) too, so take a
+	// slot before preparing.
 	if l.sem != nil {
 		select {
 		case l.sem <- struct{}{}:
@@ -111,6 +105,17 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}
+	p, tmp, cgroup, gs, omitted, hidden, err := prepare(&s, prof)
+	if err != nil {
+		return res, err
+	}
+	defer cleanup(tmp, cgroup)
+	res.Backend = Backend
+	res.Layers = layers(p)
+	res.Guarantees = gs
+	res.PathOmitted = omitted
+	res.HiddenCredentials = hidden
+
 
 	limits := mergeLimits(prof.Limits, s.Limits)
 	pio := launch.IO{OutputLimit: limits.OutputBytes, LiveLimit: l.LiveLimit, Stdout: l.LiveStdout, Stderr: l.LiveStderr}
@@ -166,8 +171,8 @@ func layers(p *plan.Plan) []string {
 }
 
 // record appends the run, or its refusal, to the event log. A log that
-// cannot be written does not change the run's outcome; it is reported on
-// stderr, since a silent audit gap is worse than noise.
+// cannot be written does not change the run's outcome; it goes to
+// EventLogError.
 func (l *Launcher) record(c *policy.Cap, prof policy.Profile, s spec.CommandSpec, res spec.CommandResult, runErr error) {
 	e := eventlog.Event{RunID: res.RunID, Backend: Backend, Layers: res.Layers}
 	if c != nil {
@@ -189,8 +194,8 @@ func (l *Launcher) record(c *policy.Cap, prof policy.Profile, s spec.CommandSpec
 		err = lg.Record(e)
 		lg.Close()
 	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "confine: event log %s: %v\n", l.EventLog, err)
+	if err != nil && l.EventLogError != nil {
+		l.EventLogError(fmt.Errorf("event log %s: %w", l.EventLog, err))
 	}
 }
 

@@ -216,7 +216,9 @@ func (o *runOpts) run(ctx context.Context, args []string, stdout, stderr io.Writ
 	if err != nil {
 		return &exitError{ExitConfine, err.Error()}
 	}
-	l := &confine.Launcher{Stdin: os.Stdin, EventLog: logPath}
+	l := &confine.Launcher{Stdin: os.Stdin, EventLog: logPath,
+		// A silent audit gap is worse than noise.
+		EventLogError: func(err error) { fmt.Fprintf(stderr, "confine: %v\n", err) }}
 	if !o.json {
 		l.LiveStdout, l.LiveStderr = stdout, stderr
 		if o.liveLimitSet {
