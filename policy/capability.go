@@ -63,6 +63,10 @@ func (e *Engine) Register(p Profile) error {
 func (e *Engine) lookup(name string) (Profile, error) {
 	if p, err := Lookup(name); err == nil {
 		return p, nil
+	} else if isBuiltin(name) {
+		// A recipe whose toolchain is missing: say so, and never fall
+		// back to a registered profile of that name.
+		return Profile{}, err
 	}
 	e.mu.Lock()
 	p, ok := e.profiles[name]

@@ -99,8 +99,14 @@ var builtins = map[string]Profile{
 	"default": {Name: "default", Tier: TierSandboxed, Devices: DefaultDevices, Network: spec.DenyAll},
 }
 
-// Lookup returns a built-in profile by name.
+// Lookup returns a built-in profile by name: "default" or a recipe
+// ("go", "rust", "node", "python", "c"; see recipes), which is discovered
+// on first use in the process and fails, wrapping spec.ErrUnavailable,
+// when its toolchain is missing.
 func Lookup(name string) (Profile, error) {
+	if p, ok, err := lookupRecipe(name); ok {
+		return p, err
+	}
 	p, ok := builtins[name]
 	if !ok {
 		return Profile{}, fmt.Errorf("%w: unknown profile %q (known: %v)", spec.ErrInvalidSpec, name, Names())
@@ -108,12 +114,14 @@ func Lookup(name string) (Profile, error) {
 	return p, nil
 }
 
-// Names lists the built-in profiles.
+// Names lists the built-in profiles, recipes included, without
+// resolving any.
 func Names() []string {
-	n := make([]string, 0, len(builtins))
+	n := make([]string, 0, len(builtins)+len(recipes))
 	for k := range builtins {
 		n = append(n, k)
 	}
+	n = append(n, RecipeNames()...)
 	sort.Strings(n)
 	return n
 }

@@ -401,7 +401,7 @@ func (d *decoder) profile(root *node) Profile {
 
 func isBuiltin(name string) bool {
 	_, ok := builtins[name]
-	return ok
+	return ok || isRecipe(name)
 }
 
 func (d *decoder) nameProblem(name string) string {
