@@ -116,7 +116,6 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 	res.PathOmitted = omitted
 	res.HiddenCredentials = hidden
 
-
 	limits := mergeLimits(prof.Limits, s.Limits)
 	pio := launch.IO{OutputLimit: limits.OutputBytes, LiveLimit: l.LiveLimit, Stdout: l.LiveStdout, Stderr: l.LiveStderr}
 	switch {
