@@ -250,41 +250,6 @@ func TestStdinAndLiveOutput(t *testing.T) {
 	}
 }
 
-func TestParseSize(t *testing.T) {
-	tests := []struct {
-		in   string
-		want int64
-		ok   bool
-	}{
-		{"1024", 1024, true}, {"1MiB", 1 << 20, true}, {"2GiB", 2 << 30, true}, {"512K", 512 << 10, true},
-		{"1MB", 1e6, true}, {"0", 0, true}, {"-1", 0, false}, {"1XiB", 0, false}, {"", 0, false},
-		{"99999999999TiB", 0, false},
-	}
-	for _, tt := range tests {
-		got, err := ParseSize(tt.in)
-		if (err == nil) != tt.ok || got != tt.want {
-			t.Errorf("ParseSize(%q) = %d, %v; want %d ok=%v", tt.in, got, err, tt.want, tt.ok)
-		}
-	}
-}
-
-func TestParseDuration(t *testing.T) {
-	tests := []struct {
-		in   string
-		want time.Duration
-		ok   bool
-	}{
-		{"30s", 30 * time.Second, true}, {"5m", 5 * time.Minute, true}, {"10", 10 * time.Second, true},
-		{"-1s", 0, false}, {"soon", 0, false},
-	}
-	for _, tt := range tests {
-		got, err := ParseDuration(tt.in)
-		if (err == nil) != tt.ok || got != tt.want {
-			t.Errorf("ParseDuration(%q) = %v, %v; want %v ok=%v", tt.in, got, err, tt.want, tt.ok)
-		}
-	}
-}
-
 func TestVersionAndHelp(t *testing.T) {
 	u := testutil.Users(t)[0]
 	wd := testutil.Workdir(t, u.UID)
