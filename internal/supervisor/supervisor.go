@@ -162,27 +162,37 @@ func run(ctrl *os.File) *plan.Report {
 		grace = time.After(p.KillGrace)
 	}
 
+	onWait := func(ev waitEvent) {
+		if ev.pid != child || mainDone {
+			return
+		}
+		mainDone = true
+		switch {
+		case ev.ws.Exited():
+			rep.ExitCode = ev.ws.ExitStatus()
+		case ev.ws.Signaled():
+			rep.ExitCode = -1
+			rep.Signal = int(ev.ws.Signal())
+		}
+		if !killing && hasChildren() {
+			// Whatever is still alive now outlived the command.
+			if ds, err := proctree.Descendants(self); err == nil && len(ds) > 0 {
+				rep.Survivors = len(ds)
+				startKilling()
+			}
+		}
+	}
+
 	for {
 		select {
 		case ev := <-waits:
-			if ev.pid == child && !mainDone {
-				mainDone = true
-				switch {
-				case ev.ws.Exited():
-					rep.ExitCode = ev.ws.ExitStatus()
-				case ev.ws.Signaled():
-					rep.ExitCode = -1
-					rep.Signal = int(ev.ws.Signal())
-				}
-				if !killing && hasChildren() {
-					// Whatever is still alive now outlived the command.
-					if ds, err := proctree.Descendants(self); err == nil && len(ds) > 0 {
-						rep.Survivors = len(ds)
-						startKilling()
-					}
-				}
-			}
+			onWait(ev)
 		case <-allGone:
+			// select picks at random among ready cases: the events the
+			// reaper queued before it found no child left come first.
+			for len(waits) > 0 {
+				onWait(<-waits)
+			}
 			if ticker != nil {
 				ticker.Stop()
 			}
