@@ -44,6 +44,8 @@ func TestExitStatus(t *testing.T) {
 				{"success", []string{"run", "--", "true"}, 0, ""},
 				{"own status", []string{"run", "--", "sh", "-c", "exit 3"}, 3, ""},
 				{"signal", []string{"run", "--", "sh", "-c", "kill -TERM $$"}, 128 + 15, ""},
+				// The supervisor ignores SIGINT; the command must not.
+				{"sigint", []string{"run", "--", "sh", "-c", "kill -INT $$; exit 9"}, 128 + 2, ""},
 				{"timeout", []string{"run", "--timeout", "1s", "--", "sleep", "30"}, 124, "timed out"},
 				{"not found", []string{"run", "--", "/nonexistent"}, 127, "not found"},
 				{"not found in PATH", []string{"run", "--", "no-such-program-xyz"}, 127, "not found"},

@@ -14,6 +14,7 @@ import (
 	"os"
 	"runtime"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -106,7 +107,7 @@ func apply() (int, error) {
 	}
 	listener := p.Seccomp.NotifyMetadata || p.Seccomp.NotifyConnect
 	// Everything below runs under the filter: only close_range, sendmsg,
-	// close and execve, all of which it allows.
+	// close, rt_sigaction and execve, all of which it allows.
 	nfd, err := seccomp.Install(prog, listener)
 	if err != nil {
 		return 125, fmt.Errorf("seccomp: %w", err)
@@ -122,12 +123,25 @@ func apply() (int, error) {
 	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		return 125, fmt.Errorf("close inherited fds: %w", err)
 	}
+	// The supervisor ignores SIGINT and SIGHUP, and an ignored signal
+	// stays ignored across exec: give the command the default actions.
+	resetSignals(unix.SIGINT, unix.SIGHUP)
 	err = syscall.Exec(p.Path, p.Argv, p.Env)
 	switch {
 	case errors.Is(err, unix.ENOENT):
 		return 127, fmt.Errorf("%s: not found in the sandbox: %w", p.Path, err)
 	default:
 		return 126, fmt.Errorf("%s: cannot execute: %w", p.Path, err)
+	}
+}
+
+// resetSignals sets sigs to their default action (SIG_DFL) for the exec
+// that follows. The zeroed struct is a kernel sigaction with no handler,
+// flags or mask on every architecture.
+func resetSignals(sigs ...unix.Signal) {
+	var sa [4]uint64
+	for _, s := range sigs {
+		_, _, _ = unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(s), uintptr(unsafe.Pointer(&sa[0])), 0, 8, 0, 0)
 	}
 }
 
