@@ -6,6 +6,11 @@
 // Landlock; rlimits; seccomp (last, so its filter need not allow the set-up
 // syscalls); fds >= 3 marked close-on-exec; exec. Any failure is reported on fd 4 as
 // "CODE message" and the command never starts.
+//
+// With the landlock+namespaces provider, stage-2 is cloned into new
+// namespaces and does not become the command: it sets them up, starts a
+// stage-3 re-exec that does all of the above, and stays as the PID
+// namespace's init (see initMain).
 package stage2
 
 import (
@@ -24,8 +29,15 @@ import (
 	"github.com/confine-sandbox/confine/internal/seccomp"
 )
 
+// Stage3Arg0 marks the re-exec that stage-2 starts inside the namespaces
+// (the landlock+namespaces provider): it does what stage-2 does without
+// them.
+const Stage3Arg0 = "confine-stage3"
+
 // Main applies the plan read from fd 3 and execs the command. It returns
-// only on failure, with the exit status to use.
+// only on failure, with the exit status to use. With plan.Namespaces set,
+// stage-2 is the PID namespace's init instead (see initMain) and returns
+// the command's status when it is over.
 func Main() int {
 	runtime.LockOSThread()
 	status := os.NewFile(4, "status")
@@ -33,7 +45,17 @@ func Main() int {
 		return 125
 	}
 	unix.CloseOnExec(4)
-	code, err := apply()
+	in := os.NewFile(3, "plan")
+	p, err := plan.Read(in)
+	in.Close()
+	if err != nil {
+		fmt.Fprintf(status, "%d %v", 125, err)
+		return 125
+	}
+	if p.Namespaces != nil && os.Args[0] != Stage3Arg0 {
+		return initMain(p, status)
+	}
+	code, err := apply(p)
 	if err == nil {
 		err = errors.New("exec returned without error")
 		code = 125
@@ -42,13 +64,7 @@ func Main() int {
 	return code
 }
 
-func apply() (int, error) {
-	in := os.NewFile(3, "plan")
-	p, err := plan.Read(in)
-	if err != nil {
-		return 125, err
-	}
-	in.Close()
+func apply(p *plan.Plan) (int, error) {
 	parent := os.Getppid()
 
 	if _, err := unix.Setsid(); err != nil {
