@@ -20,7 +20,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(testutil.CLIEnv) == "1" {
 		os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	testutil.RemoveSharedDir()
+	os.Exit(code)
 }
 
 func cli(t *testing.T, u testutil.User, wd string, args ...string) testutil.Result {

@@ -65,6 +65,14 @@ func SharedDir(t testing.TB) string {
 	return shareDir
 }
 
+// RemoveSharedDir removes SharedDir (and the test binary copied there),
+// if this process made one. For TestMain, after m.Run.
+func RemoveSharedDir() {
+	if shareDir != "" {
+		_ = os.RemoveAll(shareDir)
+	}
+}
+
 // Workdir returns a fresh directory owned by uid inside SharedDir.
 func Workdir(t testing.TB, uid int) string {
 	d, err := os.MkdirTemp(SharedDir(t), "wd-")
