@@ -3,6 +3,12 @@
 // bounded, structured result. RunCommand is the only way to execute
 // anything, and it needs a capability minted by the policy engine.
 //
+// Where unprivileged user namespaces work, the command also runs in user,
+// PID, mount, network, IPC and UTS namespaces of its own (the
+// landlock+namespaces backend); elsewhere, as in stock Docker, the core
+// (landlock+seccomp) enforces every guarantee alone. The result names the
+// backend, its layers and why the other backends were skipped.
+//
 // A program that calls RunCommand re-executes itself as the run's
 // supervisor and stage-2 child (see internal/launch); nothing needs to be
 // installed besides that program.
@@ -27,14 +33,23 @@ import (
 	"github.com/confine-sandbox/confine/internal/landlock"
 	"github.com/confine-sandbox/confine/internal/launch"
 	"github.com/confine-sandbox/confine/internal/plan"
+	"github.com/confine-sandbox/confine/internal/provider"
 	"github.com/confine-sandbox/confine/internal/rlimit"
 	"github.com/confine-sandbox/confine/internal/tmpdir"
 	"github.com/confine-sandbox/confine/policy"
 	"github.com/confine-sandbox/confine/spec"
 )
 
-// Backend is the name of the confinement backend of this package.
-const Backend = "landlock+seccomp"
+// Backend names the core provider: Landlock, seccomp (with user
+// notification), rlimits and a subreaping supervisor. It works wherever
+// the kernel has Landlock and seccomp, stock Docker and Kubernetes
+// included, and enforces every guarantee on its own.
+const Backend = provider.Core
+
+// BackendNamespaces names the provider selected where unprivileged user
+// namespaces work: the core inside new user, PID, mount, network, IPC and
+// UTS namespaces, which add defence in depth to several guarantees.
+const BackendNamespaces = provider.Namespaces
 
 // Launcher runs commands, at most MaxConcurrent at a time. The zero value
 // has no cap. It is safe for concurrent use.
@@ -53,6 +68,12 @@ type Launcher struct {
 	// EventLogError, when set, hears about runs that could not be
 	// recorded; the run's own outcome does not change.
 	EventLogError func(error)
+	// Backend, when set (and not "auto"), is the only provider a run may
+	// use: "namespaces" (landlock+namespaces), "core" (landlock+seccomp);
+	// "bwrap", "firecracker" and "container" are refused as unavailable.
+	// Left empty, the first available provider in the registry's order is
+	// selected (see internal/provider).
+	Backend string
 }
 
 // NewLauncher returns a Launcher that runs at most maxConcurrent commands at
@@ -86,7 +107,16 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 	if err != nil {
 		return res, err
 	}
-	if err := policy.CheckTier(prof.Tier); err != nil {
+	if prof.Tier != policy.TierHostile {
+		// Tier 3 is refused by the provider selection, which names the
+		// microVM backend it would need.
+		if err := policy.CheckTier(prof.Tier); err != nil {
+			return res, err
+		}
+	}
+	sel, err := provider.Select(host.Probe(), provider.Request{Tier: prof.Tier, RequireNamespaces: prof.RequireNamespaces, Backend: l.Backend})
+	res.SkippedBackends = sel.Skipped
+	if err != nil {
 		return res, err
 	}
 	if err := s.Validate(); err != nil {
@@ -110,9 +140,10 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 		return res, err
 	}
 	defer cleanup(tmp, cgroup)
-	res.Backend = Backend
-	res.Layers = layers(p)
-	res.Guarantees = gs
+	sel.Provider.Configure(p, prof.RequireNamespaces)
+	res.Backend = sel.Provider.Name()
+	res.Layers = layers(sel.Provider, p)
+	res.Guarantees = provider.Mechanisms(sel.Provider, gs)
 	res.PathOmitted = omitted
 	res.HiddenCredentials = hidden
 
@@ -134,6 +165,12 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 		return res, err
 	}
 	r := out.Report
+	if r.NamespacesSkipped != "" {
+		// The supervisor could not set the namespaces up and ran the
+		// command under the core provider, which enforces every
+		// guarantee on its own.
+		fellBack(&res, p, gs, r.NamespacesSkipped)
+	}
 	switch r.StartCode {
 	case 0:
 	case 126:
@@ -154,9 +191,26 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 	return res, nil
 }
 
-// layers names the confinement layers a plan switches on.
-func layers(p *plan.Plan) []string {
-	ls := []string{"landlock", "seccomp", "rlimits", "subreaper"}
+// fellBack rewrites res for a run the supervisor moved from the
+// namespaces provider to the core.
+func fellBack(res *spec.CommandResult, p *plan.Plan, gs []spec.Guarantee, why string) {
+	core, _ := provider.Lookup(provider.Core)
+	skipped := []spec.SkippedBackend{{Name: res.Backend, Reason: "namespace set-up failed: " + why}}
+	for _, sk := range res.SkippedBackends {
+		if sk.Name != core.Name() {
+			skipped = append(skipped, sk)
+		}
+	}
+	p.Namespaces = nil
+	res.Backend = core.Name()
+	res.SkippedBackends = skipped
+	res.Layers = layers(core, p)
+	res.Guarantees = gs
+}
+
+// layers names the confinement layers a provider and its plan switch on.
+func layers(prov provider.Provider, p *plan.Plan) []string {
+	ls := prov.Layers()
 	if p.Seccomp.NotifyMetadata || p.Seccomp.NotifyConnect {
 		ls = append(ls, "seccomp-notify")
 	}
@@ -173,7 +227,7 @@ func layers(p *plan.Plan) []string {
 // cannot be written does not change the run's outcome; it goes to
 // EventLogError.
 func (l *Launcher) record(c *policy.Cap, prof policy.Profile, s spec.CommandSpec, res spec.CommandResult, runErr error) {
-	e := eventlog.Event{RunID: res.RunID, Backend: Backend, Layers: res.Layers}
+	e := eventlog.Event{RunID: res.RunID, Backend: res.Backend, Layers: res.Layers}
 	if c != nil {
 		e.CapabilityID, e.Scope = c.ID(), c.Scope()
 	}

@@ -44,6 +44,7 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	testutil.WrapContainer(false)
 	if os.Getenv(testutil.CLIEnv) == "1" {
 		os.Exit(cli.Main(os.Args[1:], os.Stdout, os.Stderr))
 	}
@@ -486,7 +487,7 @@ func printMatrix(w io.Writer) {
 	if len(matrixOrder) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\nescape matrix (control -> confined), per user %s; $S is %s:\n", strings.Join(matrixUsers, ", "), strings.TrimSuffix(sharedPrefix, "/"))
+	fmt.Fprintf(w, "\nescape matrix (control -> confined), %s, per user %s; $S is %s:\n", testutil.Mode(), strings.Join(matrixUsers, ", "), strings.TrimSuffix(sharedPrefix, "/"))
 	counts := map[string]int{}
 	for _, v := range matrixOrder {
 		var parts []string

@@ -864,7 +864,10 @@ func vectors() []vcase {
 			name := randName("confine-escape-")
 			p := filepath.Join("/dev/shm", name)
 			e.t.Cleanup(func() { _ = os.Remove(p) })
-			return fixture{args: []string{name}, effect: exists(p)}
+			// Under landlock+namespaces the probe's write succeeds in the
+			// run's private /dev/shm (a tmpfs of its own, gone with it):
+			// only the host's /dev/shm counts.
+			return fixture{args: []string{name}, effect: exists(p), probeMayEscape: true}
 		}},
 		vcase{name: "open-by-handle", vector: "open-by-handle", setup: func(e *env) fixture {
 			return fixture{args: []string{e.outsideFile("secret.txt")}}
@@ -919,29 +922,43 @@ func vectors() []vcase {
 	cases = append(cases,
 		vcase{name: "setsid-daemon", vector: "setsid-daemon", setup: func(e *env) fixture {
 			marker := filepath.Join(e.wd, "daemon.pid")
-			var pid int
+			// The daemon's pid as the harness sees it: the one it wrote
+			// is its PID namespace's under namespaces, so the confined
+			// run is told apart by a token in its environment.
+			tok := testutil.NewToken()
+			daemons := func() []int {
+				if e.confined {
+					return testutil.TokenPids(tok)
+				}
+				if ps, _ := testutil.ReadPids(marker); len(ps) > 0 && testutil.Alive(ps[0]) {
+					return ps[:1]
+				}
+				return nil
+			}
+			var seen []int
 			alive := func() (bool, string) {
 				ps, err := testutil.ReadPids(marker)
 				if err != nil || len(ps) == 0 {
 					return false, fmt.Sprintf("no daemon pid in %s (%v)", marker, err)
 				}
-				pid = ps[0]
 				// A liveness bound: the confined tree must be gone once the
 				// CLI has returned, which should be at once.
 				if e.confined {
-					testutil.WaitFor(5*time.Second, func() bool { return !testutil.Alive(pid) })
+					testutil.WaitFor(5*time.Second, func() bool { return len(daemons()) == 0 })
 				}
-				if testutil.Alive(pid) {
-					return true, fmt.Sprintf("daemon pid %d is alive after the run returned", pid)
+				if seen = daemons(); len(seen) > 0 {
+					return true, fmt.Sprintf("daemon (pid %v here, %d in the run) is alive after the run returned", seen, ps[0])
 				}
-				return false, fmt.Sprintf("daemon pid %d is gone", pid)
+				return false, fmt.Sprintf("daemon (pid %d in the run) is gone", ps[0])
 			}
 			e.t.Cleanup(func() {
-				if pid > 0 && testutil.Alive(pid) && ownedBy(pid, e.user.UID) {
-					_ = unix.Kill(pid, unix.SIGKILL) // the pid the run's daemon wrote
+				for _, pid := range daemons() {
+					if ownedBy(pid, e.user.UID) {
+						_ = unix.Kill(pid, unix.SIGKILL) // the run's daemon
+					}
 				}
 			})
-			return fixture{args: []string{marker}, effect: alive, probeMayEscape: true}
+			return fixture{args: []string{marker}, cliArgs: []string{"--env", testutil.TokenEnv + "=" + tok}, effect: alive, probeMayEscape: true}
 		}},
 		vcase{name: "fork-bomb", vector: "fork-bomb", setup: func(e *env) fixture {
 			if e.confined {

@@ -2,11 +2,11 @@ package escape
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -121,7 +121,8 @@ func TestRunawayCommand(t *testing.T) {
 				_ = os.Remove(filepath.Join(wd, "pids"))
 			}
 
-			o := cliRun(t, u, wd, nil, "run", "--timeout", "1s", "--kill-grace", "500ms", "--", "sh", "-c", script)
+			tok := testutil.NewToken()
+			o := cliRun(t, u, wd, nil, "run", "--timeout", "1s", "--kill-grace", "500ms", "--env", testutil.TokenEnv+"="+tok, "--", "sh", "-c", script)
 			if o.code != 124 {
 				t.Errorf("exit %d, want 124: %s", o.code, o.stderr)
 			}
@@ -132,7 +133,9 @@ func TestRunawayCommand(t *testing.T) {
 			if err != nil || len(pids) < 2 {
 				t.Fatalf("pids recorded: %v (%v)", pids, err)
 			}
-			if left := killLeftovers(t, pids, u.UID); len(left) > 0 {
+			// The recorded pids are the run's own; its processes are
+			// found by the token.
+			if left := killLeftovers(t, testutil.TokenPids(tok), u.UID); len(left) > 0 {
 				t.Fatalf("survived the timeout: %v", left)
 			}
 			t.Logf("confined: blocked (exit 124 after %v; %v gone)", o.elapsed.Round(time.Millisecond), pids)
@@ -149,8 +152,9 @@ func TestLauncherSIGKILL(t *testing.T) {
 			controlLauncherSIGKILL(t, u, script)
 
 			wd := testutil.Workdir(t, u.UID)
+			tok := testutil.NewToken()
 			c := testutil.CLI{Bin: testutil.SelfBinary(t), UID: u.UID, Dir: wd, Args: []string{
-				"run", "--workdir", wd, "--ro", probeDir, "--", "sh", "-c", script, probePath}}
+				"run", "--workdir", wd, "--ro", probeDir, "--env", testutil.TokenEnv + "=" + tok, "--", "sh", "-c", script, probePath}}
 			cmd := c.Command()
 			var out strings.Builder
 			cmd.Stdout = &out
@@ -164,25 +168,33 @@ func TestLauncherSIGKILL(t *testing.T) {
 					_ = cmd.Wait()
 				}
 			}()
-			var pids []int
+			var recorded []int
 			ready := testutil.WaitFor(30*time.Second, func() bool {
 				a, _ := testutil.ReadPids(filepath.Join(wd, "daemon.pid"))
 				b, _ := testutil.ReadPids(filepath.Join(wd, "sleep.pid"))
-				pids = append(a, b...)
+				recorded = append(a, b...)
 				return len(a) > 0 && len(b) > 0
 			})
 			if !ready {
-				t.Fatalf("the command never started its daemon and sleep (pids %v, output %q)", pids, out.String())
+				t.Fatalf("the command never started its daemon and sleep (pids %v, output %q)", recorded, out.String())
 			}
-			// The sleep pid is the shell's, which exec'd sleep: wait for it.
-			testutil.WaitFor(5*time.Second, func() bool {
-				b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pids[len(pids)-1]))
-				return strings.TrimSpace(string(b)) == "sleep"
-			})
-			for _, p := range pids {
-				if !testutil.Alive(p) {
-					t.Fatalf("pid %d is not running before the kill: %q", p, out.String())
+			// The recorded pids are the run's own (its PID namespace's,
+			// under namespaces): the harness finds the daemon and the
+			// sleep (the shell, which exec'd sleep) by the run's token.
+			var pids []int
+			comms := func() string {
+				var cs []string
+				for _, p := range pids {
+					cs = append(cs, testutil.Comm(p))
 				}
+				sort.Strings(cs)
+				return strings.Join(cs, ",")
+			}
+			if !testutil.WaitFor(5*time.Second, func() bool {
+				pids = testutil.TokenPids(tok)
+				return comms() == "probe,sleep"
+			}) {
+				t.Fatalf("before the kill the run's processes are %v (%s), want the daemon and the sleep: %q", pids, comms(), out.String())
 			}
 			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil { // the CLI, by its pid
 				t.Fatal(err)

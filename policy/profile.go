@@ -58,6 +58,11 @@ type Profile struct {
 	Env EnvPolicy
 	// Network is the network policy; "" means spec.DenyAll.
 	Network spec.NetworkPolicy `json:",omitempty"`
+	// RequireNamespaces refuses the run unless the landlock+namespaces
+	// provider runs it (user, PID, mount, network, IPC and UTS
+	// namespaces on top of the core): where user namespaces are blocked
+	// (stock Docker, Kubernetes) the run is refused, never downgraded.
+	RequireNamespaces bool `json:",omitempty"`
 	// Source is the file the profile was loaded from; "" for a built-in.
 	// It is not part of Digest.
 	Source string `json:"-"`

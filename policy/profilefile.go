@@ -78,6 +78,7 @@ func ResolveProfile(nameOrPath string) (Profile, error) {
 //	devices     = ["/dev/kvm"]        # device nodes beyond DefaultDevices
 //	network     = "deny-all"          # the only policy; "allowlist" is refused
 //	waive       = ["no-foreign-signals"]  # guarantee names (AllGuarantees)
+//	require_namespaces = true         # refuse where user namespaces do not work
 //
 //	[env]
 //	passthrough = ["GOFLAGS", "CI_*"] # from the caller's environment
@@ -293,6 +294,7 @@ func (d *decoder) profile(root *node) Profile {
 	known := map[string]bool{
 		"name": true, "description": true, "tier": true, "read_exec": true, "writable": true,
 		"devices": true, "network": true, "waive": true, "env": true, "limits": true,
+		"require_namespaces": true,
 	}
 	d.unknown(root, nil, known)
 	k := root.kids
@@ -389,6 +391,13 @@ func (d *decoder) profile(root *node) Profile {
 		}
 	} else {
 		p.Devices = append([]string(nil), DefaultDevices...)
+	}
+	if n := k["require_namespaces"]; n != nil {
+		if b, ok := n.val.(bool); ok && n.kids == nil {
+			p.RequireNamespaces = b
+		} else {
+			d.fail(n.line, "require_namespaces", "want a boolean, got %s", nodeType(n))
+		}
 	}
 	if n := k["env"]; n != nil {
 		p.Env = d.env(n)

@@ -32,6 +32,7 @@ writable = ["/var/tmp/ci", "/opt/toolchain/cache"]
 devices = ["/dev/kvm"]
 network = "deny-all"
 waive = ["no-foreign-signals"]
+require_namespaces = true
 
 [env]
 passthrough = ["GOFLAGS", "CI_*"]
@@ -60,14 +61,15 @@ func TestLoadProfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Profile{
-		Name:        "ci-build",
-		Description: "builds offline",
-		Tier:        TierSandboxed,
-		ReadExec:    []string{"/opt/toolchain", "/srv/cache"},
-		Writable:    []string{"/var/tmp/ci", "/opt/toolchain/cache"},
-		Devices:     append(append([]string(nil), DefaultDevices...), "/dev/kvm"),
-		Network:     spec.DenyAll,
-		Waive:       []string{GSignals},
+		Name:              "ci-build",
+		Description:       "builds offline",
+		Tier:              TierSandboxed,
+		ReadExec:          []string{"/opt/toolchain", "/srv/cache"},
+		Writable:          []string{"/var/tmp/ci", "/opt/toolchain/cache"},
+		Devices:           append(append([]string(nil), DefaultDevices...), "/dev/kvm"),
+		Network:           spec.DenyAll,
+		Waive:             []string{GSignals},
+		RequireNamespaces: true,
 		Env: EnvPolicy{
 			Passthrough: []string{"GOFLAGS", "CI_*"},
 			Set:         []string{"GOPROXY=off", "NODE_OPTIONS=--max-old-space-size=4096", "PATH=/opt/toolchain/bin:/usr/bin"},
@@ -95,6 +97,11 @@ func TestLoadProfile(t *testing.T) {
 	changed.Limits.MaxProcs++
 	if changed.Digest() == p.Digest() {
 		t.Fatal("digest ignores limits")
+	}
+	relaxed := p
+	relaxed.RequireNamespaces = false
+	if relaxed.Digest() == p.Digest() {
+		t.Fatal("digest ignores require_namespaces")
 	}
 }
 
@@ -159,6 +166,7 @@ func TestLoadProfileErrors(t *testing.T) {
 		{"negative count", "[limits]\n\nmax_procs = -3\n", 3, "limits.max_procs", "negative count"},
 		{"float count", "[limits]\nopen_files = 1.5\n", 2, "limits.open_files", "got a float"},
 		{"limits not a table", "limits = 3\n", 1, "limits", "want a table"},
+		{"require_namespaces not a boolean", "\nrequire_namespaces = \"yes\"\n", 2, "require_namespaces", "want a boolean, got a string"},
 		{"refused set", "[env.set]\nAWS_SECRET_ACCESS_KEY = \"x\"\n", 2, "env.set.AWS_SECRET_ACCESS_KEY", "refused (cloud credentials"},
 		{"refused passthrough", "[env]\npassthrough = [\"SSH_AUTH_SOCK\"]\n", 2, "env.passthrough[0]", "SSH_AUTH_SOCK is refused"},
 		{"set and passthrough", "[env]\npassthrough = [\"GOFLAGS\"]\n[env.set]\nGOFLAGS = \"-x\"\n", 4, "env.set.GOFLAGS", "both in env.passthrough and env.set"},

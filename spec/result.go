@@ -78,6 +78,12 @@ type Denial struct {
 	Reason  string `json:"reason"`
 }
 
+// SkippedBackend is a provider that was not selected for a run, and why.
+type SkippedBackend struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
+}
+
 // CommandResult is the bounded, structured outcome of one run.
 type CommandResult struct {
 	// RunID identifies the run in the event log.
@@ -99,8 +105,12 @@ type CommandResult struct {
 	// exited; they were killed.
 	Survivors int   `json:"survivors,omitempty"`
 	Usage     Usage `json:"usage"`
-	// Backend names the confinement backend that ran the command.
+	// Backend names the confinement backend (provider) that ran the
+	// command: "landlock+namespaces" or "landlock+seccomp".
 	Backend string `json:"backend"`
+	// SkippedBackends are the providers that were not selected, in the
+	// registry's order, each with the reason.
+	SkippedBackends []SkippedBackend `json:"skipped_backends,omitempty"`
 	// Layers are the confinement layers that were active.
 	Layers     []string    `json:"layers"`
 	Guarantees []Guarantee `json:"guarantees"`

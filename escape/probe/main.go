@@ -237,6 +237,7 @@ const (
 	hiddenDaemonMid   = "__daemon-mid"   // __daemon-mid MARKER: start the grandchild, exit
 	hiddenDaemonSleep = "__daemon-sleep" // __daemon-sleep MARKER: write pid, sleep 300s
 	hiddenUsernsCheck = "__userns-check" // reports whether it runs in a fresh user ns
+	hiddenNetifs      = "__netifs"       // prints the network interfaces it can see
 )
 
 func main() {
@@ -264,6 +265,8 @@ func run(args []string) int {
 		return daemonSleep(rest)
 	case hiddenUsernsCheck:
 		return usernsCheck()
+	case hiddenNetifs:
+		return netifs()
 	}
 	v, ok := vectors[name]
 	if !ok {

@@ -25,6 +25,7 @@ import (
 	"github.com/confine-sandbox/confine"
 	"github.com/confine-sandbox/confine/internal/eventlog"
 	"github.com/confine-sandbox/confine/internal/host"
+	"github.com/confine-sandbox/confine/internal/provider"
 	"github.com/confine-sandbox/confine/policy"
 	"github.com/confine-sandbox/confine/spec"
 )
@@ -90,7 +91,7 @@ func newVersion(stdout io.Writer) *cobra.Command {
 			if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
 				v = bi.Main.Version
 			}
-			fmt.Fprintf(stdout, "confine %s (backend %s)\n", v, confine.Backend)
+			fmt.Fprintf(stdout, "confine %s (backends %s, %s)\n", v, confine.BackendNamespaces, confine.Backend)
 			return nil
 		},
 	}
@@ -99,6 +100,7 @@ func newVersion(stdout io.Writer) *cobra.Command {
 type runOpts struct {
 	workdir, profile string
 	eventLog         string
+	backend          string
 	capToken, capKey string
 	ro, rw, env      []string
 	limits           spec.Limits
@@ -145,6 +147,7 @@ is gone when confine returns. Its environment is built from scratch.`,
 	f.Int64Var(&procs, "max-procs", 0, "process limit (default 1024)")
 	f.Var(sizeFlag{&o.limits.OpenFiles}, "max-open-files", "open file limit (default 4096)")
 	f.BoolVar(&o.json, "json", false, "capture output and print the result as one JSON object")
+	f.StringVar(&o.backend, "backend", "auto", "confinement backend: auto, namespaces (landlock+namespaces), core (landlock+seccomp); bwrap is not implemented")
 	f.StringVar(&o.eventLog, "event-log", "", "JSON-lines event log (default $CONFINE_EVENT_LOG, else $XDG_STATE_HOME/confine/events.jsonl; \"off\" disables)")
 	cmd.PreRunE = func(*cobra.Command, []string) error {
 		if procs < 0 {
@@ -216,7 +219,7 @@ func (o *runOpts) run(ctx context.Context, args []string, stdout, stderr io.Writ
 	if err != nil {
 		return &exitError{ExitConfine, err.Error()}
 	}
-	l := &confine.Launcher{Stdin: os.Stdin, EventLog: logPath,
+	l := &confine.Launcher{Stdin: os.Stdin, EventLog: logPath, Backend: o.backend,
 		// A silent audit gap is worse than noise.
 		EventLogError: func(err error) { fmt.Fprintf(stderr, "confine: %v\n", err) }}
 	if !o.json {
@@ -544,24 +547,40 @@ func newCheck(stdout io.Writer) *cobra.Command {
 				}
 			}
 			as := policy.Assess(h, runAsRoot, h.PidsCgroupRoot != "")
-			ok := true
-			for _, a := range as {
+			sel, selErr := provider.Select(h, provider.Request{Tier: policy.TierSandboxed})
+			ok := selErr == nil
+			for i, a := range as {
 				if a.Missing != "" {
 					ok = false
 				}
+				if sel.Provider != nil && a.Mechanism != "" {
+					if add := sel.Provider.Adds(a.Name); add != "" {
+						as[i].Mechanism += "; + " + add
+					}
+				}
+			}
+			var backend string
+			var layers []string
+			if sel.Provider != nil {
+				backend, layers = sel.Provider.Name(), sel.Provider.Layers()
 			}
 			if asJSON {
 				enc := json.NewEncoder(stdout)
 				enc.SetIndent("", "  ")
 				_ = enc.Encode(struct {
-					Host       host.Info           `json:"host"`
-					Backend    string              `json:"backend"`
-					RunAsRoot  bool                `json:"run_as_root"`
-					Guarantees []policy.Assessment `json:"guarantees"`
-					OK         bool                `json:"ok"`
-				}{h, confine.Backend, runAsRoot, as, ok})
+					Host       host.Info             `json:"host"`
+					Backend    string                `json:"backend"`
+					Layers     []string              `json:"layers"`
+					Skipped    []spec.SkippedBackend `json:"skipped_backends"`
+					RunAsRoot  bool                  `json:"run_as_root"`
+					Guarantees []policy.Assessment   `json:"guarantees"`
+					OK         bool                  `json:"ok"`
+				}{h, backend, layers, sel.Skipped, runAsRoot, as, ok})
 			} else {
-				printCheck(stdout, h, runAsRoot, as)
+				printCheck(stdout, h, sel, runAsRoot, as)
+			}
+			if selErr != nil {
+				return &exitError{1, selErr.Error()}
 			}
 			if !ok {
 				return &exitError{1, "some guarantees cannot be enforced on this host (see above)"}
@@ -573,7 +592,7 @@ func newCheck(stdout io.Writer) *cobra.Command {
 	return cmd
 }
 
-func printCheck(w io.Writer, h host.Info, runAsRoot bool, as []policy.Assessment) {
+func printCheck(w io.Writer, h host.Info, sel provider.Selection, runAsRoot bool, as []policy.Assessment) {
 	yn := func(b bool) string {
 		if b {
 			return "yes"
@@ -584,10 +603,14 @@ func printCheck(w io.Writer, h host.Info, runAsRoot bool, as []policy.Assessment
 	if h.LandlockErr != "" {
 		ll = "unavailable: " + h.LandlockErr
 	}
-	fmt.Fprintf(w, "backend:          %s\n", confine.Backend)
+	printSelection(w, sel)
 	fmt.Fprintf(w, "landlock:         %s\n", ll)
 	fmt.Fprintf(w, "seccomp:          %s\n", yn(h.Seccomp))
-	fmt.Fprintf(w, "user namespaces:  %s\n", yn(h.UserNS))
+	userns := yn(h.UserNS)
+	if h.UserNSErr != "" {
+		userns += " (" + h.UserNSErr + ")"
+	}
+	fmt.Fprintf(w, "user namespaces:  %s\n", userns)
 	fmt.Fprintf(w, "cgroup v2 deleg.: %s\n", yn(h.CgroupV2))
 	fmt.Fprintf(w, "pids cgroup:      %s\n", orNone(h.PidsCgroupRoot))
 	fmt.Fprintf(w, "io_uring present: %s (denied inside the sandbox)\n", yn(h.IOUring))
@@ -605,6 +628,20 @@ func printCheck(w io.Writer, h host.Info, runAsRoot bool, as []policy.Assessment
 			continue
 		}
 		fmt.Fprintf(w, "  %-24s %s\n", a.Name, a.Mechanism)
+	}
+}
+
+// printSelection shows the provider a run would get and why the others
+// were skipped.
+func printSelection(w io.Writer, sel provider.Selection) {
+	if sel.Provider == nil {
+		fmt.Fprintf(w, "backend:          NONE\n")
+	} else {
+		fmt.Fprintf(w, "backend:          %s\n", sel.Provider.Name())
+		fmt.Fprintf(w, "layers:           %s\n", strings.Join(sel.Provider.Layers(), ", "))
+	}
+	for _, sk := range sel.Skipped {
+		fmt.Fprintf(w, "skipped:          %s: %s\n", sk.Name, sk.Reason)
 	}
 }
 
@@ -626,22 +663,36 @@ func newInspect(stdout io.Writer) *cobra.Command {
 		RunE: func(*cobra.Command, []string) error {
 			if last == 0 && id == "" {
 				h := host.ProbeAll()
-				sel := struct {
-					Backend string    `json:"backend"`
-					Layers  []string  `json:"layers"`
-					Skipped []string  `json:"skipped"`
-					Host    host.Info `json:"host"`
-				}{confine.Backend, []string{"landlock", "seccomp", "seccomp-notify", "rlimits", "subreaper"},
-					[]string{"bubblewrap: not implemented", "firecracker (tier 3): no microVM backend", "container CLI: never selected automatically"}, h}
-				if h.PidsCgroupRoot != "" {
-					sel.Layers = append(sel.Layers, "pids-cgroup (when the command runs as uid 0)")
+				sel, err := provider.Select(h, provider.Request{Tier: policy.TierSandboxed})
+				out := struct {
+					Backend     string                `json:"backend"`
+					LandlockABI int                   `json:"landlock_abi"`
+					Layers      []string              `json:"layers"`
+					Skipped     []spec.SkippedBackend `json:"skipped_backends"`
+					Host        host.Info             `json:"host"`
+				}{LandlockABI: h.LandlockABI, Skipped: sel.Skipped, Host: h}
+				if sel.Provider != nil {
+					out.Backend = sel.Provider.Name()
+					out.Layers = append(sel.Provider.Layers(), "seccomp-notify")
+					if h.PidsCgroupRoot != "" {
+						out.Layers = append(out.Layers, "pids-cgroup (when the command runs as uid 0)")
+					}
 				}
 				if asJSON {
-					return writeJSON(stdout, sel)
+					if werr := writeJSON(stdout, out); werr != nil {
+						return werr
+					}
+				} else {
+					fmt.Fprintf(stdout, "backend: %s (landlock ABI %d)\n", orNone(out.Backend), h.LandlockABI)
+					if len(out.Layers) > 0 {
+						fmt.Fprintf(stdout, "layers:  %s\n", strings.Join(out.Layers, ", "))
+					}
+					for _, sk := range sel.Skipped {
+						fmt.Fprintf(stdout, "skipped: %s: %s\n", sk.Name, sk.Reason)
+					}
 				}
-				fmt.Fprintf(stdout, "backend: %s (landlock ABI %d)\nlayers:  %s\n", sel.Backend, h.LandlockABI, strings.Join(sel.Layers, ", "))
-				for _, sk := range sel.Skipped {
-					fmt.Fprintf(stdout, "skipped: %s\n", sk)
+				if err != nil {
+					return &exitError{1, err.Error()}
 				}
 				return nil
 			}

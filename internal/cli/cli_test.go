@@ -16,11 +16,12 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	testutil.WrapContainer(false)
 	if os.Getenv(testutil.CLIEnv) == "1" {
 		os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
 	}
 	code := m.Run()
-	testutil.RemoveShared()
+	testutil.RemoveSharedDir()
 	os.Exit(code)
 }
 
@@ -46,6 +47,8 @@ func TestExitStatus(t *testing.T) {
 				{"success", []string{"run", "--", "true"}, 0, ""},
 				{"own status", []string{"run", "--", "sh", "-c", "exit 3"}, 3, ""},
 				{"signal", []string{"run", "--", "sh", "-c", "kill -TERM $$"}, 128 + 15, ""},
+				// The supervisor ignores SIGINT; the command must not.
+				{"sigint", []string{"run", "--", "sh", "-c", "kill -INT $$; exit 9"}, 128 + 2, ""},
 				{"timeout", []string{"run", "--timeout", "1s", "--", "sleep", "30"}, 124, "timed out"},
 				{"not found", []string{"run", "--", "/nonexistent"}, 127, "not found"},
 				{"not found in PATH", []string{"run", "--", "no-such-program-xyz"}, 127, "not found"},
@@ -135,7 +138,8 @@ func TestTimeoutKillsSetsidDaemon(t *testing.T) {
 	for _, u := range testutil.Users(t) {
 		t.Run(u.Name, func(t *testing.T) {
 			wd := testutil.Workdir(t, u.UID)
-			r := cli(t, u, wd, "run", "--timeout", "2s", "--kill-grace", "500ms", "--", "sh", "-c",
+			tok := testutil.NewToken()
+			r := cli(t, u, wd, "run", "--timeout", "2s", "--kill-grace", "500ms", "--env", testutil.TokenEnv+"="+tok, "--", "sh", "-c",
 				`setsid sh -c 'sleep 300 & echo $! >> pids; wait' & echo $! >> pids; sleep 300`)
 			if r.Code != 124 {
 				t.Fatalf("exit %d, want 124: %s", r.Code, r.Stderr)
@@ -143,12 +147,15 @@ func TestTimeoutKillsSetsidDaemon(t *testing.T) {
 			if r.Elapsed > 10*time.Second {
 				t.Errorf("took %v", r.Elapsed)
 			}
-			assertGone(t, filepath.Join(wd, "pids"), 2)
+			assertGone(t, filepath.Join(wd, "pids"), 2, tok)
 		})
 	}
 }
 
-func assertGone(t *testing.T, pidfile string, want int) {
+// assertGone checks that the run that wrote at least want pids into
+// pidfile left no process alive: it finds them by the run's token, since
+// the pids are those of the run's PID namespace when it had one.
+func assertGone(t *testing.T, pidfile string, want int, token string) {
 	t.Helper()
 	pids, err := testutil.ReadPids(pidfile)
 	if err != nil {
@@ -157,11 +164,11 @@ func assertGone(t *testing.T, pidfile string, want int) {
 	if len(pids) < want {
 		t.Fatalf("only %d pids recorded, want %d", len(pids), want)
 	}
-	for _, p := range pids {
-		if testutil.Alive(p) {
-			t.Errorf("pid %d survived the run", p)
-			_ = syscall.Kill(p, syscall.SIGKILL) // ours: its pid came from the run
-		}
+	var left []int
+	testutil.WaitFor(5*time.Second, func() bool { left = testutil.TokenPids(token); return len(left) == 0 })
+	for _, p := range left {
+		t.Errorf("pid %d (%s) survived the run", p, testutil.Comm(p))
+		_ = syscall.Kill(p, syscall.SIGKILL) // ours: it carries the run's token
 	}
 }
 
@@ -169,7 +176,8 @@ func TestLauncherSIGKILLLeavesNoSurvivor(t *testing.T) {
 	for _, u := range testutil.Users(t) {
 		t.Run(u.Name, func(t *testing.T) {
 			wd := testutil.Workdir(t, u.UID)
-			c := testutil.CLI{Bin: testutil.SelfBinary(t), UID: u.UID, Dir: wd, Args: []string{"run", "--", "sh", "-c",
+			tok := testutil.NewToken()
+			c := testutil.CLI{Bin: testutil.SelfBinary(t), UID: u.UID, Dir: wd, Args: []string{"run", "--env", testutil.TokenEnv + "=" + tok, "--", "sh", "-c",
 				`setsid sh -c 'sleep 300 & echo $! >> pids; wait' & echo $! >> pids; sleep 300 & echo $! >> pids; echo ready > ready; wait`}}
 			cmd := c.Command()
 			if err := cmd.Start(); err != nil {
@@ -182,22 +190,19 @@ func TestLauncherSIGKILLLeavesNoSurvivor(t *testing.T) {
 			}
 			// Let the setsid'd grandchild record its pid.
 			testutil.WaitFor(5*time.Second, func() bool { p, _ := testutil.ReadPids(filepath.Join(wd, "pids")); return len(p) >= 3 })
+			// The shell, the setsid'd shell and the two sleeps.
+			if live := testutil.TokenPids(tok); len(live) < 4 {
+				t.Fatalf("only %d processes of the run alive before the kill: %v", len(live), live)
+			}
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
 			pids, _ := testutil.ReadPids(filepath.Join(wd, "pids"))
 			if len(pids) < 3 {
 				t.Fatalf("pids recorded: %v", pids)
 			}
-			gone := testutil.WaitFor(10*time.Second, func() bool {
-				for _, p := range pids {
-					if testutil.Alive(p) {
-						return false
-					}
-				}
-				return true
-			})
+			gone := testutil.WaitFor(10*time.Second, func() bool { return len(testutil.TokenPids(tok)) == 0 })
 			if !gone {
-				assertGone(t, filepath.Join(wd, "pids"), 3)
+				assertGone(t, filepath.Join(wd, "pids"), 3, tok)
 			}
 		})
 	}
@@ -210,17 +215,19 @@ func TestTreeOf200GoneAfterDeadline(t *testing.T) {
 	script := `i=0; while [ $i -lt 200 ]; do
   if [ $((i % 3)) -eq 0 ]; then setsid sleep 300 & else sleep 300 & fi
   echo $! >> pids; i=$((i+1)); done; echo ready > ready; wait`
-	r := cli(t, u, wd, "run", "--timeout", "3s", "--kill-grace", "200ms", "--", "sh", "-c", script)
+	tok := testutil.NewToken()
+	r := cli(t, u, wd, "run", "--timeout", "3s", "--kill-grace", "200ms", "--env", testutil.TokenEnv+"="+tok, "--", "sh", "-c", script)
 	if r.Code != 124 {
 		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
 	}
-	assertGone(t, filepath.Join(wd, "pids"), 200)
+	assertGone(t, filepath.Join(wd, "pids"), 200, tok)
 }
 
 func TestDaemonLeftAfterSuccessIsKilled(t *testing.T) {
 	u := testutil.Users(t)[0]
 	wd := testutil.Workdir(t, u.UID)
-	r := cli(t, u, wd, "run", "--json", "--", "sh", "-c",
+	tok := testutil.NewToken()
+	r := cli(t, u, wd, "run", "--json", "--env", testutil.TokenEnv+"="+tok, "--", "sh", "-c",
 		`setsid sh -c 'sleep 300 & echo $! >> pids; wait' & while [ ! -s pids ]; do sleep 0.01; done; exit 0`)
 	if r.Code != 0 {
 		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
@@ -232,7 +239,7 @@ func TestDaemonLeftAfterSuccessIsKilled(t *testing.T) {
 	if res.Survivors == 0 || !res.Killed {
 		t.Errorf("survivors %d killed %v: the daemon should have been reported", res.Survivors, res.Killed)
 	}
-	assertGone(t, filepath.Join(wd, "pids"), 1)
+	assertGone(t, filepath.Join(wd, "pids"), 1, tok)
 }
 
 func TestStdinAndLiveOutput(t *testing.T) {

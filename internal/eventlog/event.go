@@ -173,6 +173,14 @@ func (e *Event) SetResult(r spec.CommandResult) {
 	if e.Backend == "" {
 		e.Backend = r.Backend
 	}
+	if len(e.SkippedBackends) == 0 {
+		for _, sk := range r.SkippedBackends {
+			e.SkippedBackends = append(e.SkippedBackends, SkippedBackend{Name: sk.Name, Reason: sk.Reason})
+		}
+	}
+	if len(e.Layers) == 0 {
+		e.Layers = slices.Clone(r.Layers)
+	}
 }
 
 // normalize returns e as it is written: time in UTC (now when unset), a

@@ -5,15 +5,19 @@ package host
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/confine-sandbox/confine/internal/landlock"
+	"github.com/confine-sandbox/confine/internal/nsinit"
+	"github.com/confine-sandbox/confine/internal/plan"
 	"github.com/confine-sandbox/confine/internal/seccomp"
 )
 
@@ -24,9 +28,13 @@ type Info struct {
 	LandlockErr    string `json:"landlock_error,omitempty"`
 	Seccomp        bool   `json:"seccomp"`
 	SeccompErr     string `json:"seccomp_error,omitempty"`
-	UserNS         bool   `json:"user_namespaces"`
-	IOUring        bool   `json:"io_uring_present"`
-	CgroupV2       bool   `json:"cgroup_v2_delegated"`
+	// UserNS says a user namespace can be created (Probe: the clone
+	// works; ProbeAll: stage-2's whole namespace set-up works too), and
+	// UserNSErr why not.
+	UserNS    bool   `json:"user_namespaces"`
+	UserNSErr string `json:"user_namespaces_error,omitempty"`
+	IOUring   bool   `json:"io_uring_present"`
+	CgroupV2  bool   `json:"cgroup_v2_delegated"`
 	// PidsCgroupRoot is a writable pids-controller hierarchy, when one exists.
 	PidsCgroupRoot string `json:"pids_cgroup_root,omitempty"`
 	EUID           int    `json:"euid"`
@@ -47,12 +55,38 @@ func Probe() Info {
 	return i
 }
 
-// ProbeAll adds the facts only reports need (user namespaces cost a
-// process spawn to test).
+// ProbeAll adds the facts only reports need: whether the namespaces
+// stage-2 would be cloned into can really be set up, by cloning a probe
+// the same way (a process spawn, too slow for every run; a run that finds
+// them unusable falls back to the core provider instead).
 func ProbeAll() Info {
 	i := Probe()
-	i.UserNS = userNSWorks()
+	if i.UserNS {
+		if err := namespacesWork(); err != nil {
+			i.UserNS, i.UserNSErr = false, err.Error()
+		}
+	}
 	return i
+}
+
+// namespacesWork clones a re-exec of this binary into the namespaces a
+// run's stage-2 gets, mapped as a run's would be, and lets it do the
+// set-up (see nsinit.Probe).
+func namespacesWork() error {
+	uids, gids, setgroups := nsinit.Mappings(os.Geteuid(), os.Getegid(), -1, -1)
+	cmd := exec.Command("/proc/self/exe")
+	cmd.Args = []string{nsinit.ProbeArg0}
+	cmd.Env = []string{}
+	cmd.SysProcAttr = nsinit.SysProcAttr(&plan.Namespaces{UIDs: uids, GIDs: gids, Setgroups: setgroups})
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		if msg := strings.TrimSpace(stderr.String()); msg != "" {
+			return fmt.Errorf("namespace set-up: %s", msg)
+		}
+		return fmt.Errorf("clone into new namespaces: %w", err)
+	}
+	return nil
 }
 
 func probe() Info {
@@ -76,6 +110,13 @@ func probe() Info {
 	if p, err := exec.LookPath("bwrap"); err == nil {
 		i.Bwrap = p
 	}
+	if b, err := os.ReadFile("/proc/sys/user/max_user_namespaces"); err == nil && strings.TrimSpace(string(b)) == "0" {
+		i.UserNSErr = "user.max_user_namespaces is 0"
+	} else if err := nsinit.CloneWorks(); err != nil {
+		i.UserNSErr = err.Error()
+	} else {
+		i.UserNS = true
+	}
 	return i
 }
 
@@ -86,23 +127,6 @@ func ioUringPresent() bool {
 	// io_uring_setup(0, NULL) fails with EFAULT/EINVAL when present.
 	_, _, e := unix.RawSyscall(unix.SYS_IO_URING_SETUP, 0, 0, 0)
 	return e != unix.ENOSYS
-}
-
-// UserNSProbeArg0 marks a re-exec that only proves a user namespace could
-// be created; the launch package exits it at once.
-const UserNSProbeArg0 = "confine-userns-probe"
-
-// userNSWorks reports whether an unprivileged user namespace can be made,
-// by trying in a throwaway child (unshare in this process would be
-// irreversible).
-func userNSWorks() bool {
-	if b, err := os.ReadFile("/proc/sys/user/max_user_namespaces"); err == nil && string(b) == "0\n" {
-		return false
-	}
-	cmd := exec.Command("/proc/self/exe")
-	cmd.Args = []string{UserNSProbeArg0}
-	cmd.SysProcAttr = &unix.SysProcAttr{Cloneflags: unix.CLONE_NEWUSER}
-	return cmd.Run() == nil
 }
 
 // pidsCgroupRoot finds a pids-controller hierarchy this process may create

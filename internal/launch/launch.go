@@ -18,7 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/confine-sandbox/confine/internal/capture"
-	"github.com/confine-sandbox/confine/internal/host"
+	"github.com/confine-sandbox/confine/internal/nsinit"
 	"github.com/confine-sandbox/confine/internal/plan"
 	"github.com/confine-sandbox/confine/internal/stage2"
 	"github.com/confine-sandbox/confine/internal/supervisor"
@@ -34,10 +34,10 @@ func init() {
 	switch os.Args[0] {
 	case supervisor.Arg0:
 		os.Exit(supervisor.Main())
-	case supervisor.Stage2Arg0:
+	case supervisor.Stage2Arg0, stage2.Stage3Arg0:
 		os.Exit(stage2.Main())
-	case host.UserNSProbeArg0:
-		os.Exit(0)
+	case nsinit.ProbeArg0:
+		os.Exit(nsinit.Probe())
 	}
 }
 

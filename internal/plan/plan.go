@@ -40,6 +40,34 @@ type Seccomp struct {
 	AllowUnixDgram bool `json:"allow_unix_dgram"`
 }
 
+// Namespaces asks for the landlock+namespaces provider: stage-2 is started
+// in new user, PID, mount, network, IPC and UTS namespaces, stays there as
+// the PID namespace's init, and a stage-3 child confines itself exactly as
+// stage-2 does without namespaces.
+type Namespaces struct {
+	// Required refuses the run when the namespaces cannot be set up;
+	// otherwise the supervisor falls back to the core provider and says
+	// why in Report.NamespacesSkipped.
+	Required bool `json:"required,omitempty"`
+	// UIDs and GIDs are mapped to themselves in the user namespace.
+	UIDs []int `json:"uids"`
+	GIDs []int `json:"gids"`
+	// Setgroups keeps setgroups(2) usable in the user namespace (only a
+	// privileged supervisor may write a multi-id map with it allowed).
+	Setgroups bool `json:"setgroups,omitempty"`
+	// Private are directories that get a fresh, per-run tmpfs the command
+	// may write (/tmp, /dev/shm); Hide are directories covered by an
+	// empty one (/run). Roots of the plan that lie beneath either are
+	// bind-mounted back at their own paths; a directory that lies within
+	// a root is left alone.
+	Private []string `json:"private,omitempty"`
+	Hide    []string `json:"hide,omitempty"`
+	// TmpfsBytes caps each of those tmpfs mounts.
+	TmpfsBytes int64 `json:"tmpfs_bytes"`
+	// Hostname is set in the UTS namespace.
+	Hostname string `json:"hostname,omitempty"`
+}
+
 // Plan is one run's launch plan.
 type Plan struct {
 	Path string   `json:"path"`
@@ -61,6 +89,8 @@ type Plan struct {
 
 	Landlock Landlock `json:"landlock"`
 	Seccomp  Seccomp  `json:"seccomp"`
+	// Namespaces, when set, runs the command in new namespaces.
+	Namespaces *Namespaces `json:"namespaces,omitempty"`
 
 	// WritableRoots and SocketAllow feed the metadata/connect supervisor.
 	WritableRoots []string `json:"writable_roots"`
@@ -127,4 +157,24 @@ type Report struct {
 
 	// Denials are the latest refusals by the metadata/connect supervisor.
 	Denials []spec.Denial `json:"denials,omitempty"`
+
+	// Namespaces says the command ran in the plan's namespaces. When the
+	// plan asked for them and they could not be set up, NamespacesSkipped
+	// says why and the command ran under the core provider.
+	Namespaces        bool   `json:"namespaces,omitempty"`
+	NamespacesSkipped string `json:"namespaces_skipped,omitempty"`
 }
+
+// InitStatus is what stage-2, as the init of the run's PID namespace,
+// reports on its exit pipe when the command is over: its own exit status
+// cannot carry a signal (the kernel ignores signals an init sends itself).
+type InitStatus struct {
+	ExitCode  int `json:"exit_code"`
+	Signal    int `json:"signal,omitempty"`
+	Survivors int `json:"survivors,omitempty"`
+}
+
+// CodeNamespaces is the stage-2 status code (never an exit status) for
+// "the namespaces could not be set up": the supervisor then falls back to
+// the core provider unless the plan requires them.
+const CodeNamespaces = 90

@@ -6,6 +6,11 @@
 // Landlock; rlimits; seccomp (last, so its filter need not allow the set-up
 // syscalls); fds >= 3 marked close-on-exec; exec. Any failure is reported on fd 4 as
 // "CODE message" and the command never starts.
+//
+// With the landlock+namespaces provider, stage-2 is cloned into new
+// namespaces and does not become the command: it sets them up, starts a
+// stage-3 re-exec that does all of the above, and stays as the PID
+// namespace's init (see initMain).
 package stage2
 
 import (
@@ -14,6 +19,7 @@ import (
 	"os"
 	"runtime"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -23,8 +29,15 @@ import (
 	"github.com/confine-sandbox/confine/internal/seccomp"
 )
 
+// Stage3Arg0 marks the re-exec that stage-2 starts inside the namespaces
+// (the landlock+namespaces provider): it does what stage-2 does without
+// them.
+const Stage3Arg0 = "confine-stage3"
+
 // Main applies the plan read from fd 3 and execs the command. It returns
-// only on failure, with the exit status to use.
+// only on failure, with the exit status to use. With plan.Namespaces set,
+// stage-2 is the PID namespace's init instead (see initMain) and returns
+// the command's status when it is over.
 func Main() int {
 	runtime.LockOSThread()
 	status := os.NewFile(4, "status")
@@ -32,7 +45,17 @@ func Main() int {
 		return 125
 	}
 	unix.CloseOnExec(4)
-	code, err := apply()
+	in := os.NewFile(3, "plan")
+	p, err := plan.Read(in)
+	in.Close()
+	if err != nil {
+		fmt.Fprintf(status, "%d %v", 125, err)
+		return 125
+	}
+	if p.Namespaces != nil && os.Args[0] != Stage3Arg0 {
+		return initMain(p, status)
+	}
+	code, err := apply(p)
 	if err == nil {
 		err = errors.New("exec returned without error")
 		code = 125
@@ -41,13 +64,7 @@ func Main() int {
 	return code
 }
 
-func apply() (int, error) {
-	in := os.NewFile(3, "plan")
-	p, err := plan.Read(in)
-	if err != nil {
-		return 125, err
-	}
-	in.Close()
+func apply(p *plan.Plan) (int, error) {
 	parent := os.Getppid()
 
 	if _, err := unix.Setsid(); err != nil {
@@ -106,7 +123,7 @@ func apply() (int, error) {
 	}
 	listener := p.Seccomp.NotifyMetadata || p.Seccomp.NotifyConnect
 	// Everything below runs under the filter: only close_range, sendmsg,
-	// close and execve, all of which it allows.
+	// close, rt_sigaction and execve, all of which it allows.
 	nfd, err := seccomp.Install(prog, listener)
 	if err != nil {
 		return 125, fmt.Errorf("seccomp: %w", err)
@@ -122,12 +139,25 @@ func apply() (int, error) {
 	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		return 125, fmt.Errorf("close inherited fds: %w", err)
 	}
+	// The supervisor ignores SIGINT and SIGHUP, and an ignored signal
+	// stays ignored across exec: give the command the default actions.
+	resetSignals(unix.SIGINT, unix.SIGHUP)
 	err = syscall.Exec(p.Path, p.Argv, p.Env)
 	switch {
 	case errors.Is(err, unix.ENOENT):
 		return 127, fmt.Errorf("%s: not found in the sandbox: %w", p.Path, err)
 	default:
 		return 126, fmt.Errorf("%s: cannot execute: %w", p.Path, err)
+	}
+}
+
+// resetSignals sets sigs to their default action (SIG_DFL) for the exec
+// that follows. The zeroed struct is a kernel sigaction with no handler,
+// flags or mask on every architecture.
+func resetSignals(sigs ...unix.Signal) {
+	var sa [4]uint64
+	for _, s := range sigs {
+		_, _, _ = unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(s), uintptr(unsafe.Pointer(&sa[0])), 0, 8, 0, 0)
 	}
 }
 

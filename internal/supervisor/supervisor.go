@@ -25,6 +25,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/confine-sandbox/confine/internal/notify"
+	"github.com/confine-sandbox/confine/internal/nsinit"
 	"github.com/confine-sandbox/confine/internal/plan"
 	"github.com/confine-sandbox/confine/internal/proctree"
 	"github.com/confine-sandbox/confine/internal/tmpdir"
@@ -78,7 +79,19 @@ func run(ctrl *os.File) *plan.Report {
 	if err != nil {
 		return fail(125, "supervisor: %v", err)
 	}
-	child, notifyFD, err := startStage2(p)
+	child, notifyFD, exitPipe, err := startStage2(p)
+	var nsSkipped string
+	var nse *nsError
+	if errors.As(err, &nse) {
+		reapAll()
+		if p.Namespaces.Required {
+			return fail(125, "the profile requires namespaces, which cannot be set up here: %s", nse.msg)
+		}
+		// The core provider enforces every guarantee without them.
+		nsSkipped = nse.msg
+		p.Namespaces = nil
+		child, notifyFD, exitPipe, err = startStage2(p)
+	}
 	if err != nil {
 		var se *startError
 		if errors.As(err, &se) {
@@ -130,7 +143,7 @@ func run(ctrl *os.File) *plan.Report {
 		}
 	}()
 
-	rep := &plan.Report{}
+	rep := &plan.Report{Namespaces: p.Namespaces != nil, NamespacesSkipped: nsSkipped}
 	deadline := time.NewTimer(p.WallTime - time.Since(start))
 	defer deadline.Stop()
 	var grace <-chan time.Time
@@ -162,7 +175,7 @@ func run(ctrl *os.File) *plan.Report {
 		grace = time.After(p.KillGrace)
 	}
 
-	handleWait := func(ev waitEvent) {
+	onWait := func(ev waitEvent) {
 		if ev.pid != child || mainDone {
 			return
 		}
@@ -174,10 +187,22 @@ func run(ctrl *os.File) *plan.Report {
 			rep.ExitCode = -1
 			rep.Signal = int(ev.ws.Signal())
 		}
+		if exitPipe != nil {
+			// Stage-2 was the PID namespace's init: the command's own
+			// status is on the pipe, and the kernel killed what outlived
+			// it when init exited.
+			if st, ok := readInitStatus(exitPipe); ok {
+				rep.ExitCode, rep.Signal = st.ExitCode, st.Signal
+				if st.Survivors > 0 {
+					rep.Survivors = st.Survivors
+					rep.Killed = true
+				}
+			}
+		}
 		if !killing && hasChildren() {
 			// Whatever is still alive now outlived the command.
 			if ds, err := proctree.Descendants(self); err == nil && len(ds) > 0 {
-				rep.Survivors = len(ds)
+				rep.Survivors += len(ds)
 				startKilling()
 			}
 		}
@@ -186,17 +211,12 @@ func run(ctrl *os.File) *plan.Report {
 	for {
 		select {
 		case ev := <-waits:
-			handleWait(ev)
+			onWait(ev)
 		case <-allGone:
-			// The reaper queued every event before closing allGone; the
-			// main command's may still be waiting in the channel.
-			for drained := false; !drained; {
-				select {
-				case ev := <-waits:
-					handleWait(ev)
-				default:
-					drained = true
-				}
+			// select picks at random among ready cases: the events the
+			// reaper queued before it found no child left come first.
+			for len(waits) > 0 {
+				onWait(<-waits)
 			}
 			if ticker != nil {
 				ticker.Stop()
@@ -291,36 +311,55 @@ type startError struct {
 
 func (e *startError) Error() string { return e.msg }
 
+// nsError says the namespaces could not be set up: the clone failed or
+// stage-2 reported plan.CodeNamespaces.
+type nsError struct{ msg string }
+
+func (e *nsError) Error() string { return e.msg }
+
 // startStage2 re-executes the host binary as the stage-2 child, hands it the
 // plan, receives the seccomp listener (when the plan asks for one) and waits
-// until the command was exec'd or failed to start.
-func startStage2(p *plan.Plan) (pid, notifyFD int, err error) {
+// until the command was exec'd or failed to start. With p.Namespaces, the
+// child is cloned into new namespaces and exitPipe receives the command's
+// status when it is over (see plan.InitStatus).
+func startStage2(p *plan.Plan) (pid, notifyFD int, exitPipe *os.File, err error) {
 	planR, planW, err := os.Pipe()
 	if err != nil {
-		return 0, -1, err
+		return 0, -1, nil, err
 	}
 	statusR, statusW, err := os.Pipe()
 	if err != nil {
 		planR.Close()
 		planW.Close()
-		return 0, -1, err
+		return 0, -1, nil, err
 	}
 	files := []*os.File{os.Stdin, os.Stdout, os.Stderr, planR, statusW}
-	var sockParent, sockChild *os.File
+	var sockParent, sockChild, exitW *os.File
 	wantNotify := p.Seccomp.NotifyMetadata || p.Seccomp.NotifyConnect
 	if wantNotify {
 		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
-			return 0, -1, fmt.Errorf("socketpair: %w", err)
+			return 0, -1, nil, fmt.Errorf("socketpair: %w", err)
 		}
 		sockParent = os.NewFile(uintptr(fds[0]), "notify-parent")
 		sockChild = os.NewFile(uintptr(fds[1]), "notify-child")
 		defer sockParent.Close()
-		files = append(files, sockChild)
+	}
+	files = append(files, sockChild) // fd 5, closed when nil
+	sys := &unix.SysProcAttr{Pdeathsig: unix.SIGKILL}
+	if p.Namespaces != nil {
+		if exitPipe, exitW, err = os.Pipe(); err != nil {
+			return 0, -1, nil, err
+		}
+		files = append(files, exitW) // fd 6
+		sys = nsinit.SysProcAttr(p.Namespaces)
 	}
 	proc, err := os.StartProcess("/proc/self/exe", []string{Stage2Arg0}, &os.ProcAttr{
 		Files: files,
-		Sys:   &unix.SysProcAttr{Pdeathsig: unix.SIGKILL},
+		// Stage-2 stays alive as init under namespaces: it must not
+		// hold the caller's environment.
+		Env: []string{},
+		Sys: sys,
 	})
 	planR.Close()
 	statusW.Close()
@@ -329,13 +368,25 @@ func startStage2(p *plan.Plan) (pid, notifyFD int, err error) {
 		// the listener makes recvmsg return instead of blocking.
 		sockChild.Close()
 	}
+	if exitW != nil {
+		exitW.Close()
+	}
 	if err != nil {
 		planW.Close()
 		statusR.Close()
-		return 0, -1, fmt.Errorf("start stage-2: %w", err)
+		if exitPipe != nil {
+			exitPipe.Close()
+			return 0, -1, nil, &nsError{fmt.Sprintf("clone into new namespaces: %v", err)}
+		}
+		return 0, -1, nil, fmt.Errorf("start stage-2: %w", err)
 	}
 	pid = proc.Pid
 	_ = proc.Release()
+	closeExit := func() {
+		if exitPipe != nil {
+			exitPipe.Close()
+		}
+	}
 	var werr error
 	if p.PidsCgroup != "" {
 		// The child blocks reading its plan until it is written below, so
@@ -344,7 +395,8 @@ func startStage2(p *plan.Plan) (pid, notifyFD int, err error) {
 		if werr != nil {
 			planW.Close()
 			statusR.Close()
-			return pid, -1, &startError{code: 125, msg: fmt.Sprintf("join pids cgroup %s: %v", p.PidsCgroup, werr)}
+			closeExit()
+			return pid, -1, nil, &startError{code: 125, msg: fmt.Sprintf("join pids cgroup %s: %v", p.PidsCgroup, werr)}
 		}
 	}
 	werr = plan.Write(planW, p)
@@ -361,26 +413,45 @@ func startStage2(p *plan.Plan) (pid, notifyFD int, err error) {
 	msg, rerr := readAll(statusR)
 	statusR.Close()
 	if rerr != nil {
-		return pid, notifyFD, fmt.Errorf("read stage-2 status: %w", rerr)
+		closeExit()
+		return pid, notifyFD, nil, fmt.Errorf("read stage-2 status: %w", rerr)
 	}
 	if len(msg) > 0 {
 		if notifyFD >= 0 {
 			unix.Close(notifyFD)
 		}
+		closeExit()
 		code, text, ok := strings.Cut(string(msg), " ")
 		c, cerr := strconv.Atoi(code)
 		if !ok || cerr != nil {
 			c, text = 125, string(msg)
 		}
-		return pid, -1, &startError{code: c, msg: text}
+		if c == plan.CodeNamespaces {
+			return pid, -1, nil, &nsError{text}
+		}
+		return pid, -1, nil, &startError{code: c, msg: text}
 	}
 	if werr != nil {
-		return pid, notifyFD, werr
+		closeExit()
+		return pid, notifyFD, nil, werr
 	}
 	if wantNotify && notifyFD < 0 {
-		return pid, -1, errors.New("stage-2 exec'd without handing over its seccomp listener")
+		closeExit()
+		return pid, -1, nil, errors.New("stage-2 exec'd without handing over its seccomp listener")
 	}
-	return pid, notifyFD, nil
+	return pid, notifyFD, exitPipe, nil
+}
+
+// readInitStatus reads what stage-2 reported as init before it exited;
+// false when it died without reporting (SIGKILL).
+func readInitStatus(f *os.File) (plan.InitStatus, bool) {
+	var st plan.InitStatus
+	b, err := readAll(f)
+	f.Close()
+	if err != nil || len(b) == 0 {
+		return st, false
+	}
+	return st, json.Unmarshal(b, &st) == nil
 }
 
 func readAll(f *os.File) ([]byte, error) {

@@ -65,8 +65,9 @@ func SharedDir(t testing.TB) string {
 	return shareDir
 }
 
-// RemoveShared deletes SharedDir; TestMain calls it after the tests ran.
-func RemoveShared() {
+// RemoveSharedDir removes SharedDir (and the test binary copied there),
+// if this process made one. For TestMain, after m.Run.
+func RemoveSharedDir() {
 	if shareDir != "" {
 		_ = os.RemoveAll(shareDir)
 	}
@@ -156,6 +157,10 @@ type CLI struct {
 	Dir  string
 	Env  []string
 	Args []string
+	// Container runs the CLI as in a stock Docker container (see
+	// SimulateContainerEnv, which sets it for every CLI). The binary's
+	// TestMain must call WrapContainer first.
+	Container bool
 }
 
 // Command builds the exec.Cmd without starting it.
@@ -165,6 +170,9 @@ func (c CLI) Command() *exec.Cmd {
 	// Tests that want the event log name one; others keep it off the
 	// home directory.
 	cmd.Env = append([]string{CLIEnv + "=1", "PATH=/usr/local/bin:/usr/bin:/bin", "CONFINE_EVENT_LOG=off"}, c.Env...)
+	if c.Container || SimulatingContainer() {
+		cmd.Env = append(cmd.Env, wrapEnv+"=1")
+	}
 	if os.Geteuid() == 0 && c.UID != 0 {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(c.UID), Gid: uint32(c.UID)}}
 	}
@@ -238,4 +246,56 @@ func WaitFor(limit time.Duration, cond func() bool) bool {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// TokenEnv is the variable a test gives a run (--env TokenEnv=TOKEN, or
+// in CommandSpec.Env) to find its processes again with TokenPids: pids the
+// command writes down are those of its own PID namespace under the
+// landlock+namespaces provider, which mean nothing (or another process)
+// outside it.
+const TokenEnv = "CONFINE_TEST_MARK"
+
+// NewToken returns a fresh token for TokenEnv.
+func NewToken() string {
+	var b [8]byte
+	f, err := os.Open("/dev/urandom")
+	if err == nil {
+		_, _ = io.ReadFull(f, b[:])
+		f.Close()
+	}
+	return fmt.Sprintf("run-%x-%d", b, time.Now().UnixNano())
+}
+
+// TokenPids returns the live (not zombie) processes, as this test sees
+// them, whose environment holds TokenEnv=token.
+func TokenPids(token string) []int {
+	want := []byte(TokenEnv + "=" + token + "\x00")
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err != nil || !bytes.HasPrefix(b, want) && !bytes.Contains(b, append([]byte{0}, want...)) {
+			continue
+		}
+		if Alive(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// Comm is the command name of pid ("" when gone).
+func Comm(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }

@@ -1,0 +1,186 @@
+package escape
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/confine-sandbox/confine/internal/testutil"
+	"github.com/confine-sandbox/confine/spec"
+)
+
+// checkReport is the part of `confine check --json` these tests read.
+type checkReport struct {
+	Host struct {
+		UserNS    bool   `json:"user_namespaces"`
+		UserNSErr string `json:"user_namespaces_error"`
+	} `json:"host"`
+	Backend    string                `json:"backend"`
+	Layers     []string              `json:"layers"`
+	Skipped    []spec.SkippedBackend `json:"skipped_backends"`
+	Guarantees []struct {
+		Name      string `json:"name"`
+		Mechanism string `json:"mechanism"`
+	} `json:"guarantees"`
+}
+
+// Provider selection, really spawning: on this host (user namespaces work)
+// the landlock+namespaces provider is selected and its namespaces are
+// visible from inside the run; in a simulated stock Docker container
+// (namespaces refused by seccomp, see testutil.ContainerFilter) the core is
+// selected, says why, and the run shows no namespace. Both as root and as
+// uid 65534. The escape suite itself runs in both modes in CI (see
+// testutil.SimulateContainerEnv).
+func TestBackends(t *testing.T) {
+	for _, u := range testutil.Users(t) {
+		for _, container := range []bool{false, true} {
+			name := u.Name + "/host"
+			if container {
+				name = u.Name + "/container"
+			}
+			t.Run(name, func(t *testing.T) {
+				if !container && testutil.SimulatingContainer() {
+					t.Skipf("every CLI runs in the simulated container in this mode (%s)", testutil.Mode())
+				}
+				testBackend(t, u, container)
+			})
+		}
+	}
+}
+
+func testBackend(t *testing.T, u testutil.User, container bool) {
+	wd := testutil.Workdir(t, u.UID)
+	cli := func(args ...string) outcome {
+		t.Helper()
+		c := testutil.CLI{Bin: testutil.SelfBinary(t), UID: u.UID, Dir: wd, Args: args, Container: container}
+		return execute(t, c.Command())
+	}
+
+	// confine check says what a run would get.
+	o := cli("check", "--json")
+	var ck checkReport
+	if err := json.Unmarshal([]byte(o.stdout), &ck); err != nil {
+		t.Fatalf("check --json (exit %d): %v\n%s\n%s", o.code, err, o.stdout, o.stderr)
+	}
+	wantNS := !container
+	if !container && !ck.Host.UserNS {
+		t.Skipf("user namespaces do not work on this host (%s): only the core can be tested", ck.Host.UserNSErr)
+	}
+	if o.code != 0 {
+		t.Fatalf("check: exit %d: %s", o.code, o.stderr)
+	}
+	want := "landlock+namespaces"
+	if !wantNS {
+		want = "landlock+seccomp"
+		if ck.Host.UserNS || !strings.Contains(ck.Host.UserNSErr, "operation not permitted") {
+			t.Errorf("check in a container: user namespaces %v (%q), want refused with EPERM", ck.Host.UserNS, ck.Host.UserNSErr)
+		}
+	}
+	if ck.Backend != want {
+		t.Fatalf("check: backend %q, want %q (skipped %v)", ck.Backend, want, ck.Skipped)
+	}
+	for _, g := range ck.Guarantees {
+		if g.Name == "tree-kill" && strings.Contains(g.Mechanism, "PID namespace") != wantNS {
+			t.Errorf("check: tree-kill mechanism %q (namespaces active: %v)", g.Mechanism, wantNS)
+		}
+	}
+	t.Logf("check: backend %s, layers %v, user namespaces %v %s", ck.Backend, ck.Layers, ck.Host.UserNS, ck.Host.UserNSErr)
+
+	// A run: its parent, whether this test process exists for it, and the
+	// network interfaces it sees.
+	script := `echo "ppid=$PPID"; if [ -e /proc/$CONFINE_TEST_PID ]; then echo test-visible; else echo test-invisible; fi; "$0" __netifs`
+	o = cli("run", "--json", "--ro", probeDir, "--env", "CONFINE_TEST_PID="+strconv.Itoa(os.Getpid()), "--", "sh", "-c", script, probePath)
+	var res spec.CommandResult
+	if err := json.Unmarshal([]byte(o.stdout), &res); err != nil {
+		t.Fatalf("run --json (exit %d): %v\n%s\n%s", o.code, err, o.stdout, o.stderr)
+	}
+	out := string(res.Stdout.Head)
+	if res.ExitCode != 0 || res.Backend != want {
+		t.Fatalf("run: exit %d backend %q, want 0 and %q; stdout %q stderr %q", res.ExitCode, res.Backend, want, out, res.Stderr.Head)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("run printed %q", out)
+	}
+	hasLayer := strings.Contains(strings.Join(res.Layers, ","), "pid-ns")
+	switch {
+	case wantNS:
+		// The command's parent is the run's init, the test process has no
+		// pid in the run's namespace, and only loopback exists.
+		if lines[0] != "ppid=1" || lines[1] != "test-invisible" || lines[2] != "lo" || !hasLayer {
+			t.Errorf("namespaces: got %q, layers %v; want ppid=1, test-invisible, lo only, pid-ns layer", lines, res.Layers)
+		}
+	default:
+		if lines[0] == "ppid=1" || lines[1] != "test-visible" || hasLayer {
+			t.Errorf("core: got %q, layers %v; want a host parent, the test visible (stat only), no namespace layer", lines, res.Layers)
+		}
+		if len(res.SkippedBackends) == 0 || res.SkippedBackends[0].Name != "landlock+namespaces" ||
+			!strings.Contains(res.SkippedBackends[0].Reason, "user namespaces unavailable") {
+			t.Errorf("core: skipped %v, want landlock+namespaces first, for user namespaces", res.SkippedBackends)
+		}
+	}
+	t.Logf("run: backend %s; inside: %q; skipped %v", res.Backend, lines, res.SkippedBackends)
+
+	// A profile that requires namespaces runs only where they work.
+	prof := filepath.Join(wd, "ns.toml")
+	if err := os.WriteFile(prof, []byte("name = \"needs-ns\"\nrequire_namespaces = true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o = cli("run", "--profile", prof, "--", "true")
+	switch {
+	case wantNS && o.code != 0:
+		t.Errorf("require_namespaces where they work: exit %d: %s", o.code, o.stderr)
+	case !wantNS && (o.code != 125 || !strings.Contains(o.stderr, "requires namespaces")):
+		t.Errorf("require_namespaces in a container: exit %d, want 125 naming the missing namespaces: %s", o.code, o.stderr)
+	}
+
+	// Explicit backends: the core always, bubblewrap never (not built).
+	o = cli("run", "--json", "--backend", "core", "--", "true")
+	if err := json.Unmarshal([]byte(o.stdout), &res); err != nil || res.Backend != "landlock+seccomp" {
+		t.Errorf("--backend core: exit %d backend %q (%v): %s", o.code, res.Backend, err, o.stderr)
+	}
+	o = cli("run", "--backend", "bwrap", "--", "true")
+	if o.code != 125 || !strings.Contains(o.stderr, "bubblewrap") || !strings.Contains(o.stderr, "not implemented") {
+		t.Errorf("--backend bwrap: exit %d: %s", o.code, o.stderr)
+	}
+	o = cli("run", "--backend", "namespaces", "--", "true")
+	if wantNS != (o.code == 0) {
+		t.Errorf("--backend namespaces: exit %d (namespaces available: %v): %s", o.code, wantNS, o.stderr)
+	}
+}
+
+// Python's multiprocessing.Pool needs POSIX semaphores in /dev/shm: the
+// namespaces give the run a private one; the core cannot grant the host's
+// (a documented limit), so there it is only reported.
+func TestPythonPoolPrivateShm(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skipf("not applicable on this host: no /usr/bin/python3: %v", err)
+	}
+	u := testutil.Users(t)[0]
+	wd := testutil.Workdir(t, u.UID)
+	py := "import multiprocessing as mp\nif __name__ == '__main__':\n    with mp.Pool(2) as p:\n        print(sum(p.map(abs, range(-10, 10))))\n"
+	if err := os.WriteFile(filepath.Join(wd, "pool.py"), []byte(py), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, container := range []bool{false, true} {
+		c := testutil.CLI{Bin: testutil.SelfBinary(t), UID: u.UID, Dir: wd, Container: container,
+			Args: []string{"run", "--json", "--", "/usr/bin/python3", "pool.py"}}
+		o := execute(t, c.Command())
+		var res spec.CommandResult
+		if err := json.Unmarshal([]byte(o.stdout), &res); err != nil {
+			t.Fatalf("run --json (exit %d): %v\n%s", o.code, err, o.stderr)
+		}
+		ok := res.ExitCode == 0 && strings.TrimSpace(string(res.Stdout.Head)) == "100"
+		switch {
+		case res.Backend == "landlock+namespaces" && !ok:
+			t.Errorf("multiprocessing.Pool under namespaces: exit %d, stdout %q, stderr %s", res.ExitCode, res.Stdout.Head, oneLine(string(res.Stderr.Text()), 300))
+		case res.Backend == "landlock+namespaces":
+			t.Logf("namespaces: multiprocessing.Pool works (private /dev/shm)")
+		default:
+			t.Logf("%s: multiprocessing.Pool ok=%v (the host's /dev/shm is not granted; a documented limit)", res.Backend, ok)
+		}
+	}
+}

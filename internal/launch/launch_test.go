@@ -1,0 +1,115 @@
+package launch
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/confine-sandbox/confine/internal/host"
+	"github.com/confine-sandbox/confine/internal/landlock"
+	"github.com/confine-sandbox/confine/internal/nsinit"
+	"github.com/confine-sandbox/confine/internal/plan"
+	"github.com/confine-sandbox/confine/internal/rlimit"
+	"github.com/confine-sandbox/confine/spec"
+)
+
+// testPlan is a minimal plan for sh -c script in a fresh directory, with
+// namespaces set as the landlock+namespaces provider sets them.
+func testPlan(t *testing.T, script string) *plan.Plan {
+	t.Helper()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	uids, gids, setgroups := nsinit.Mappings(os.Geteuid(), os.Getegid(), -1, -1)
+	abi := host.Probe().LandlockABI
+	return &plan.Plan{
+		Path:    "/bin/sh",
+		Argv:    []string{"sh", "-c", script},
+		Env:     []string{"PATH=/usr/bin:/bin"},
+		Dir:     dir,
+		Rlimits: rlimit.FromLimits(spec.Limits{}.WithDefaults()),
+		UID:     -1,
+		GID:     -1,
+		Landlock: plan.Landlock{
+			ReadExec:  landlock.DefaultSystemReadExec(),
+			ReadWrite: []string{dir},
+			Devices:   landlock.DefaultDevices(),
+			Optional:  append(landlock.DefaultSystemReadExec(), landlock.DefaultDevices()...),
+			DenyTCP:   abi >= 4,
+			Scope:     abi >= 6,
+		},
+		Seccomp:       plan.Seccomp{NotifyMetadata: true, NotifyConnect: true},
+		WritableRoots: []string{dir},
+		WallTime:      spec.DefaultLimits.WallTime,
+		KillGrace:     spec.DefaultLimits.KillGrace,
+		Namespaces: &plan.Namespaces{
+			UIDs: uids, GIDs: gids, Setgroups: setgroups,
+			Private: nsinit.DefaultPrivate, Hide: nsinit.DefaultHide,
+			TmpfsBytes: 1 << 20, Hostname: nsinit.Hostname,
+		},
+	}
+}
+
+func needUserNS(t *testing.T) {
+	if h := host.Probe(); !h.UserNS {
+		t.Skipf("not applicable on this host: user namespaces unavailable (%s)", h.UserNSErr)
+	}
+}
+
+// The command's status crosses the PID namespace's init exactly: exit
+// codes, and signals the init could not re-raise on itself.
+func TestNamespacesStatus(t *testing.T) {
+	needUserNS(t)
+	for _, tt := range []struct {
+		script       string
+		code, signal int
+	}{
+		{"exit 0", 0, 0},
+		{"exit 3", 3, 0},
+		{"exit 255", 255, 0},
+		{"kill -TERM $$", -1, 15},
+		{"kill -INT $$", -1, 2},
+		{"kill -KILL $$", -1, 9},
+	} {
+		out, err := Run(context.Background(), testPlan(t, tt.script), IO{OutputLimit: 1 << 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := out.Report
+		if !r.Namespaces || r.StartErr != "" || r.ExitCode != tt.code || r.Signal != tt.signal {
+			t.Errorf("%q: namespaces %v exit %d signal %d (%s), want exit %d signal %d", tt.script, r.Namespaces, r.ExitCode, r.Signal, r.StartErr, tt.code, tt.signal)
+		}
+	}
+}
+
+// A namespace set-up that fails (here: a host name the kernel refuses)
+// falls back to the core, which runs the command and says why; a plan that
+// requires the namespaces is refused instead.
+func TestNamespacesFallBack(t *testing.T) {
+	needUserNS(t)
+	p := testPlan(t, "echo ran")
+	p.Namespaces.Hostname = strings.Repeat("x", 100)
+	out, err := Run(context.Background(), p, IO{OutputLimit: 1 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := out.Report
+	if r.Namespaces || !strings.Contains(r.NamespacesSkipped, "sethostname") || r.ExitCode != 0 || string(out.Stdout.Head) != "ran\n" {
+		t.Fatalf("fallback: namespaces %v skipped %q exit %d stdout %q start %q", r.Namespaces, r.NamespacesSkipped, r.ExitCode, out.Stdout.Head, r.StartErr)
+	}
+
+	p = testPlan(t, "echo ran")
+	p.Namespaces.Hostname = strings.Repeat("x", 100)
+	p.Namespaces.Required = true
+	out, err = Run(context.Background(), p, IO{OutputLimit: 1 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = out.Report
+	if r.StartCode != 125 || !strings.Contains(r.StartErr, "requires namespaces") || out.Stdout.Total != 0 {
+		t.Fatalf("required: start %d %q, stdout %q", r.StartCode, r.StartErr, out.Stdout.Head)
+	}
+}

@@ -1,0 +1,293 @@
+// Package provider is the seam between the policy and the mechanisms that
+// confine a command: a registry of backends in the seeds' Linux order, an
+// availability check that says why a backend cannot run here, and the
+// selection of one by the profile's tier, its require_namespaces and an
+// explicit --backend. No provider, no execution: a run with none
+// acceptable is refused with every reason.
+//
+// Linux order: landlock+namespaces (the core plus user, PID, mount,
+// network, IPC and UTS namespaces, where unprivileged user namespaces
+// work), landlock+seccomp (the core: Landlock, seccomp with user
+// notification, rlimits, a subreaping supervisor; it works in stock
+// Docker and Kubernetes), bubblewrap (not implemented), firecracker (tier
+// 3; no microVM backend exists), and a container CLI (never selected
+// automatically).
+package provider
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/confine-sandbox/confine/internal/host"
+	"github.com/confine-sandbox/confine/internal/nsinit"
+	"github.com/confine-sandbox/confine/internal/plan"
+	"github.com/confine-sandbox/confine/policy"
+	"github.com/confine-sandbox/confine/spec"
+)
+
+// Provider names.
+const (
+	Namespaces  = "landlock+namespaces"
+	Core        = "landlock+seccomp"
+	Bubblewrap  = "bubblewrap"
+	Firecracker = "firecracker"
+	Container   = "container"
+)
+
+// Provider is one confinement backend.
+type Provider interface {
+	// Name is the backend's name in results, the event log and --backend.
+	Name() string
+	// Tier is the highest tier the backend can serve.
+	Tier() policy.Tier
+	// Available says whether the backend can run commands on this host,
+	// and why not.
+	Available(h host.Info) (ok bool, reason string)
+	// Automatic says the backend may be selected without being asked for
+	// by name.
+	Automatic() bool
+	// Namespaces says the backend runs the command in namespaces of its
+	// own (what a profile's require_namespaces asks for).
+	Namespaces() bool
+	// Layers are the confinement layers the backend always switches on;
+	// a run adds those its plan asks for (seccomp-notify, pids-cgroup,
+	// caps-dropped).
+	Layers() []string
+	// Configure makes a launch plan run under this backend.
+	Configure(p *plan.Plan, required bool)
+	// Adds says what the backend adds to the core's mechanism for a
+	// guarantee ("" when nothing).
+	Adds(guarantee string) string
+}
+
+// Registry is the Linux order.
+var Registry = []Provider{namespaces{}, core{}, bubblewrap, firecracker, container}
+
+// Lookup returns the provider a --backend value names: its name or one of
+// the short forms namespaces/ns, core, bwrap, microvm, docker/podman.
+func Lookup(name string) (Provider, bool) {
+	switch strings.ToLower(name) {
+	case "namespaces", "ns":
+		name = Namespaces
+	case "core", "landlock":
+		name = Core
+	case "bwrap":
+		name = Bubblewrap
+	case "microvm":
+		name = Firecracker
+	case "docker", "podman":
+		name = Container
+	}
+	for _, p := range Registry {
+		if p.Name() == name {
+			return p, true
+		}
+	}
+	return nil, false
+}
+
+// Request is what a run asks of the selection.
+type Request struct {
+	Tier              policy.Tier
+	RequireNamespaces bool
+	// Backend, when set, is the only backend acceptable (a Lookup name).
+	Backend string
+}
+
+// Selection is the outcome: the provider and why each other one was
+// skipped, in registry order.
+type Selection struct {
+	Provider Provider
+	Skipped  []spec.SkippedBackend
+}
+
+// Select picks the first provider of the registry that serves the
+// request's tier, is available, is asked for by name or selected
+// automatically, and runs namespaces when the profile requires them. With
+// none it returns spec.ErrUnavailable (spec.ErrInvalidSpec for an unknown
+// --backend) listing every reason.
+func Select(h host.Info, r Request) (Selection, error) {
+	var want Provider
+	if r.Backend != "" && r.Backend != "auto" {
+		var ok bool
+		if want, ok = Lookup(r.Backend); !ok {
+			var names []string
+			for _, p := range Registry {
+				names = append(names, p.Name())
+			}
+			return Selection{}, fmt.Errorf("%w: unknown backend %q (known: auto, %s)", spec.ErrInvalidSpec, r.Backend, strings.Join(names, ", "))
+		}
+	}
+	var sel Selection
+	for _, p := range Registry {
+		reason := ""
+		ok, why := p.Available(h)
+		switch {
+		case p.Tier() < r.Tier:
+			reason = fmt.Sprintf("serves tier %d at most; tier %d needs a microVM backend", p.Tier(), r.Tier)
+		case !ok:
+			reason = why
+		case sel.Provider != nil:
+			reason = sel.Provider.Name() + " comes first"
+		case want != nil && p.Name() != want.Name():
+			reason = "not requested (--backend " + want.Name() + ")"
+		case r.RequireNamespaces && !p.Namespaces():
+			reason = "the profile requires namespaces"
+		case want == nil && !p.Automatic():
+			reason = "never selected automatically"
+		default:
+			sel.Provider = p
+			continue
+		}
+		sel.Skipped = append(sel.Skipped, spec.SkippedBackend{Name: p.Name(), Reason: reason})
+	}
+	if sel.Provider != nil {
+		return sel, nil
+	}
+	var reasons []string
+	for _, s := range sel.Skipped {
+		if want != nil && s.Name == want.Name() {
+			return sel, fmt.Errorf("%w: backend %s cannot run commands here: %s", spec.ErrUnavailable, s.Name, s.Reason)
+		}
+		reasons = append(reasons, s.Name+": "+s.Reason)
+	}
+	what := "no backend can run this command here"
+	switch {
+	case r.Tier >= policy.TierHostile:
+		what = policy.CheckTier(r.Tier).Error()
+		what = strings.TrimPrefix(what, spec.ErrUnavailable.Error()+": ")
+	case r.RequireNamespaces:
+		what = "the profile requires namespaces (require_namespaces), and no backend here provides them"
+	}
+	return sel, fmt.Errorf("%w: %s (%s)", spec.ErrUnavailable, what, strings.Join(reasons, "; "))
+}
+
+// Mechanisms appends what p adds to each guarantee's mechanism, as
+// "core mechanism; + addition". Waived guarantees are left alone.
+func Mechanisms(p Provider, gs []spec.Guarantee) []spec.Guarantee {
+	out := make([]spec.Guarantee, len(gs))
+	for i, g := range gs {
+		out[i] = g
+		if add := p.Adds(g.Name); add != "" && !g.Waived && g.Mechanism != "" {
+			out[i].Mechanism = g.Mechanism + "; + " + add
+		}
+	}
+	return out
+}
+
+// coreAvailable is what the core needs: Landlock and seccomp with user
+// notification. Guarantees the host's ABI cannot enforce are refused (or
+// waived) by policy.Resolve, not here.
+func coreAvailable(h host.Info) (bool, string) {
+	switch {
+	case h.LandlockABI < 1:
+		return false, "no Landlock: " + h.LandlockErr
+	case !h.Seccomp:
+		return false, "no seccomp filter with user notification: " + h.SeccompErr
+	}
+	return true, ""
+}
+
+var coreLayers = []string{"landlock", "seccomp", "rlimits", "subreaper"}
+
+// core is Landlock, seccomp (with user notification), rlimits and the
+// subreaping supervisor: every guarantee, no namespace.
+type core struct{}
+
+func (core) Name() string                         { return Core }
+func (core) Tier() policy.Tier                    { return policy.TierSandboxed }
+func (core) Available(h host.Info) (bool, string) { return coreAvailable(h) }
+func (core) Automatic() bool                      { return true }
+func (core) Namespaces() bool                     { return false }
+func (core) Layers() []string                     { return append([]string(nil), coreLayers...) }
+func (core) Configure(p *plan.Plan, _ bool)       { p.Namespaces = nil }
+func (core) Adds(string) string                   { return "" }
+
+// unbuilt is a backend of the seeds' order that confine does not have:
+// listed so that results say why it was not used, never available.
+type unbuilt struct {
+	name        string
+	tier        policy.Tier
+	automatic   bool
+	unavailable string
+}
+
+func (u unbuilt) Name() string                       { return u.name }
+func (u unbuilt) Tier() policy.Tier                  { return u.tier }
+func (u unbuilt) Available(host.Info) (bool, string) { return false, u.unavailable }
+func (u unbuilt) Automatic() bool                    { return u.automatic }
+func (unbuilt) Namespaces() bool                     { return true }
+func (unbuilt) Layers() []string                     { return nil }
+func (unbuilt) Configure(*plan.Plan, bool)           {}
+func (unbuilt) Adds(string) string                   { return "" }
+
+var (
+	bubblewrap  = unbuilt{name: Bubblewrap, tier: policy.TierSandboxed, unavailable: "not implemented"}
+	firecracker = unbuilt{name: Firecracker, tier: policy.TierHostile, automatic: true, unavailable: "no microVM backend is implemented"}
+	container   = unbuilt{name: Container, tier: policy.TierSandboxed,
+		unavailable: "not implemented (and a container CLI is never selected automatically)"}
+)
+
+// namespaces is the core inside new user, PID, mount, network, IPC and UTS
+// namespaces.
+type namespaces struct{}
+
+var nsLayers = []string{"user-ns", "pid-ns", "mount-ns", "net-ns", "ipc-ns", "uts-ns"}
+
+func (namespaces) Name() string      { return Namespaces }
+func (namespaces) Tier() policy.Tier { return policy.TierSandboxed }
+func (namespaces) Automatic() bool   { return true }
+func (namespaces) Namespaces() bool  { return true }
+
+func (namespaces) Available(h host.Info) (bool, string) {
+	if ok, why := coreAvailable(h); !ok {
+		return false, why
+	}
+	if !h.UserNS {
+		why := h.UserNSErr
+		if why == "" {
+			why = "unknown"
+		}
+		return false, "user namespaces unavailable: " + why
+	}
+	return true, ""
+}
+
+func (namespaces) Layers() []string {
+	return append(append([]string(nil), coreLayers...), nsLayers...)
+}
+
+func (namespaces) Configure(p *plan.Plan, required bool) {
+	uids, gids, setgroups := nsinit.Mappings(os.Geteuid(), os.Getegid(), p.UID, p.GID)
+	size := int64(nsinit.MaxTmpfsBytes)
+	if p.Rlimits.FSize > 0 && p.Rlimits.FSize < uint64(size) {
+		size = int64(p.Rlimits.FSize)
+	}
+	p.Namespaces = &plan.Namespaces{
+		Required:   required,
+		UIDs:       uids,
+		GIDs:       gids,
+		Setgroups:  setgroups,
+		Private:    append([]string(nil), nsinit.DefaultPrivate...),
+		Hide:       append([]string(nil), nsinit.DefaultHide...),
+		TmpfsBytes: size,
+		Hostname:   nsinit.Hostname,
+	}
+}
+
+func (namespaces) Adds(g string) string {
+	switch g {
+	case policy.GNoNetwork:
+		return "empty network namespace (loopback only)"
+	case policy.GFSWrite:
+		return "mount namespace: /dev/shm is a private per-run tmpfs; the host's /tmp, /dev/shm and /run are hidden"
+	case policy.GUnixSockets:
+		return "network namespace (abstract sockets are per namespace) and mount namespace (the host's /run, /tmp and /dev/shm hidden)"
+	case policy.GSignals, policy.GProcInspect:
+		return "PID namespace (no process outside the run is visible) with its own /proc"
+	case policy.GTreeKill:
+		return "PID namespace (when its init exits, the kernel kills every process left in it)"
+	}
+	return ""
+}

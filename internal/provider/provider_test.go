@@ -1,0 +1,115 @@
+package provider
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/confine-sandbox/confine/internal/host"
+	"github.com/confine-sandbox/confine/internal/plan"
+	"github.com/confine-sandbox/confine/policy"
+	"github.com/confine-sandbox/confine/spec"
+)
+
+var (
+	withNS   = host.Info{LandlockABI: 7, Seccomp: true, UserNS: true}
+	inDocker = host.Info{LandlockABI: 7, Seccomp: true, UserNSErr: "clone(CLONE_NEWUSER): operation not permitted"}
+	bare     = host.Info{LandlockErr: "landlock unavailable", SeccompErr: "no seccomp"}
+)
+
+func names(sk []spec.SkippedBackend) string {
+	var n []string
+	for _, s := range sk {
+		n = append(n, s.Name+"="+s.Reason)
+	}
+	return strings.Join(n, "; ")
+}
+
+func TestSelect(t *testing.T) {
+	tests := []struct {
+		name    string
+		h       host.Info
+		req     Request
+		want    string // provider, or "" for a refusal
+		errIs   error
+		errHas  string
+		skipped string // substring of the skipped list
+	}{
+		{name: "namespaces first", h: withNS, req: Request{Tier: policy.TierSandboxed}, want: Namespaces,
+			skipped: "landlock+seccomp=landlock+namespaces comes first; bubblewrap=not implemented"},
+		{name: "container: the core", h: inDocker, req: Request{Tier: policy.TierSandboxed}, want: Core,
+			skipped: "landlock+namespaces=user namespaces unavailable: clone(CLONE_NEWUSER): operation not permitted"},
+		{name: "required and available", h: withNS, req: Request{Tier: policy.TierSandboxed, RequireNamespaces: true}, want: Namespaces},
+		{name: "required in a container", h: inDocker, req: Request{Tier: policy.TierSandboxed, RequireNamespaces: true},
+			errIs: spec.ErrUnavailable, errHas: "requires namespaces", skipped: "landlock+seccomp=the profile requires namespaces"},
+		{name: "explicit core", h: withNS, req: Request{Tier: policy.TierSandboxed, Backend: "core"}, want: Core,
+			skipped: "landlock+namespaces=not requested (--backend landlock+seccomp)"},
+		{name: "explicit core, namespaces required", h: withNS, req: Request{Tier: policy.TierSandboxed, Backend: "core", RequireNamespaces: true},
+			errIs: spec.ErrUnavailable, errHas: "landlock+seccomp cannot run commands here: the profile requires namespaces"},
+		{name: "explicit namespaces in a container", h: inDocker, req: Request{Tier: policy.TierSandboxed, Backend: "namespaces"},
+			errIs: spec.ErrUnavailable, errHas: "user namespaces unavailable"},
+		{name: "bwrap", h: withNS, req: Request{Tier: policy.TierSandboxed, Backend: "bwrap"},
+			errIs: spec.ErrUnavailable, errHas: "backend bubblewrap cannot run commands here: not implemented"},
+		{name: "container CLI", h: withNS, req: Request{Tier: policy.TierSandboxed, Backend: "docker"},
+			errIs: spec.ErrUnavailable, errHas: "container"},
+		{name: "unknown", h: withNS, req: Request{Tier: policy.TierSandboxed, Backend: "chroot"},
+			errIs: spec.ErrInvalidSpec, errHas: "unknown backend"},
+		{name: "tier 3", h: withNS, req: Request{Tier: policy.TierHostile},
+			errIs: spec.ErrUnavailable, errHas: "microVM", skipped: "landlock+namespaces=serves tier 2 at most"},
+		{name: "no landlock", h: bare, req: Request{Tier: policy.TierSandboxed},
+			errIs: spec.ErrUnavailable, errHas: "no backend", skipped: "landlock+seccomp=no Landlock"},
+		{name: "auto", h: inDocker, req: Request{Tier: policy.TierSandboxed, Backend: "auto"}, want: Core},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sel, err := Select(tt.h, tt.req)
+			got := ""
+			if sel.Provider != nil {
+				got = sel.Provider.Name()
+			}
+			switch {
+			case tt.want != "" && (err != nil || got != tt.want):
+				t.Fatalf("got %q, %v; want %q", got, err, tt.want)
+			case tt.want == "" && (err == nil || !errors.Is(err, tt.errIs) || !strings.Contains(err.Error(), tt.errHas)):
+				t.Fatalf("got %q, %v; want an error wrapping %v containing %q", got, err, tt.errIs, tt.errHas)
+			}
+			if !strings.Contains(names(sel.Skipped), tt.skipped) {
+				t.Fatalf("skipped %q lacks %q", names(sel.Skipped), tt.skipped)
+			}
+			if got != "" && len(sel.Skipped) != len(Registry)-1 {
+				t.Fatalf("skipped %d of %d providers: %s", len(sel.Skipped), len(Registry), names(sel.Skipped))
+			}
+		})
+	}
+}
+
+func TestConfigureAndMechanisms(t *testing.T) {
+	ns, _ := Lookup("namespaces")
+	p := &plan.Plan{UID: -1, GID: -1, Rlimits: plan.Rlimits{FSize: 64 << 20}}
+	ns.Configure(p, true)
+	if p.Namespaces == nil || !p.Namespaces.Required || p.Namespaces.TmpfsBytes != 64<<20 || len(p.Namespaces.UIDs) == 0 {
+		t.Fatalf("namespaces plan %+v", p.Namespaces)
+	}
+	core, _ := Lookup("core")
+	core.Configure(p, false)
+	if p.Namespaces != nil {
+		t.Fatal("the core left namespaces in the plan")
+	}
+	gs := []spec.Guarantee{
+		{Name: policy.GNoNetwork, Mechanism: "seccomp"},
+		{Name: policy.GTreeKill, Waived: true},
+		{Name: policy.GCleanEnv, Mechanism: "launcher"},
+	}
+	got := Mechanisms(ns, gs)
+	if !strings.HasPrefix(got[0].Mechanism, "seccomp; + ") || !strings.Contains(got[0].Mechanism, "network namespace") {
+		t.Errorf("no-network: %q", got[0].Mechanism)
+	}
+	if got[1].Mechanism != "" || got[2].Mechanism != "launcher" || gs[0].Mechanism != "seccomp" {
+		t.Errorf("mechanisms %+v (input %+v)", got, gs)
+	}
+	for _, g := range Mechanisms(core, gs) {
+		if strings.Contains(g.Mechanism, "+") {
+			t.Errorf("the core adds %q", g.Mechanism)
+		}
+	}
+}

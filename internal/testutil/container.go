@@ -1,0 +1,128 @@
+package testutil
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+)
+
+// SimulateContainerEnv, set to 1 in the environment of `go test`, runs
+// every CLI a test starts (and, in packages that run confine in-process,
+// the whole test binary) as if inside a stock Docker container: under a
+// seccomp filter that refuses namespaces the way Docker's default profile
+// does (see ContainerFilter). confine must then select the core provider
+// and still enforce every guarantee.
+const SimulateContainerEnv = "CONFINE_TEST_SIMULATE_CONTAINER"
+
+// wrapEnv is how a process is told to put itself under the filter: "1"
+// means install it and re-exec; "done" marks a process already under it.
+const wrapEnv = "CONFINE_TEST_CONTAINER_WRAP"
+
+// SimulatingContainer reports whether this test run simulates a container.
+func SimulatingContainer() bool { return os.Getenv(SimulateContainerEnv) == "1" }
+
+// Mode names the mode the tests run in, for logs.
+func Mode() string {
+	if SimulatingContainer() {
+		return "simulated container (user namespaces blocked)"
+	}
+	return "host"
+}
+
+// WrapContainer must be the first thing a TestMain does. In a process
+// asked to (wrapEnv=1: a CLI started by CLI.Command in container mode,
+// or any test binary when whole is set and the run simulates a
+// container) it installs ContainerFilter on the calling thread and
+// re-executes the binary from that thread, so that the new image and
+// everything it starts run under the filter.
+func WrapContainer(whole bool) {
+	switch os.Getenv(wrapEnv) {
+	case "done":
+		return
+	case "":
+		if !whole || !SimulatingContainer() {
+			return
+		}
+	}
+	runtime.LockOSThread()
+	if err := installContainerFilter(); err != nil {
+		fmt.Fprintf(os.Stderr, "simulated container: %v\n", err)
+		os.Exit(125)
+	}
+	env := []string{wrapEnv + "=done"}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, wrapEnv+"=") {
+			env = append(env, kv)
+		}
+	}
+	err := syscall.Exec("/proc/self/exe", os.Args, env)
+	fmt.Fprintf(os.Stderr, "simulated container: re-exec: %v\n", err)
+	os.Exit(125)
+}
+
+// nsFlags are the clone flags Docker's default seccomp profile refuses
+// without CAP_SYS_ADMIN.
+const nsFlags = unix.CLONE_NEWNS | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC |
+	unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNET | unix.CLONE_NEWCGROUP
+
+// ContainerFilter is the part of Docker's default seccomp profile that
+// matters to confine: unshare and setns fail with EPERM, clone with any
+// CLONE_NEW* flag fails with EPERM, and clone3 (whose flags a filter
+// cannot read) with ENOSYS, so that callers fall back to clone.
+func ContainerFilter() ([]bpf.RawInstruction, error) {
+	var arch uint32
+	switch runtime.GOARCH {
+	case "amd64":
+		arch = unix.AUDIT_ARCH_X86_64
+	case "arm64":
+		arch = unix.AUDIT_ARCH_AARCH64
+	default:
+		return nil, fmt.Errorf("unsupported GOARCH %s", runtime.GOARCH)
+	}
+	const (
+		allow = unix.SECCOMP_RET_ALLOW
+		eperm = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
+		nosys = unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)
+	)
+	// Offsets in struct seccomp_data: nr, arch, ip, args[6]; args[0]'s
+	// low word is at 16 on little-endian machines.
+	return bpf.Assemble([]bpf.Instruction{
+		/* 0 */ bpf.LoadAbsolute{Off: 4, Size: 4},
+		/* 1 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: arch, SkipFalse: 9}, // -> allow
+		/* 2 */ bpf.LoadAbsolute{Off: 0, Size: 4},
+		/* 3 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_UNSHARE, SkipTrue: 8}, // -> eperm
+		/* 4 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_SETNS, SkipTrue: 7}, // -> eperm
+		/* 5 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_CLONE3, SkipTrue: 7}, // -> nosys
+		/* 6 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_CLONE, SkipFalse: 3}, // -> allow
+		/* 7 */ bpf.LoadAbsolute{Off: 16, Size: 4},
+		/* 8 */ bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: nsFlags, SkipTrue: 3}, // -> eperm
+		/* 9 */ bpf.RetConstant{Val: allow},
+		/* 10 */ bpf.RetConstant{Val: allow},
+		/* 11 */ bpf.RetConstant{Val: allow},
+		/* 12 */ bpf.RetConstant{Val: eperm},
+		/* 13 */ bpf.RetConstant{Val: nosys},
+	})
+}
+
+func installContainerFilter() error {
+	prog, err := ContainerFilter()
+	if err != nil {
+		return err
+	}
+	// Without CAP_SYS_ADMIN a filter needs no_new_privs, as in a
+	// container started with --security-opt no-new-privileges.
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no_new_privs: %w", err)
+	}
+	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: (*unix.SockFilter)(unsafe.Pointer(&prog[0]))}
+	if _, _, e := unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&fprog))); e != 0 {
+		return fmt.Errorf("seccomp: %w", e)
+	}
+	return nil
+}
