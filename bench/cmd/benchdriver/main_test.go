@@ -1,0 +1,91 @@
+//go:build linux
+
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseGoBench(t *testing.T) {
+	out := `goos: linux
+goarch: amd64
+pkg: github.com/confine-sandbox/confine
+BenchmarkRunCommandTrue-2   	     100	  11696000 ns/op
+BenchmarkExecTrue-2         	     100	    632000 ns/op
+BenchmarkRunCommandTrue-2   	     100	  11000000.5 ns/op
+PASS`
+	m := parseGoBench(out)
+	if got := m["BenchmarkRunCommandTrue"]; len(got) != 2 || got[0] != 11696000 || got[1] != 11000000.5 {
+		t.Fatalf("RunCommand samples %v", got)
+	}
+	if got := m["BenchmarkExecTrue"]; len(got) != 1 || got[0] != 632000 {
+		t.Fatalf("Exec samples %v", got)
+	}
+}
+
+func TestMedianQuantile(t *testing.T) {
+	if m := median([]float64{5, 1, 3}); m != 3 {
+		t.Fatalf("median %v", m)
+	}
+	if m := median([]float64{4, 1, 3, 2}); m != 2.5 {
+		t.Fatalf("even median %v", m)
+	}
+	if q := quantile([]float64{0, 10}, 0.25); q != 2.5 {
+		t.Fatalf("quantile %v", q)
+	}
+}
+
+func TestTreeScriptAndBwrapArgs(t *testing.T) {
+	s := treeScript(200, "612.00042", "/w/pids", "/w/ready", "/w/started")
+	for _, want := range []string{"-lt 200", "( setsid sh -c 'echo $$ >> /w/pids; exec sleep 612.00042' & )", "echo ready > /w/ready; wait", "date +%s%N > /w/started; i=0"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("tree script lacks %q:\n%s", want, s)
+		}
+	}
+	a := strings.Join(bwrapArgs("/tmp/x/wd"), " ")
+	// The workdir bind must come after --tmpfs /tmp, or the tmpfs hides it.
+	if i, j := strings.Index(a, "--tmpfs /tmp"), strings.Index(a, "--bind /tmp/x/wd /tmp/x/wd"); i < 0 || j < i {
+		t.Fatalf("bwrap args order: %s", a)
+	}
+	if strings.Contains(a, "/etc/shadow") || strings.Contains(a, "--ro-bind-try /etc /etc") {
+		t.Fatalf("bwrap grants /etc wholesale or shadow: %s", a)
+	}
+}
+
+func TestFlagNoise(t *testing.T) {
+	row := func(bareS, confS []float64) *Row {
+		r := newRow("x", "x", "ms", 1)
+		b := &bench{bwrapOK: true}
+		b.fill(r, map[box][]float64{bare: bareS, confine: confS})
+		return r
+	}
+	// Every round above the threshold: a clear NOT met, however spread.
+	r := row([]float64{100, 100, 100}, []float64{118, 129, 120})
+	r.Met = verdict(r.Ratio[confine] <= 1.03)
+	flagNoise(r, 1.03, false)
+	if r.Met != "NOT met" {
+		t.Errorf("consistent rounds: %q", r.Met)
+	}
+	// Rounds on both sides of the threshold: inconclusive.
+	r = row([]float64{100, 100, 100}, []float64{50, 60, 107})
+	r.Met = verdict(r.Ratio[confine] <= 1.05)
+	flagNoise(r, 1.05, false)
+	if !strings.HasPrefix(r.Met, "inconclusive") || !strings.Contains(r.Met, "as measured: met") {
+		t.Errorf("straddling rounds: %q", r.Met)
+	}
+	// At-least target, all rounds above it.
+	r = row([]float64{1, 1.02, 1}, []float64{0.95, 0.95, 1.1})
+	r.Met = verdict(r.Ratio[confine] >= 0.9)
+	flagNoise(r, 0.9, true)
+	if r.Met != "met" {
+		t.Errorf("at-least, consistent: %q", r.Met)
+	}
+	// Rounds agree but bare alone is all over the place: inconclusive.
+	r = row([]float64{100, 300, 150}, []float64{50, 120, 60})
+	r.Met = verdict(r.Ratio[confine] <= 1.05)
+	flagNoise(r, 1.05, false)
+	if !strings.HasPrefix(r.Met, "inconclusive (bare runs") {
+		t.Errorf("noisy bare: %q", r.Met)
+	}
+}

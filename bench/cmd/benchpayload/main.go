@@ -1,0 +1,284 @@
+//go:build linux
+
+// Command benchpayload is the workload bench/run.sh runs bare, under
+// confine and under bwrap. It is built static (CGO_ENABLED=0) and times
+// itself, so its figures exclude the sandbox's launch cost (measured
+// separately):
+//
+//	benchpayload syscalls N FILE   ns per call (thread CPU time, and wall) of getppid, stat(FILE), ioctl(pipe, FIONREAD)
+//	benchpayload files N DIR SIZE  create+write, read, delete N files of SIZE bytes in DIR
+//	benchpayload spawn N           sh -c 'i=0; while [ $i -lt N ]; do /bin/true; ...; done'
+//	benchpayload flood BYTES FILE  write BYTES to stdout, elapsed ns to FILE
+//	benchpayload run PROGRAM ARGS  run PROGRAM, report its tree's wall and CPU time
+//
+// Each prints one JSON object on stdout (flood: into FILE).
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+func main() {
+	if len(os.Args) >= 3 && os.Args[1] == "run" {
+		out, err := run(os.Args[2:])
+		if err != nil {
+			die(err)
+		}
+		if err := json.NewEncoder(os.Stdout).Encode(out); err != nil {
+			die(err)
+		}
+		return
+	}
+	if len(os.Args) < 3 {
+		die(fmt.Errorf("usage: benchpayload syscalls|files|spawn|flood N [ARGS] | run PROGRAM [ARGS]"))
+	}
+	n, err := strconv.ParseInt(os.Args[2], 10, 64)
+	if err != nil || n <= 0 {
+		die(fmt.Errorf("bad count %q", os.Args[2]))
+	}
+	args := os.Args[3:]
+	var out any
+	switch os.Args[1] {
+	case "syscalls":
+		if len(args) != 1 {
+			die(fmt.Errorf("syscalls N FILE"))
+		}
+		out, err = syscalls(int(n), args[0])
+	case "files":
+		if len(args) != 2 {
+			die(fmt.Errorf("files N DIR SIZE"))
+		}
+		size, _ := strconv.Atoi(args[1])
+		out, err = files(int(n), args[0], size)
+	case "spawn":
+		out, err = spawn(int(n))
+	case "flood":
+		if len(args) != 1 {
+			die(fmt.Errorf("flood BYTES FILE"))
+		}
+		if err := flood(n, args[0]); err != nil {
+			die(err)
+		}
+		return
+	default:
+		err = fmt.Errorf("unknown workload %q", os.Args[1])
+	}
+	if err != nil {
+		die(err)
+	}
+	if err := json.NewEncoder(os.Stdout).Encode(out); err != nil {
+		die(err)
+	}
+}
+
+func die(err error) {
+	fmt.Fprintln(os.Stderr, "benchpayload:", err)
+	os.Exit(1)
+}
+
+// threadCPU is the calling thread's CPU time (user+system) in ns: unlike
+// wall time it does not grow while other load has the CPU.
+func threadCPU() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		return 0
+	}
+	return ts.Nano()
+}
+
+// perCall times n calls of f after n/10 warm-up calls, in thread CPU time
+// and in wall time, ns per call. The caller locks the OS thread.
+func perCall(n int, f func() error) (cpu, wall float64, err error) {
+	for i := 0; i < n/10; i++ {
+		if err := f(); err != nil {
+			return 0, 0, err
+		}
+	}
+	t0, c0 := time.Now(), threadCPU()
+	for i := 0; i < n; i++ {
+		if err := f(); err != nil {
+			return 0, 0, err
+		}
+	}
+	c1, t1 := threadCPU(), time.Now()
+	return float64(c1-c0) / float64(n), float64(t1.Sub(t0).Nanoseconds()) / float64(n), nil
+}
+
+// rusageCPU is the CPU time (user+system) in ms of who (RUSAGE_SELF or
+// RUSAGE_CHILDREN).
+func rusageCPU(who int) float64 {
+	var ru unix.Rusage
+	if err := unix.Getrusage(who, &ru); err != nil {
+		return 0
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e6
+}
+
+// syscalls issues raw system calls (no Go wrapper allocation in the loop):
+// getppid (no arguments: a filter can decide it without looking at any),
+// newfstatat on a file, and ioctl(FIONREAD) on a pipe (an argument-filtered
+// call under confine's seccomp policy).
+func syscalls(n int, file string) (map[string]float64, error) {
+	runtime.LockOSThread()
+	res := map[string]float64{}
+	var err error
+	if res["getppid_ns"], res["getppid_wall_ns"], err = perCall(n, func() error {
+		unix.RawSyscall(unix.SYS_GETPPID, 0, 0, 0)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	p, err := unix.BytePtrFromString(file)
+	if err != nil {
+		return nil, err
+	}
+	var st unix.Stat_t
+	cwd := unix.AT_FDCWD
+	stat := func() error {
+		if sysFstatat < 0 {
+			return unix.Stat(file, &st)
+		}
+		_, _, e := unix.RawSyscall6(uintptr(sysFstatat), uintptr(cwd), uintptr(unsafe.Pointer(p)), uintptr(unsafe.Pointer(&st)), 0, 0, 0)
+		if e != 0 {
+			return fmt.Errorf("stat %s: %w", file, e)
+		}
+		return nil
+	}
+	if res["stat_ns"], res["stat_wall_ns"], err = perCall(n, stat); err != nil {
+		return nil, err
+	}
+	var fds [2]int
+	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
+		return nil, err
+	}
+	defer unix.Close(fds[0])
+	defer unix.Close(fds[1])
+	var avail int32
+	if res["ioctl_ns"], res["ioctl_wall_ns"], err = perCall(n, func() error {
+		_, _, e := unix.RawSyscall(unix.SYS_IOCTL, uintptr(fds[0]), uintptr(unix.TIOCINQ), uintptr(unsafe.Pointer(&avail)))
+		if e != 0 {
+			return fmt.Errorf("ioctl FIONREAD: %w", e) // TIOCINQ is FIONREAD
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	res["n"] = float64(n)
+	return res, nil
+}
+
+// files creates and writes, reads back, then deletes n files of size bytes
+// in dir, with plain system calls.
+func files(n int, dir string, size int) (map[string]float64, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	names := make([]string, n)
+	for i := range names {
+		names[i] = filepath.Join(dir, "f"+strconv.Itoa(i))
+	}
+	buf := make([]byte, size)
+	for i := range buf {
+		buf[i] = byte(i)
+	}
+	rbuf := make([]byte, size+1)
+	cpu0 := rusageCPU(unix.RUSAGE_SELF)
+	t0 := time.Now()
+	for _, name := range names {
+		fd, err := unix.Open(name, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
+		if err != nil {
+			return nil, err
+		}
+		if w, err := unix.Write(fd, buf); err != nil || w != size {
+			unix.Close(fd)
+			return nil, fmt.Errorf("write %s: %d bytes, %v", name, w, err)
+		}
+		if err := unix.Close(fd); err != nil {
+			return nil, err
+		}
+	}
+	t1 := time.Now()
+	for _, name := range names {
+		fd, err := unix.Open(name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return nil, err
+		}
+		r, err := unix.Read(fd, rbuf)
+		unix.Close(fd)
+		if err != nil || r != size {
+			return nil, fmt.Errorf("read %s: %d bytes, %v", name, r, err)
+		}
+	}
+	t2 := time.Now()
+	for _, name := range names {
+		if err := unix.Unlink(name); err != nil {
+			return nil, err
+		}
+	}
+	t3 := time.Now()
+	cpu := rusageCPU(unix.RUSAGE_SELF) - cpu0
+	ms := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
+	return map[string]float64{
+		"total_ms": ms(t3.Sub(t0)), "create_write_ms": ms(t1.Sub(t0)),
+		"read_ms": ms(t2.Sub(t1)), "delete_ms": ms(t3.Sub(t2)), "n": float64(n), "cpu_ms": cpu,
+	}, nil
+}
+
+// spawn times one shell that forks and execs /bin/true n times.
+func spawn(n int) (map[string]float64, error) {
+	script := fmt.Sprintf("i=0; while [ $i -lt %d ]; do /bin/true; i=$((i+1)); done", n)
+	c := exec.Command("/bin/sh", "-c", script)
+	c.Stdout, c.Stderr = os.Stdout, os.Stderr
+	t0 := time.Now()
+	if err := c.Run(); err != nil {
+		return nil, err
+	}
+	wall := float64(time.Since(t0).Nanoseconds()) / 1e6
+	// The shell's rusage holds the /bin/true children it reaped.
+	cpu := float64((c.ProcessState.UserTime() + c.ProcessState.SystemTime()).Nanoseconds()) / 1e6
+	return map[string]float64{"total_ms": wall, "cpu_ms": cpu, "n": float64(n)}, nil
+}
+
+// run runs argv with stdio passed through and reports its wall time and the
+// CPU time of it and every descendant it reaped.
+func run(argv []string) (map[string]float64, error) {
+	c := exec.Command(argv[0], argv[1:]...)
+	c.Stdout, c.Stderr = os.Stderr, os.Stderr // stdout carries the result
+	t0 := time.Now()
+	if err := c.Run(); err != nil {
+		return nil, err
+	}
+	wall := float64(time.Since(t0).Nanoseconds()) / 1e6
+	cpu := float64((c.ProcessState.UserTime() + c.ProcessState.SystemTime()).Nanoseconds()) / 1e6
+	return map[string]float64{"wall_ms": wall, "cpu_ms": cpu}, nil
+}
+
+// flood writes n zero bytes to stdout in 128 KiB writes and records the
+// elapsed time in file (stdout is the measured stream).
+func flood(n int64, file string) error {
+	buf := make([]byte, 128<<10)
+	t0 := time.Now()
+	for left := n; left > 0; {
+		b := buf
+		if left < int64(len(b)) {
+			b = b[:left]
+		}
+		w, err := unix.Write(1, b)
+		if err != nil {
+			return err
+		}
+		left -= int64(w)
+	}
+	ns := time.Since(t0).Nanoseconds()
+	return os.WriteFile(file, []byte(strconv.FormatInt(ns, 10)+"\n"), 0o644)
+}
