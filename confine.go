@@ -114,7 +114,9 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 			return res, err
 		}
 	}
-	sel, err := provider.Select(host.Probe(), provider.Request{Tier: prof.Tier, RequireNamespaces: prof.RequireNamespaces, Backend: l.Backend})
+	h := host.Probe()
+	limits := mergeLimits(prof.Limits, s.Limits)
+	sel, err := provider.Select(h, provider.Request{Tier: prof.Tier, RequireNamespaces: prof.RequireNamespaces, Backend: l.Backend})
 	res.SkippedBackends = sel.Skipped
 	if err != nil {
 		return res, err
@@ -135,7 +137,7 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}
-	p, tmp, cgroup, gs, omitted, hidden, err := prepare(&s, prof)
+	p, tmp, cgroup, gs, omitted, hidden, err := prepare(&s, prof, h, limits)
 	if err != nil {
 		return res, err
 	}
@@ -147,7 +149,6 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 	res.PathOmitted = omitted
 	res.HiddenCredentials = hidden
 
-	limits := mergeLimits(prof.Limits, s.Limits)
 	pio := launch.IO{OutputLimit: limits.OutputBytes, LiveLimit: l.LiveLimit, Stdout: l.LiveStdout, Stderr: l.LiveStderr}
 	switch {
 	case l.Stdin != nil:
@@ -278,7 +279,7 @@ func mergeLimits(prof, s spec.Limits) spec.Limits {
 // prepare turns a validated spec into a launch plan: canonical roots, the
 // run-as identity, the guarantees this host enforces, a private temp dir
 // and the environment.
-func prepare(s *spec.CommandSpec, prof policy.Profile) (p *plan.Plan, tmp, cgroup string, gs []spec.Guarantee, omitted, hidden []string, err error) {
+func prepare(s *spec.CommandSpec, prof policy.Profile, h host.Info, limits spec.Limits) (p *plan.Plan, tmp, cgroup string, gs []spec.Guarantee, omitted, hidden []string, err error) {
 	fail := func(e error) (*plan.Plan, string, string, []spec.Guarantee, []string, []string, error) {
 		cleanup(tmp, cgroup)
 		return nil, "", "", nil, nil, nil, e
@@ -332,7 +333,6 @@ func prepare(s *spec.CommandSpec, prof policy.Profile) (p *plan.Plan, tmp, cgrou
 		hidden = append(hidden, excluded...)
 	}
 
-	h := host.Probe()
 	uid, gid := -1, -1
 	runAsRoot := h.EUID == 0
 	if h.EUID == 0 {
@@ -345,7 +345,6 @@ func prepare(s *spec.CommandSpec, prof policy.Profile) (p *plan.Plan, tmp, cgrou
 		uid, gid = int(st.Uid), int(st.Gid)
 		runAsRoot = uid == 0
 	}
-	limits := mergeLimits(prof.Limits, s.Limits)
 	as := policy.Assess(h, runAsRoot, h.PidsCgroupRoot != "")
 	if gs, err = policy.Resolve(as, prof.Waive); err != nil {
 		return fail(err)
