@@ -1,0 +1,261 @@
+package spawn
+
+import (
+	"fmt"
+	"runtime"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Descriptors the child arranges before anything else (see FDs): the ops
+// may name them by these numbers.
+const (
+	FDStatus  = 3 // close-on-exec pipe: EOF tells the parent the command exec'd
+	FDExit    = 4 // init's report of the command's status
+	FDNotify  = 5 // socket the seccomp listener is sent over
+	FDSync    = 6 // the parent's go-ahead after it mapped the ids
+	FDRuleset = 7 // the Landlock ruleset
+	FDFree    = 8 // the first descriptor the ops may use freely
+)
+
+// Steps of the fixed part of the child.
+const (
+	StepSignals Step = 0xff00 + iota
+	StepSignalfd
+	StepFork
+	StepExec
+)
+
+//go:linkname beforeFork syscall.runtime_BeforeFork
+func beforeFork()
+
+//go:linkname afterFork syscall.runtime_AfterFork
+func afterFork()
+
+// Start forks the child that runs p. The caller must hold its goroutine on
+// one OS thread (runtime.LockOSThread) for as long as the child should
+// live when it set PR_SET_PDEATHSIG: the signal follows the forking thread.
+func (p *Program) Start() (int, error) {
+	if p.path == nil || len(p.argv) == 0 || p.argv[len(p.argv)-1] != nil {
+		return 0, fmt.Errorf("spawn: program has no command")
+	}
+	if p.shared == nil {
+		b, err := unix.Mmap(-1, 0, 4096, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_ANONYMOUS)
+		if err != nil {
+			return 0, fmt.Errorf("spawn: map report page: %w", err)
+		}
+		p.shared = b
+		p.report = (*[3]uint32)(unsafe.Pointer(&b[0]))
+	}
+	p.initMask = 1<<(unix.SIGCHLD-1) | 1<<(unix.SIGTERM-1) | 1<<(unix.SIGINT-1) | 1<<(unix.SIGHUP-1) | 1<<(unix.SIGQUIT-1)
+	pid, e := fork(p)
+	runtime.KeepAlive(p)
+	if e != 0 {
+		return 0, fmt.Errorf("spawn: clone(%#x): %w", p.Cloneflags, e)
+	}
+	return pid, nil
+}
+
+// Failure returns why the child stopped before exec, or nil. Call it once
+// the status pipe reached EOF.
+func (p *Program) Failure() *Failure {
+	if p.report == nil || p.report[0] == 0 {
+		return nil
+	}
+	return &Failure{Step: Step(p.report[1]), Errno: syscall.Errno(p.report[2])}
+}
+
+// Close releases the report page.
+func (p *Program) Close() {
+	if p.shared != nil {
+		_ = unix.Munmap(p.shared)
+		p.shared, p.report = nil, nil
+	}
+}
+
+// fork clones the child. Everything after the clone in the child runs
+// without a usable Go runtime: no allocation, no stack growth, no locks.
+//
+//go:norace
+//go:nocheckptr
+//go:noinline
+func fork(p *Program) (int, syscall.Errno) {
+	beforeFork()
+	r, _, e := syscall.RawSyscall6(syscall.SYS_CLONE, p.Cloneflags|uintptr(syscall.SIGCHLD), 0, 0, 0, 0, 0)
+	if e != 0 || r != 0 {
+		afterFork()
+		return int(r), e
+	}
+	child(p)
+	return 0, 0
+}
+
+//go:nosplit
+//go:norace
+//go:nocheckptr
+func child(p *Program) {
+	if p.Cloneflags&syscall.CLONE_NEWPID == 0 {
+		command(p)
+	}
+	if !runOps(p, p.Init) {
+		exit(1)
+	}
+	resetSignals(p)
+	// Every signal stays blocked in init (BeforeFork blocked them); the
+	// ones it acts on arrive on a signalfd.
+	sfd, _, e := syscall.RawSyscall6(unix.SYS_SIGNALFD4, ^uintptr(0), uintptr(unsafe.Pointer(&p.initMask)), 8, unix.SFD_CLOEXEC, 0, 0)
+	if e != 0 {
+		fail(p, StepSignalfd, e)
+		exit(1)
+	}
+	cmd, _, e := syscall.RawSyscall6(syscall.SYS_CLONE, uintptr(syscall.SIGCHLD), 0, 0, 0, 0, 0)
+	if e != 0 {
+		fail(p, StepFork, e)
+		exit(1)
+	}
+	if cmd == 0 {
+		command(p)
+	}
+	// Only the command may hold these: the parent waits for EOF on the
+	// status pipe and the output pipes.
+	syscall.RawSyscall(unix.SYS_CLOSE_RANGE, 0, FDStatus, 0)
+	syscall.RawSyscall(unix.SYS_CLOSE_RANGE, FDNotify, FDRuleset, 0)
+
+	done := false
+	for !done {
+		n, _, e := syscall.RawSyscall(syscall.SYS_READ, sfd, uintptr(unsafe.Pointer(&p.siginfo[0])), uintptr(len(p.siginfo)))
+		if e == syscall.EINTR {
+			continue
+		}
+		if e != 0 {
+			break
+		}
+		for off := uintptr(0); off+128 <= n; off += 128 {
+			signo := *(*uint32)(unsafe.Pointer(&p.siginfo[off]))
+			if signo != uint32(syscall.SIGCHLD) {
+				// To the whole namespace, as the supervisor signals the
+				// whole tree.
+				syscall.RawSyscall(syscall.SYS_KILL, ^uintptr(0), uintptr(signo), 0)
+			}
+		}
+		for {
+			pid, _, e := syscall.RawSyscall6(syscall.SYS_WAIT4, ^uintptr(0), uintptr(unsafe.Pointer(&p.ws)), syscall.WNOHANG|unix.WALL, 0, 0, 0)
+			if e != 0 || pid == 0 {
+				break
+			}
+			if pid == cmd {
+				done = true
+				if p.ws&0x7f == 0 {
+					p.status[0] = (p.ws >> 8) & 0xff
+				} else {
+					p.status[0], p.status[1] = -1, p.ws&0x7f
+				}
+			}
+		}
+	}
+	// What is already dead is not a survivor; what is alive now outlived
+	// the command.
+	for {
+		pid, _, e := syscall.RawSyscall6(syscall.SYS_WAIT4, ^uintptr(0), uintptr(unsafe.Pointer(&p.ws)), syscall.WNOHANG|unix.WALL, 0, 0, 0)
+		if e != 0 || pid == 0 {
+			break
+		}
+	}
+	syscall.RawSyscall(syscall.SYS_KILL, ^uintptr(0), uintptr(syscall.SIGKILL), 0)
+	for {
+		_, _, e := syscall.RawSyscall6(syscall.SYS_WAIT4, ^uintptr(0), uintptr(unsafe.Pointer(&p.ws)), unix.WALL, 0, 0, 0)
+		if e == syscall.EINTR {
+			continue
+		}
+		if e != 0 {
+			break
+		}
+		p.status[2]++
+	}
+	syscall.RawSyscall(syscall.SYS_WRITE, FDExit, uintptr(unsafe.Pointer(&p.status[0])), 12)
+	exit(0)
+}
+
+// command runs the confinement ops and execs; it never returns.
+//
+//go:nosplit
+//go:norace
+//go:nocheckptr
+func command(p *Program) {
+	resetSignals(p)
+	syscall.RawSyscall6(syscall.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&p.emptyMask)), 0, 8, 0, 0)
+	if !runOps(p, p.Cmd) {
+		exit(1)
+	}
+	_, _, e := syscall.RawSyscall(syscall.SYS_EXECVE, uintptr(unsafe.Pointer(p.path)), uintptr(unsafe.Pointer(&p.argv[0])), uintptr(unsafe.Pointer(&p.envv[0])))
+	fail(p, StepExec, e)
+	exit(1)
+}
+
+// resetSignals gives every signal its default action: the Go runtime's
+// handlers cannot run in the child, and an ignored signal would stay
+// ignored across exec.
+//
+//go:nosplit
+//go:norace
+//go:nocheckptr
+func resetSignals(p *Program) {
+	for s := uintptr(1); s <= 64; s++ {
+		syscall.RawSyscall6(syscall.SYS_RT_SIGACTION, s, uintptr(unsafe.Pointer(&p.sigDfl[0])), 0, 8, 0, 0)
+	}
+}
+
+//go:nosplit
+//go:norace
+//go:nocheckptr
+func runOps(p *Program, ops []Op) bool {
+	for i := 0; i < len(ops); i++ {
+		o := &ops[i]
+		a := o.args
+		if o.fromSlot >= 0 {
+			a[o.slotArg&7%6] = p.slots[o.fromSlot&7]
+		}
+		r, _, e := syscall.RawSyscall6(o.nr, a[0], a[1], a[2], a[3], a[4], a[5])
+		if e != 0 {
+			if e == o.okErrno {
+				continue
+			}
+			if e == o.skipErrno && o.skip > 0 {
+				i += int(o.skip)
+				continue
+			}
+			fail(p, o.step, e)
+			return false
+		}
+		if o.wantSet && r != o.want {
+			fail(p, o.step, 0)
+			return false
+		}
+		if o.toSlot >= 0 {
+			p.slots[o.toSlot&7] = r
+		}
+		if o.storeAt != nil {
+			*o.storeAt = int32(r)
+		}
+	}
+	return true
+}
+
+//go:nosplit
+//go:norace
+//go:nocheckptr
+func fail(p *Program, step Step, e syscall.Errno) {
+	p.report[1] = uint32(step)
+	p.report[2] = uint32(e)
+	p.report[0] = 1
+}
+
+//go:nosplit
+//go:norace
+func exit(code uintptr) {
+	for {
+		syscall.RawSyscall(syscall.SYS_EXIT_GROUP, code, 0, 0)
+	}
+}

@@ -1,0 +1,142 @@
+package spawn
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+	"unsafe"
+)
+
+// Step identifies what an op was for in a failure report.
+type Step uint16
+
+// Op is one prepared system call.
+type Op struct {
+	nr   uintptr
+	args [6]uintptr
+	// fromSlot replaces args[slotArg] with slots[fromSlot] (when >= 0).
+	fromSlot, slotArg int8
+	// toSlot stores the result in slots[toSlot] (when >= 0).
+	toSlot int8
+	// storeAt, when set, receives the result (a field of a prepared
+	// struct: a landlock rule's parent fd, an SCM_RIGHTS fd).
+	storeAt *int32
+	// okErrno is accepted as success.
+	okErrno syscall.Errno
+	// skipErrno skips the next skip ops (an optional path that is missing).
+	skipErrno syscall.Errno
+	skip      uint8
+	// want, when wantSet, is the only acceptable result.
+	want    uintptr
+	wantSet bool
+	step    Step
+}
+
+// Program is everything a child does between fork and exec.
+type Program struct {
+	// Cloneflags are the namespaces the child is created in (0: none).
+	Cloneflags uintptr
+	// Init ops run in the child before it forks the command; only with
+	// namespaces (the child is then the PID namespace's init).
+	Init []Op
+	// Cmd ops run in the command's process right before execve.
+	Cmd []Op
+	// ExitFD is where init reports the command's status (namespaces only).
+	ExitFD int
+
+	path  *byte
+	argv  []*byte
+	envv  []*byte
+	slots [8]uintptr
+
+	// Failure report, shared with the parent (MAP_SHARED): failed, step,
+	// errno.
+	shared []byte
+	report *[3]uint32
+
+	sigDfl    [4]uint64 // kernel sigaction: SIG_DFL, no flags, empty mask
+	emptyMask uint64
+	initMask  uint64
+	siginfo   [8 * 128]byte
+	ws        int32
+	status    [3]int32
+
+	keep []any
+}
+
+// Failure is where and why the child stopped before exec.
+type Failure struct {
+	Step  Step
+	Errno syscall.Errno
+}
+
+func (f *Failure) Error() string { return fmt.Sprintf("step %d: %v", f.Step, f.Errno) }
+
+// ErrAbort is reported when the child stopped without an errno (a check
+// failed: the launcher went away during set-up).
+var ErrAbort = errors.New("spawn: set-up check failed")
+
+// Call prepares nr(args...).
+func Call(step Step, nr uintptr, args ...uintptr) Op {
+	o := Op{nr: nr, fromSlot: -1, slotArg: -1, toSlot: -1, step: step}
+	copy(o.args[:], args)
+	return o
+}
+
+// OK accepts e as success.
+func (o Op) OK(e syscall.Errno) Op { o.okErrno = e; return o }
+
+// SkipOn skips the next n ops when the call fails with e.
+func (o Op) SkipOn(e syscall.Errno, n int) Op { o.skipErrno, o.skip = e, uint8(n); return o }
+
+// Want fails the child unless the call returns v.
+func (o Op) Want(v uintptr) Op { o.want, o.wantSet = v, true; return o }
+
+// ToSlot stores the result in slot s.
+func (o Op) ToSlot(s int) Op { o.toSlot = int8(s); return o }
+
+// FromSlot passes slot s as argument i.
+func (o Op) FromSlot(s, i int) Op { o.fromSlot, o.slotArg = int8(s), int8(i); return o }
+
+// StoreAt writes the result at p.
+func (o Op) StoreAt(p *int32) Op { o.storeAt = p; return o }
+
+// Keep holds v for as long as the program lives: ops refer to it by
+// address, which the garbage collector does not see.
+func (p *Program) Keep(v any) { p.keep = append(p.keep, v) }
+
+// Str returns a NUL-terminated copy of s kept by the program.
+func (p *Program) Str(s string) uintptr {
+	b, err := syscall.BytePtrFromString(s)
+	if err != nil {
+		// A NUL inside was refused by the plan's validation; a bad
+		// pointer here would be worse than an empty path.
+		b = new(byte)
+	}
+	p.Keep(b)
+	return uintptr(unsafe.Pointer(b))
+}
+
+// Ptr keeps v and returns its address.
+func (p *Program) Ptr(v unsafe.Pointer, keep any) uintptr {
+	p.Keep(keep)
+	return uintptr(v)
+}
+
+// SetExec sets what the command execs.
+func (p *Program) SetExec(path string, argv, env []string) error {
+	var err error
+	if p.path, err = syscall.BytePtrFromString(path); err != nil {
+		return err
+	}
+	if p.argv, err = syscall.SlicePtrFromStrings(argv); err != nil {
+		return err
+	}
+	if p.envv, err = syscall.SlicePtrFromStrings(env); err != nil {
+		return err
+	}
+	return nil
+}
+
+// AtFDCWD is AT_FDCWD as a system call argument.
+const AtFDCWD = ^uintptr(99)
