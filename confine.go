@@ -98,6 +98,7 @@ func RunCommand(ctx context.Context, c *policy.Cap, s spec.CommandSpec) (spec.Co
 
 // RunCommand is the package-level RunCommand with this launcher's settings.
 func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.CommandSpec) (res spec.CommandResult, err error) {
+	launch.Tr("start")
 	res.RunID = eventlog.NewRunID()
 	var prof policy.Profile
 	if l.EventLog != "" {
@@ -114,7 +115,9 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 			return res, err
 		}
 	}
+	launch.Tr("authorized")
 	h := host.Probe()
+	launch.Tr("probed")
 	limits := mergeLimits(prof.Limits, s.Limits)
 	sel, err := provider.Select(h, provider.Request{Tier: prof.Tier, RequireNamespaces: prof.RequireNamespaces, Backend: l.Backend})
 	res.SkippedBackends = sel.Skipped
@@ -137,7 +140,9 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}
+	launch.Tr("selected")
 	p, tmp, cgroup, gs, omitted, hidden, err := prepare(&s, prof, h, limits)
+	launch.Tr("prepared")
 	if err != nil {
 		return res, err
 	}
@@ -158,6 +163,7 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 	}
 	start := time.Now()
 	out, err := launch.Run(ctx, p, pio)
+	launch.Tr("ran")
 	res.Duration = time.Since(start)
 	if out != nil {
 		res.Stdout, res.Stderr = out.Stdout, out.Stderr

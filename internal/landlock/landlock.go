@@ -115,6 +115,17 @@ type Policy struct {
 	// Scope forbids connecting to abstract unix sockets and signalling
 	// processes outside the sandbox. Needs ABI >= 6.
 	Scope bool
+	// Defer names paths that are checked here but added by the caller
+	// later, where the path will name another inode (the /proc a new PID
+	// namespace mounts): they go to Ruleset.Deferred instead.
+	Defer func(path string) bool `json:"-"`
+}
+
+// Deferred is a rule Prepare checked but left to the caller to add.
+type Deferred struct {
+	Path     string
+	Rights   uint64
+	Optional bool
 }
 
 // Ruleset is a prepared Landlock ruleset. The descriptor is close-on-exec;
@@ -132,6 +143,8 @@ type Ruleset struct {
 	Scoped     uint64
 	// Skipped lists optional paths that did not exist.
 	Skipped []string
+	// Deferred are the rules Policy.Defer kept out.
+	Deferred []Deferred
 }
 
 // ABI returns the running kernel's Landlock ABI version and its bitmask of
@@ -227,7 +240,8 @@ func Prepare(p Policy) (*Ruleset, error) {
 	}
 	for _, l := range lists {
 		for _, path := range l.paths {
-			skipped, err := r.addPath(l.kind, path, l.rights, optional[filepath.Clean(path)])
+			deferred := p.Defer != nil && p.Defer(path)
+			skipped, err := r.addPath(l.kind, path, l.rights, optional[filepath.Clean(path)], deferred)
 			if err != nil {
 				r.Close()
 				return nil, err
@@ -261,7 +275,7 @@ func (k ruleKind) String() string {
 
 // addPath adds one path-beneath rule. It reports skipped=true when an
 // optional path does not exist.
-func (r *Ruleset) addPath(kind ruleKind, path string, rights uint64, optional bool) (skipped bool, err error) {
+func (r *Ruleset) addPath(kind ruleKind, path string, rights uint64, optional, deferred bool) (skipped bool, err error) {
 	if !filepath.IsAbs(path) {
 		return false, fmt.Errorf("landlock: %s %q is not absolute", kind, path)
 	}
@@ -283,6 +297,10 @@ func (r *Ruleset) addPath(kind ruleKind, path string, rights uint64, optional bo
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		rights &= fileRights
+	}
+	if deferred {
+		r.Deferred = append(r.Deferred, Deferred{Path: path, Rights: rights, Optional: optional})
+		return false, nil
 	}
 	attr := ll.PathBeneathAttr{AllowedAccess: rights, ParentFd: fd}
 	if err := ll.LandlockAddPathBeneathRule(r.FD, &attr, 0); err != nil {
@@ -357,6 +375,9 @@ func isDigits(s string) bool {
 	}
 	return true
 }
+
+// WritableDirRights are the rights a read-write directory rule grants.
+func (r *Ruleset) WritableDirRights() uint64 { return r.HandledFS &^ noDeviceNodes }
 
 // FromFD wraps a ruleset descriptor inherited from the process that called
 // Prepare. It checks that fd really is a Landlock ruleset, so that a wrong

@@ -62,6 +62,28 @@ type Outcome struct {
 // Run executes p under a fresh supervisor and waits for it to finish. A
 // cancelled ctx ends the command's whole tree (SIGTERM, grace, SIGKILL).
 func Run(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
+	if p.Namespaces != nil && os.Getenv("CONFINE_SUPERVISOR") != "1" {
+		out, err := runDirect(ctx, p, pio)
+		var nse *errNamespaces
+		if !errors.As(err, &nse) {
+			return out, err
+		}
+		if p.Namespaces.Required {
+			return &Outcome{Report: plan.Report{StartCode: 125, StartErr: "the profile requires namespaces, which cannot be set up here: " + nse.msg}}, nil
+		}
+		// The core provider enforces every guarantee without them.
+		p.Namespaces = nil
+		out, err = runSupervised(ctx, p, pio)
+		if out != nil {
+			out.Report.NamespacesSkipped = nse.msg
+		}
+		return out, err
+	}
+	return runSupervised(ctx, p, pio)
+}
+
+// runSupervised runs p under a supervisor process (and stage-2 re-execs).
+func runSupervised(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 	var closers []*os.File
 	closeAll := func() {
 		for _, f := range closers {

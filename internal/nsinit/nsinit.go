@@ -145,11 +145,7 @@ func Setup(ns *plan.Namespaces, roots []string) ([]Cover, error) {
 		}
 	}()
 	for _, c := range covers {
-		opts := fmt.Sprintf("mode=0755,size=%d,nr_inodes=4096", 1<<20)
-		if c.private {
-			opts = fmt.Sprintf("mode=1777,size=%d,nr_inodes=65536", ns.TmpfsBytes)
-		}
-		if err := unix.Mount("tmpfs", c.dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		if err := unix.Mount("tmpfs", c.dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, c.TmpfsOptions(ns)); err != nil {
 			return nil, fmt.Errorf("mount tmpfs on %s: %w", c.dir, err)
 		}
 	}
@@ -274,41 +270,8 @@ func (b bind) mount() error {
 // outermost ones: a root inside another comes back with it) and lists the
 // roots that are symlinks there, as [link, target] pairs to recreate.
 func rebinds(covers []Cover, roots []root) (binds []bind, links [][2]string, err error) {
-	under := func(p string) bool {
-		for _, c := range covers {
-			if within(p, c.dir) && p != c.dir {
-				return true
-			}
-		}
-		return false
-	}
-	var paths []string
-	seen := map[string]bool{}
-	for _, r := range roots {
-		if under(r.path) {
-			var st unix.Stat_t
-			if unix.Lstat(r.path, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
-				if t, err := os.Readlink(r.path); err == nil {
-					links = append(links, [2]string{r.path, t})
-				}
-			}
-		}
-		t := r.resolved
-		if t == "" || !under(t) || seen[t] {
-			continue
-		}
-		seen[t] = true
-		paths = append(paths, t)
-	}
-	sort.Strings(paths)
-	var outer []string
+	paths, links := bindPaths(covers, roots)
 	for _, p := range paths {
-		if len(outer) > 0 && within(p, outer[len(outer)-1]) {
-			continue
-		}
-		outer = append(outer, p)
-	}
-	for _, p := range outer {
 		fd, err := unix.Open(p, unix.O_PATH|unix.O_CLOEXEC, 0)
 		if err != nil {
 			if errors.Is(err, unix.ENOENT) {
@@ -327,6 +290,99 @@ func rebinds(covers []Cover, roots []root) (binds []bind, links [][2]string, err
 		binds = append(binds, bind{path: p, fd: fd, dir: st.Mode&unix.S_IFMT == unix.S_IFDIR})
 	}
 	return binds, links, nil
+}
+
+// bindPaths lists the outermost resolved roots beneath a covered directory
+// and the roots that are symlinks there.
+func bindPaths(covers []Cover, roots []root) (paths []string, links [][2]string) {
+	under := func(p string) bool {
+		for _, c := range covers {
+			if within(p, c.dir) && p != c.dir {
+				return true
+			}
+		}
+		return false
+	}
+	var all []string
+	seen := map[string]bool{}
+	for _, r := range roots {
+		if under(r.path) {
+			var st unix.Stat_t
+			if unix.Lstat(r.path, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+				if t, err := os.Readlink(r.path); err == nil {
+					links = append(links, [2]string{r.path, t})
+				}
+			}
+		}
+		t := r.resolved
+		if t == "" || !under(t) || seen[t] {
+			continue
+		}
+		seen[t] = true
+		all = append(all, t)
+	}
+	sort.Strings(all)
+	for _, p := range all {
+		if len(paths) > 0 && within(p, paths[len(paths)-1]) {
+			continue
+		}
+		paths = append(paths, p)
+	}
+	return paths, links
+}
+
+// Layout is what Setup would mount, decided without mounting anything: a
+// launcher that forks the init itself prepares it, and the init carries it
+// out with prepared system calls.
+type Layout struct {
+	Covers []Cover
+	// Binds are the roots to bind back, outermost first.
+	Binds []BindPath
+	// Links are [link, target] pairs to recreate beneath the covers.
+	Links [][2]string
+}
+
+// BindPath is a root to bind back at its own path once its directory is
+// covered.
+type BindPath struct {
+	Path string
+	Dir  bool
+}
+
+// PlanLayout computes the Layout for ns and roots.
+func PlanLayout(ns *plan.Namespaces, roots []string) Layout {
+	rs := resolveAll(roots)
+	l := Layout{Covers: covers(ns, rs)}
+	paths, links := bindPaths(l.Covers, rs)
+	for _, p := range paths {
+		var st unix.Stat_t
+		if unix.Stat(p, &st) != nil {
+			continue
+		}
+		l.Binds = append(l.Binds, BindPath{Path: p, Dir: st.Mode&unix.S_IFMT == unix.S_IFDIR})
+	}
+	l.Links = links
+	for i := range l.Covers {
+		for _, b := range l.Binds {
+			l.Covers[i].bound = l.Covers[i].bound || within(b.Path, l.Covers[i].dir)
+		}
+		for _, lk := range l.Links {
+			l.Covers[i].bound = l.Covers[i].bound || within(lk[0], l.Covers[i].dir)
+		}
+	}
+	return l
+}
+
+// Private says the cover is a private, writable-size tmpfs (not a hiding
+// one).
+func (c Cover) Private() bool { return c.private }
+
+// TmpfsOptions are the mount options of the cover's tmpfs.
+func (c Cover) TmpfsOptions(ns *plan.Namespaces) string {
+	if c.private {
+		return fmt.Sprintf("mode=1777,size=%d,nr_inodes=65536", ns.TmpfsBytes)
+	}
+	return fmt.Sprintf("mode=0755,size=%d,nr_inodes=4096", 1<<20)
 }
 
 // resolved is p with every symlink resolved, or "" when it does not exist.

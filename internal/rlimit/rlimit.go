@@ -60,3 +60,34 @@ func lower(resource int, v uint64) error {
 	}
 	return unix.Setrlimit(resource, &unix.Rlimit{Cur: v, Max: v})
 }
+
+// Setting is one limit as Apply would set it.
+type Setting struct {
+	Name     string
+	Resource int
+	Value    uint64
+}
+
+// Settings returns what Apply would set, in its order, for a caller that
+// sets the limits in a child itself: each value is capped at this
+// process's hard limit, which the child inherits and cannot raise.
+func Settings(r plan.Rlimits) ([]Setting, error) {
+	s := []Setting{
+		{"RLIMIT_CORE", unix.RLIMIT_CORE, 0},
+		{"RLIMIT_CPU", unix.RLIMIT_CPU, r.CPUSeconds},
+		{"RLIMIT_AS", unix.RLIMIT_AS, r.AS},
+		{"RLIMIT_NPROC", unix.RLIMIT_NPROC, r.NProc},
+		{"RLIMIT_FSIZE", unix.RLIMIT_FSIZE, r.FSize},
+		{"RLIMIT_NOFILE", unix.RLIMIT_NOFILE, r.NoFile},
+	}
+	for i := range s {
+		var cur unix.Rlimit
+		if err := unix.Getrlimit(s[i].Resource, &cur); err != nil {
+			return nil, fmt.Errorf("get %s: %w", s[i].Name, err)
+		}
+		if cur.Max != unix.RLIM_INFINITY && cur.Max < s[i].Value {
+			s[i].Value = cur.Max
+		}
+	}
+	return s, nil
+}

@@ -3,6 +3,7 @@ package seccomp
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"unsafe"
 
 	"golang.org/x/net/bpf"
@@ -94,3 +95,19 @@ func Probe() error {
 	}
 	return nil
 }
+
+var listenerFlags = sync.OnceValue(func() uintptr {
+	flags := uintptr(unix.SECCOMP_FILTER_FLAG_NEW_LISTENER | unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV)
+	// The kernel checks the flags before it reads the program: EFAULT on
+	// a nil program means it knows them, and installs nothing.
+	_, _, e := unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, 0)
+	if e == unix.EINVAL {
+		return unix.SECCOMP_FILTER_FLAG_NEW_LISTENER
+	}
+	return flags
+})
+
+// ListenerFlags are the seccomp(SECCOMP_SET_MODE_FILTER) flags Install
+// uses for a filter with a listener on this kernel, for a caller that
+// installs a prepared program itself.
+func ListenerFlags() uintptr { return listenerFlags() }

@@ -1,0 +1,362 @@
+package launch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/confine-sandbox/confine/internal/capture"
+	"github.com/confine-sandbox/confine/internal/landlock"
+	"github.com/confine-sandbox/confine/internal/notify"
+	"github.com/confine-sandbox/confine/internal/nsinit"
+	"github.com/confine-sandbox/confine/internal/plan"
+	"github.com/confine-sandbox/confine/internal/seccomp"
+	"github.com/confine-sandbox/confine/internal/spawn"
+	"github.com/confine-sandbox/confine/spec"
+)
+
+// errNamespaces says the namespaces could not be set up; the run may fall
+// back to the core provider.
+type errNamespaces struct{ msg string }
+
+func (e *errNamespaces) Error() string { return e.msg }
+
+// runDirect runs a plan with namespaces without a supervisor process or a
+// second Go runtime: the launcher forks the PID namespace's init itself
+// with a prepared program (package spawn), and does the supervisor's work
+// (deadline, cancel, seccomp notifications, report) in this process. The
+// PID namespace is what makes that safe: the init dies with the launching
+// thread (PR_SET_PDEATHSIG), and the kernel ends every process of the
+// namespace when its init exits.
+func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
+	tr("direct")
+	var closers []*os.File
+	defer func() {
+		for _, f := range closers {
+			f.Close()
+		}
+	}()
+	pipe := func() (r, w *os.File) {
+		if r, w, err := os.Pipe(); err == nil {
+			closers = append(closers, r, w)
+			return r, w
+		}
+		return nil, nil
+	}
+	outR, outW := pipe()
+	errR, errW := pipe()
+	statusR, statusW := pipe()
+	exitR, exitW := pipe()
+	syncR, syncW := pipe()
+	if syncW == nil || outW == nil || errW == nil || statusW == nil || exitW == nil {
+		return nil, fmt.Errorf("%w: pipe: too many open files?", spec.ErrLaunch)
+	}
+	_, _ = unix.FcntlInt(outR.Fd(), unix.F_SETPIPE_SZ, 1<<20)
+	_, _ = unix.FcntlInt(errR.Fd(), unix.F_SETPIPE_SZ, 1<<20)
+	var stdin, stdinW *os.File
+	if pio.Stdin != nil {
+		stdin, stdinW = pipe()
+	} else if f, err := os.Open(os.DevNull); err == nil {
+		stdin = f
+		closers = append(closers, f)
+	}
+	if stdin == nil {
+		return nil, fmt.Errorf("%w: stdin", spec.ErrLaunch)
+	}
+	fds := childFDs{stdin: int(stdin.Fd()), stdout: int(outW.Fd()), stderr: int(errW.Fd()),
+		status: int(statusW.Fd()), exit: int(exitW.Fd()), notify: -1, sync: int(syncR.Fd())}
+	wantNotify := p.Seccomp.NotifyMetadata || p.Seccomp.NotifyConnect
+	var sockParent, sockChild *os.File
+	if wantNotify {
+		pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return nil, fmt.Errorf("%w: socketpair: %v", spec.ErrLaunch, err)
+		}
+		sockParent = os.NewFile(uintptr(pair[0]), "notify-parent")
+		sockChild = os.NewFile(uintptr(pair[1]), "notify-child")
+		closers = append(closers, sockParent, sockChild)
+		fds.notify = pair[1]
+	}
+
+	roots := append(append(append([]string(nil), p.Landlock.ReadExec...), p.Landlock.ReadWrite...), p.Landlock.Devices...)
+	layout := nsinit.PlanLayout(p.Namespaces, roots)
+	rs, err := landlock.Prepare(landlock.Policy{
+		ReadExec:  p.Landlock.ReadExec,
+		ReadWrite: p.Landlock.ReadWrite,
+		Devices:   p.Landlock.Devices,
+		Optional:  p.Landlock.Optional,
+		DenyTCP:   p.Landlock.DenyTCP,
+		Scope:     p.Landlock.Scope,
+		// The command sees the /proc of its own PID namespace.
+		Defer: func(path string) bool { return strings.HasPrefix(path, "/proc/") },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: landlock: %v", spec.ErrLaunch, err)
+	}
+	defer rs.Close()
+	fds.ruleset = rs.FD
+	arch, err := seccomp.NativeArch()
+	if err != nil {
+		return nil, fmt.Errorf("%w: seccomp: %v", spec.ErrLaunch, err)
+	}
+	filter, err := seccomp.Build(seccomp.Config{Arch: arch, NotifyMetadata: p.Seccomp.NotifyMetadata,
+		NotifyConnect: p.Seccomp.NotifyConnect, AllowUnixDgram: p.Seccomp.AllowUnixDgram})
+	if err != nil {
+		return nil, fmt.Errorf("%w: seccomp: %v", spec.ErrLaunch, err)
+	}
+	tr("prepared ruleset+filter")
+	b, err := buildProgram(p, fds, rs, layout, filter)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", spec.ErrLaunch, err)
+	}
+	prog := b.p
+	defer prog.Close()
+
+	// PR_SET_PDEATHSIG follows the thread that forks: keep it for the run.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	tr("built program")
+	pid, err := prog.Start()
+	tr("forked")
+	for _, f := range []*os.File{stdin, outW, errW, statusW, exitW, syncR} {
+		f.Close()
+	}
+	if sockChild != nil {
+		sockChild.Close()
+	}
+	if err != nil {
+		return nil, &errNamespaces{fmt.Sprintf("clone into new namespaces: %v", err)}
+	}
+	reap := func() {
+		_ = unix.Kill(pid, unix.SIGKILL)
+		var ws unix.WaitStatus
+		_, _ = unix.Wait4(pid, &ws, unix.WALL, nil)
+	}
+	if err := mapIDs(pid, p.Namespaces); err != nil {
+		reap()
+		return nil, &errNamespaces{err.Error()}
+	}
+	if p.PidsCgroup != "" {
+		// Init waits for the go-ahead below, so it is counted before it
+		// can fork anything.
+		if err := os.WriteFile(p.PidsCgroup+"/cgroup.procs", []byte(strconv.Itoa(pid)), 0); err != nil {
+			reap()
+			return nil, fmt.Errorf("%w: join pids cgroup %s: %v", spec.ErrLaunch, p.PidsCgroup, err)
+		}
+	}
+	tr("mapped")
+	if _, err := syncW.Write([]byte{1}); err != nil {
+		reap()
+		return nil, fmt.Errorf("%w: release init: %v", spec.ErrLaunch, err)
+	}
+	syncW.Close()
+
+	listener := -1
+	if wantNotify {
+		if fd, err := recvFD(sockParent); err == nil {
+			listener = fd
+		}
+	}
+	// EOF: the command exec'd (close-on-exec) or the child gave up.
+	tr("listener")
+	_, _ = io.Copy(io.Discard, statusR)
+	tr("exec'd")
+	if f := prog.Failure(); f != nil {
+		reap()
+		if listener >= 0 {
+			unix.Close(listener)
+		}
+		what := b.describe(f.Step)
+		if b.inInit(f.Step) {
+			return nil, &errNamespaces{fmt.Sprintf("%s: %v", what, f.Errno)}
+		}
+		out := &Outcome{}
+		switch {
+		case f.Step == spawn.StepExec && f.Errno == unix.ENOENT:
+			out.Report = plan.Report{StartCode: 127, StartErr: fmt.Sprintf("%s: not found in the sandbox: %v", p.Path, f.Errno)}
+		case f.Step == spawn.StepExec:
+			out.Report = plan.Report{StartCode: 126, StartErr: fmt.Sprintf("%s: cannot execute: %v", p.Path, f.Errno)}
+		default:
+			msg := what
+			if f.Errno != 0 {
+				msg += ": " + f.Errno.Error()
+			}
+			out.Report = plan.Report{StartCode: 125, StartErr: msg}
+		}
+		return out, nil
+	}
+	if wantNotify && listener < 0 {
+		reap()
+		return nil, fmt.Errorf("%w: the command exec'd without handing over its seccomp listener", spec.ErrLaunch)
+	}
+
+	outBuf := capture.New(pio.OutputLimit, pio.Stdout, pio.LiveLimit)
+	errBuf := capture.New(pio.OutputLimit, pio.Stderr, pio.LiveLimit)
+	var wg sync.WaitGroup
+	var outErr, errErr error
+	wg.Add(2)
+	go func() { defer wg.Done(); outErr = capture.Drain(outR, outBuf) }()
+	go func() { defer wg.Done(); errErr = capture.Drain(errR, errBuf) }()
+	if stdinW != nil {
+		go func() {
+			_, _ = io.Copy(stdinW, pio.Stdin)
+			stdinW.Close()
+		}()
+	}
+	nctx, stopNotify := context.WithCancel(context.Background())
+	notifyDone := make(chan struct{})
+	stats := &notify.Stats{}
+	if listener >= 0 {
+		go func() {
+			defer close(notifyDone)
+			err := notify.Serve(nctx, listener, notify.Config{WritableRoots: p.WritableRoots, SocketAllow: p.SocketAllow, Stats: stats})
+			unix.Close(listener)
+			if err != nil && !errors.Is(err, context.Canceled) {
+				fmt.Fprintf(os.Stderr, "confine: notification supervisor: %v\n", err)
+			}
+		}()
+	} else {
+		close(notifyDone)
+	}
+
+	type waited struct {
+		ws unix.WaitStatus
+		ru unix.Rusage
+	}
+	done := make(chan waited, 1)
+	go func() {
+		var w waited
+		for {
+			_, err := unix.Wait4(pid, &w.ws, unix.WALL, &w.ru)
+			if err != unix.EINTR {
+				break
+			}
+		}
+		done <- w
+	}()
+
+	rep := plan.Report{Namespaces: true}
+	deadline := time.NewTimer(p.WallTime)
+	defer deadline.Stop()
+	var grace <-chan time.Time
+	ctxDone := ctx.Done()
+	terminate := func() {
+		if grace != nil {
+			return
+		}
+		rep.Killed = true
+		// Init passes it to every process of the namespace.
+		_ = unix.Kill(pid, unix.SIGTERM)
+		grace = time.After(p.KillGrace)
+	}
+	var w waited
+loop:
+	for {
+		select {
+		case w = <-done:
+			break loop
+		case <-deadline.C:
+			rep.TimedOut = true
+			terminate()
+		case <-ctxDone:
+			ctxDone = nil
+			rep.Cancelled = true
+			terminate()
+		case <-grace:
+			_ = unix.Kill(pid, unix.SIGKILL)
+		}
+	}
+	tr("init reaped")
+	rep.ExitCode, rep.Signal = -1, int(unix.SIGKILL)
+	if st, ok := readStatus(exitR); ok {
+		rep.ExitCode, rep.Signal = int(st[0]), int(st[1])
+		if st[2] > 0 {
+			rep.Survivors = int(st[2])
+			rep.Killed = true
+		}
+	} else if w.ws.Signaled() {
+		rep.Signal = int(w.ws.Signal())
+	}
+	rep.UserCPU = time.Duration(w.ru.Utime.Nano())
+	rep.SysCPU = time.Duration(w.ru.Stime.Nano())
+	rep.MaxRSSKB = w.ru.Maxrss
+	stopNotify()
+	<-notifyDone
+	for _, d := range stats.Denials() {
+		rep.Denials = append(rep.Denials, spec.Denial{Syscall: d.Syscall, Path: d.Path, Errno: unix.ErrnoName(d.Errno), Reason: d.Reason})
+	}
+	wg.Wait()
+	tr("done")
+	out := &Outcome{Report: rep, Stdout: outBuf.Stream(), Stderr: errBuf.Stream()}
+	if err := errors.Join(outErr, errErr); err != nil {
+		return out, fmt.Errorf("%w: capture: %v", spec.ErrLaunch, err)
+	}
+	return out, nil
+}
+
+// readStatus reads init's report: the command's exit code, signal and how
+// many processes outlived it.
+func readStatus(f *os.File) ([3]int32, bool) {
+	var st [3]int32
+	var b [12]byte
+	if n, _ := io.ReadFull(f, b[:]); n != len(b) {
+		return st, false
+	}
+	for i := range st {
+		st[i] = int32(uint32(b[4*i]) | uint32(b[4*i+1])<<8 | uint32(b[4*i+2])<<16 | uint32(b[4*i+3])<<24)
+	}
+	return st, true
+}
+
+// mapIDs writes the user namespace's id maps for init, as os/exec would
+// for SysProcAttr.UidMappings.
+func mapIDs(pid int, ns *plan.Namespaces) error {
+	dir := "/proc/" + strconv.Itoa(pid) + "/"
+	line := func(ids []int) []byte {
+		var sb strings.Builder
+		for _, id := range ids {
+			fmt.Fprintf(&sb, "%d %d 1\n", id, id)
+		}
+		return []byte(sb.String())
+	}
+	if !ns.Setgroups {
+		if err := os.WriteFile(dir+"setgroups", []byte("deny"), 0); err != nil {
+			return fmt.Errorf("write setgroups: %w", err)
+		}
+	}
+	if err := os.WriteFile(dir+"uid_map", line(ns.UIDs), 0); err != nil {
+		return fmt.Errorf("write uid_map: %w", err)
+	}
+	if err := os.WriteFile(dir+"gid_map", line(ns.GIDs), 0); err != nil {
+		return fmt.Errorf("write gid_map: %w", err)
+	}
+	return nil
+}
+
+// recvFD receives one descriptor sent with SCM_RIGHTS.
+func recvFD(sock *os.File) (int, error) {
+	oob := make([]byte, unix.CmsgSpace(4))
+	buf := make([]byte, 1)
+	_, oobn, _, _, err := unix.Recvmsg(int(sock.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
+	if err != nil {
+		return -1, err
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		return -1, errors.New("no descriptor received")
+	}
+	fds, err := unix.ParseUnixRights(&msgs[0])
+	if err != nil || len(fds) != 1 {
+		return -1, errors.New("no descriptor received")
+	}
+	return fds[0], nil
+}

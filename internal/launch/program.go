@@ -1,0 +1,293 @@
+package launch
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"unsafe"
+
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+
+	"github.com/confine-sandbox/confine/internal/landlock"
+	"github.com/confine-sandbox/confine/internal/nsinit"
+	"github.com/confine-sandbox/confine/internal/plan"
+	"github.com/confine-sandbox/confine/internal/rlimit"
+	"github.com/confine-sandbox/confine/internal/seccomp"
+	"github.com/confine-sandbox/confine/internal/spawn"
+)
+
+// builder assembles a spawn.Program and remembers what each step was for,
+// so that a failure names it.
+type builder struct {
+	p    *spawn.Program
+	desc []string
+	// initSteps is the number of steps that belong to the namespace set-up:
+	// a failure there falls back to the core provider.
+	initSteps int
+}
+
+func (b *builder) call(desc string, nr uintptr, args ...uintptr) spawn.Op {
+	b.desc = append(b.desc, desc)
+	return spawn.Call(spawn.Step(len(b.desc)), nr, args...)
+}
+
+func (b *builder) describe(s spawn.Step) string {
+	switch s {
+	case spawn.StepSignals:
+		return "reset signals"
+	case spawn.StepSignalfd:
+		return "signalfd"
+	case spawn.StepFork:
+		return "fork the command"
+	case spawn.StepExec:
+		return "execve"
+	}
+	if i := int(s) - 1; i >= 0 && i < len(b.desc) {
+		return b.desc[i]
+	}
+	return "step " + strconv.Itoa(int(s))
+}
+
+// inInit says step s is part of the namespace set-up.
+func (b *builder) inInit(s spawn.Step) bool {
+	return int(s) >= 1 && int(s) <= b.initSteps || s == spawn.StepSignalfd || s == spawn.StepFork
+}
+
+// childFDs are the parent's descriptors the child arranges at the fixed
+// numbers of package spawn (-1: absent).
+type childFDs struct {
+	stdin, stdout, stderr, status, exit, notify, sync, ruleset int
+}
+
+// fdMsg is a prepared sendmsg(2) of one descriptor with SCM_RIGHTS.
+type fdMsg struct {
+	hdr  unix.Msghdr
+	iov  unix.Iovec
+	data [1]byte
+	cmsg [64]byte
+}
+
+// pathRule is a prepared landlock_path_beneath_attr (packed: the kernel
+// reads its first 12 bytes).
+type pathRule struct {
+	access uint64
+	fd     int32
+	_      int32
+}
+
+const (
+	landlockAddRule      = 445 // landlock_add_rule, the same number on every architecture
+	landlockRestrictSelf = 446
+	landlockRulePath     = 1
+)
+
+// buildProgram prepares everything the init and the command do between
+// the raw fork and execve, for the namespaces provider: the namespace
+// set-up stage-2 would do as init, then exactly the confinement stage-2
+// applies without namespaces.
+func buildProgram(p *plan.Plan, fds childFDs, rs *landlock.Ruleset, layout nsinit.Layout, filter []bpf.RawInstruction) (*builder, error) {
+	b := &builder{p: &spawn.Program{Cloneflags: nsinit.Flags, ExitFD: spawn.FDExit}}
+	prog := b.p
+	if err := prog.SetExec(p.Path, p.Argv, p.Env); err != nil {
+		return nil, fmt.Errorf("%s: %w", p.Path, err)
+	}
+	ns := p.Namespaces
+	str := prog.Str
+	var init []spawn.Op
+	add := func(o spawn.Op) { init = append(init, o) }
+
+	// PR_SET_PDEATHSIG first: from here on the launcher's death ends the
+	// init, and with it the whole PID namespace.
+	add(b.call("set parent-death signal", unix.SYS_PRCTL, unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL)))
+	// Descriptors to their numbers: everything first moved above them,
+	// then into place, then every other descriptor closed (the launcher's
+	// own, including other runs' pipes, must not stay open in an init).
+	type move struct {
+		src, dst int
+		cloexec  bool
+	}
+	moves := []move{{fds.stdin, 0, false}, {fds.stdout, 1, false}, {fds.stderr, 2, false},
+		{fds.status, spawn.FDStatus, true}, {fds.exit, spawn.FDExit, true}, {fds.notify, spawn.FDNotify, true},
+		{fds.sync, spawn.FDSync, true}, {fds.ruleset, spawn.FDRuleset, true}}
+	if moves[5].src < 0 {
+		// Every number up to FDFree must be taken: the opens below rely
+		// on getting FDFree onwards. A spare copy of the sync pipe is
+		// closed with the rest.
+		moves[5].src = fds.sync
+	}
+	for i, m := range moves {
+		if m.src < 0 {
+			continue
+		}
+		add(b.call("duplicate descriptor", unix.SYS_FCNTL, uintptr(m.src), unix.F_DUPFD_CLOEXEC, spawn.FDFree+2).ToSlot(i))
+	}
+	for i, m := range moves {
+		if m.src < 0 {
+			continue
+		}
+		var fl uintptr
+		if m.cloexec {
+			fl = unix.O_CLOEXEC
+		}
+		add(b.call("arrange descriptor "+strconv.Itoa(m.dst), unix.SYS_DUP3, 0, uintptr(m.dst), fl).FromSlot(i, 0))
+	}
+	add(b.call("close inherited descriptors", unix.SYS_CLOSE_RANGE, spawn.FDFree, ^uintptr(0), 0))
+	// The launcher writes the id maps (and joins the cgroup) first; EOF
+	// means it died.
+	one := new([1]byte)
+	add(b.call("wait for the launcher", unix.SYS_READ, spawn.FDSync, prog.Ptr(unsafe.Pointer(one), one), 1).Want(1))
+	add(b.call("setsid", unix.SYS_SETSID))
+	add(b.call("make / private", unix.SYS_MOUNT, str(""), str("/"), str(""), unix.MS_REC|unix.MS_PRIVATE, 0))
+	// Roots beneath a cover are opened before it hides them; with every
+	// other descriptor closed they get FDFree, FDFree+1, ...
+	for i, bp := range layout.Binds {
+		add(b.call("open "+bp.Path+" to bind it back", unix.SYS_OPENAT, spawn.AtFDCWD, str(bp.Path), unix.O_PATH|unix.O_CLOEXEC).Want(uintptr(spawn.FDFree + i)))
+	}
+	for _, c := range layout.Covers {
+		add(b.call("mount tmpfs on "+c.Dir(), unix.SYS_MOUNT, str("tmpfs"), str(c.Dir()), str("tmpfs"), unix.MS_NOSUID|unix.MS_NODEV, str(c.TmpfsOptions(ns))))
+	}
+	mkdirs := func(dir string) {
+		// Parents beneath a cover are gone once it is mounted.
+		parts := strings.Split(strings.TrimPrefix(dir, "/"), "/")
+		for i := range parts {
+			d := "/" + strings.Join(parts[:i+1], "/")
+			add(b.call("create "+d, unix.SYS_MKDIRAT, spawn.AtFDCWD, str(d), 0o755).OK(unix.EEXIST))
+		}
+	}
+	for i, bp := range layout.Binds {
+		mkdirs(parentDir(bp.Path))
+		if bp.Dir {
+			add(b.call("create "+bp.Path, unix.SYS_MKDIRAT, spawn.AtFDCWD, str(bp.Path), 0o755).OK(unix.EEXIST))
+		} else {
+			add(b.call("create "+bp.Path, unix.SYS_OPENAT, spawn.AtFDCWD, str(bp.Path), unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o644).ToSlot(0))
+			add(b.call("close "+bp.Path, unix.SYS_CLOSE, 0).FromSlot(0, 0))
+		}
+		src := "/proc/self/fd/" + strconv.Itoa(spawn.FDFree+i)
+		add(b.call("bind "+bp.Path+" back", unix.SYS_MOUNT, str(src), str(bp.Path), str(""), unix.MS_BIND|unix.MS_REC, 0))
+	}
+	for _, l := range layout.Links {
+		mkdirs(parentDir(l[0]))
+		add(b.call("recreate symlink "+l[0], unix.SYS_SYMLINKAT, str(l[1]), spawn.AtFDCWD, str(l[0])).OK(unix.EEXIST))
+	}
+	add(b.call("close bind sources", unix.SYS_CLOSE_RANGE, spawn.FDFree, ^uintptr(0), 0))
+	add(b.call("mount /proc of the new PID namespace", unix.SYS_MOUNT, str("proc"), str("/proc"), str("proc"), unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, 0))
+	ifr := new([40]byte)
+	copy(ifr[:], "lo")
+	*(*uint16)(unsafe.Pointer(&ifr[unix.IFNAMSIZ])) = unix.IFF_UP
+	add(b.call("loopback: socket", unix.SYS_SOCKET, unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0).ToSlot(0))
+	add(b.call("loopback: SIOCSIFFLAGS", unix.SYS_IOCTL, 0, unix.SIOCSIFFLAGS, prog.Ptr(unsafe.Pointer(ifr), ifr)).FromSlot(0, 0))
+	add(b.call("loopback: close", unix.SYS_CLOSE, 0).FromSlot(0, 0))
+	if ns.Hostname != "" {
+		add(b.call("sethostname", unix.SYS_SETHOSTNAME, str(ns.Hostname), uintptr(len(ns.Hostname))))
+	}
+	// Rules for what exists only in here: the new /proc's entries and the
+	// private tmpfs the command may write.
+	deferred := rs.Deferred
+	for _, c := range layout.Covers {
+		if c.Writable() {
+			deferred = append(deferred, landlock.Deferred{Path: c.Dir(), Rights: rs.WritableDirRights()})
+		}
+	}
+	for _, d := range deferred {
+		r := &pathRule{access: d.Rights}
+		prog.Keep(r)
+		o := b.call("landlock: open "+d.Path, unix.SYS_OPENAT, spawn.AtFDCWD, str(d.Path), unix.O_PATH|unix.O_CLOEXEC).ToSlot(0).StoreAt(&r.fd)
+		if d.Optional {
+			o = o.SkipOn(unix.ENOENT, 2)
+		}
+		add(o)
+		add(b.call("landlock: add rule for "+d.Path, landlockAddRule, spawn.FDRuleset, landlockRulePath, uintptr(unsafe.Pointer(r)), 0))
+		add(b.call("landlock: close "+d.Path, unix.SYS_CLOSE, 0).FromSlot(0, 0))
+	}
+	prog.Init = init
+	b.initSteps = len(b.desc)
+
+	cmd, err := b.confinement(p, filter)
+	if err != nil {
+		return nil, err
+	}
+	prog.Cmd = cmd
+	return b, nil
+}
+
+// confinement is stage-2's apply as prepared system calls: new session;
+// credentials and capabilities; parent-death signal; no_new_privs;
+// working directory; Landlock; rlimits; seccomp (last, so its filter need
+// not allow the set-up); the listener handed over; fds >= 3 close-on-exec.
+func (b *builder) confinement(p *plan.Plan, filter []bpf.RawInstruction) ([]spawn.Op, error) {
+	prog := b.p
+	var ops []spawn.Op
+	add := func(o spawn.Op) { ops = append(ops, o) }
+	add(b.call("setsid", unix.SYS_SETSID))
+	add(b.call("clear ambient capabilities", unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL))
+	// The command is a child of init in a user namespace init created:
+	// it holds every capability there, so lock root out of them.
+	const secbits = 1<<0 | 1<<1 | 1<<2 | 1<<3 | 1<<5 | 1<<6 | 1<<7
+	add(b.call("set securebits", unix.SYS_PRCTL, unix.PR_SET_SECUREBITS, secbits))
+	for c := uintptr(0); c < 64; c++ {
+		add(b.call("drop bounding capability "+strconv.Itoa(int(c)), unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, c).OK(unix.EINVAL))
+	}
+	if p.GID >= 0 {
+		add(b.call("setgroups", unix.SYS_SETGROUPS, 0, 0))
+		add(b.call("setresgid("+strconv.Itoa(p.GID)+")", unix.SYS_SETRESGID, uintptr(p.GID), uintptr(p.GID), uintptr(p.GID)))
+	}
+	if p.UID >= 0 {
+		add(b.call("setresuid("+strconv.Itoa(p.UID)+")", unix.SYS_SETRESUID, uintptr(p.UID), uintptr(p.UID), uintptr(p.UID)))
+	}
+	capHdr := &unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	capData := new([2]unix.CapUserData)
+	prog.Keep(capHdr)
+	add(b.call("capset", unix.SYS_CAPSET, uintptr(unsafe.Pointer(capHdr)), prog.Ptr(unsafe.Pointer(capData), capData)))
+	// PR_SET_PDEATHSIG is cleared by a credential change; set it after,
+	// then make sure init was still there when it was set.
+	add(b.call("set parent-death signal", unix.SYS_PRCTL, unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL)))
+	add(b.call("check init is alive", unix.SYS_GETPPID).Want(1))
+	add(b.call("no_new_privs", unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1))
+	add(b.call("working directory "+p.Dir, unix.SYS_CHDIR, prog.Str(p.Dir)))
+	add(b.call("landlock_restrict_self", landlockRestrictSelf, spawn.FDRuleset, 0))
+	lims, err := rlimit.Settings(p.Rlimits)
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range lims {
+		lim := &unix.Rlimit{Cur: l.Value, Max: l.Value}
+		add(b.call(fmt.Sprintf("set %s to %d", l.Name, l.Value), unix.SYS_PRLIMIT64, 0, uintptr(l.Resource), prog.Ptr(unsafe.Pointer(lim), lim), 0))
+	}
+	listener := p.Seccomp.NotifyMetadata || p.Seccomp.NotifyConnect
+	fprog := &unix.SockFprog{Len: uint16(len(filter)), Filter: (*unix.SockFilter)(unsafe.Pointer(&filter[0]))}
+	prog.Keep(filter)
+	var flags uintptr
+	install := b.call("seccomp", unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, prog.Ptr(unsafe.Pointer(fprog), fprog))
+	if listener {
+		flags = seccomp.ListenerFlags()
+		install = b.call("seccomp", unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, prog.Ptr(unsafe.Pointer(fprog), fprog))
+		m := &fdMsg{}
+		prog.Keep(m)
+		rights := unix.UnixRights(0)
+		copy(m.cmsg[:], rights)
+		fdAt := (*int32)(unsafe.Pointer(&m.cmsg[unix.CmsgLen(0)]))
+		m.iov.Base = &m.data[0]
+		m.iov.SetLen(1)
+		m.hdr.Iov = &m.iov
+		m.hdr.SetIovlen(1)
+		m.hdr.Control = &m.cmsg[0]
+		m.hdr.SetControllen(len(rights))
+		add(install.ToSlot(1).StoreAt(fdAt))
+		add(b.call("hand over the seccomp listener", unix.SYS_SENDMSG, spawn.FDNotify, uintptr(unsafe.Pointer(&m.hdr)), 0))
+		add(b.call("close the seccomp listener", unix.SYS_CLOSE, 0).FromSlot(1, 0))
+		add(b.call("close the listener socket", unix.SYS_CLOSE, spawn.FDNotify))
+	} else {
+		add(install)
+	}
+	add(b.call("close inherited fds", unix.SYS_CLOSE_RANGE, 3, ^uintptr(0), unix.CLOSE_RANGE_CLOEXEC))
+	return ops, nil
+}
+
+func parentDir(p string) string {
+	i := strings.LastIndexByte(p, '/')
+	if i <= 0 {
+		return "/"
+	}
+	return p[:i]
+}
