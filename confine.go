@@ -147,7 +147,8 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 		return res, err
 	}
 	defer cleanup(tmp, cgroup)
-	sel.Provider.Configure(p, prof.RequireNamespaces)
+	// Asking for a backend by name rules out falling back from it.
+	sel.Provider.Configure(p, prof.RequireNamespaces || (l.Backend != "" && l.Backend != "auto"))
 	res.Backend = sel.Provider.Name()
 	res.Layers = layers(sel.Provider, p)
 	res.Guarantees = provider.Mechanisms(sel.Provider, gs)
@@ -202,7 +203,7 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 // namespaces provider to the core.
 func fellBack(res *spec.CommandResult, p *plan.Plan, gs []spec.Guarantee, why string) {
 	core, _ := provider.Lookup(provider.Core)
-	skipped := []spec.SkippedBackend{{Name: res.Backend, Reason: "namespace set-up failed: " + why}}
+	skipped := []spec.SkippedBackend{{Name: res.Backend, Reason: why}}
 	for _, sk := range res.SkippedBackends {
 		if sk.Name != core.Name() {
 			skipped = append(skipped, sk)

@@ -145,6 +145,11 @@ type Ruleset struct {
 	Skipped []string
 	// Deferred are the rules Policy.Defer kept out.
 	Deferred []Deferred
+	// Resolved maps each path given to where it resolves (symlinks
+	// followed), for callers that need it too.
+	Resolved map[string]string
+
+	fsTypes map[uint64]int64 // st_dev -> statfs f_type
 }
 
 // ABI returns the running kernel's Landlock ABI version and its bitmask of
@@ -292,9 +297,14 @@ func (r *Ruleset) addPath(kind ruleKind, path string, rights uint64, optional, d
 	if err := unix.Fstat(fd, &st); err != nil {
 		return false, fmt.Errorf("landlock: %s %q: fstat: %w", kind, path, err)
 	}
-	if err := checkPath(kind, path, fd, st.Mode&unix.S_IFMT); err != nil {
+	resolved, err := r.checkPath(kind, path, fd, &st)
+	if err != nil {
 		return false, err
 	}
+	if r.Resolved == nil {
+		r.Resolved = make(map[string]string, 64)
+	}
+	r.Resolved[path] = resolved
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		rights &= fileRights
 	}
@@ -313,27 +323,38 @@ func (r *Ruleset) addPath(kind ruleKind, path string, rights uint64, optional, d
 // covers /proc/<pid> of every process and all secrets), /proc wholesale or
 // any per-process /proc entry, writable procfs/sysfs, /dev wholesale and
 // device nodes granted other than one by one through Devices.
-func checkPath(kind ruleKind, path string, fd int, typ uint32) error {
+func (r *Ruleset) checkPath(kind ruleKind, path string, fd int, st *unix.Stat_t) (string, error) {
+	typ := st.Mode & unix.S_IFMT
 	resolved, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
 	if err != nil {
 		// Without /proc we cannot see where a symlink led; the cleaned
 		// name still catches the direct cases.
 		resolved = filepath.Clean(path)
 	}
-	refuse := func(why string) error {
+	refuse := func(why string) (string, error) {
 		if resolved != path {
-			return fmt.Errorf("landlock: %s %q (resolves to %q): %s", kind, path, resolved, why)
+			return "", fmt.Errorf("landlock: %s %q (resolves to %q): %s", kind, path, resolved, why)
 		}
-		return fmt.Errorf("landlock: %s %q: %s", kind, path, why)
+		return "", fmt.Errorf("landlock: %s %q: %s", kind, path, why)
 	}
 	if resolved == "/" {
 		return refuse("granting / would expose every file, including /proc/<pid> of other processes")
 	}
-	var sfs unix.Statfs_t
-	if err := unix.Fstatfs(fd, &sfs); err != nil {
-		return fmt.Errorf("landlock: %s %q: fstatfs: %w", kind, path, err)
+	// One fstatfs per filesystem: a run names some sixty paths on three
+	// or four of them.
+	fsType, ok := r.fsTypes[st.Dev]
+	if !ok {
+		var sfs unix.Statfs_t
+		if err := unix.Fstatfs(fd, &sfs); err != nil {
+			return "", fmt.Errorf("landlock: %s %q: fstatfs: %w", kind, path, err)
+		}
+		fsType = int64(sfs.Type)
+		if r.fsTypes == nil {
+			r.fsTypes = make(map[uint64]int64, 4)
+		}
+		r.fsTypes[st.Dev] = fsType
 	}
-	switch sfs.Type {
+	switch fsType {
 	case unix.PROC_SUPER_MAGIC:
 		if kind == kindReadWrite {
 			return refuse("procfs is never granted write access")
@@ -361,7 +382,7 @@ func checkPath(kind ruleKind, path string, fd int, typ uint32) error {
 	case kind != kindDevice && isDev:
 		return refuse("device nodes must be listed in Devices")
 	}
-	return nil
+	return resolved, nil
 }
 
 func isDigits(s string) bool {

@@ -87,8 +87,6 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 		fds.notify = pair[1]
 	}
 
-	roots := append(append(append([]string(nil), p.Landlock.ReadExec...), p.Landlock.ReadWrite...), p.Landlock.Devices...)
-	layout := nsinit.PlanLayout(p.Namespaces, roots)
 	rs, err := landlock.Prepare(landlock.Policy{
 		ReadExec:  p.Landlock.ReadExec,
 		ReadWrite: p.Landlock.ReadWrite,
@@ -104,11 +102,13 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 	}
 	defer rs.Close()
 	fds.ruleset = rs.FD
+	roots := append(append(append([]string(nil), p.Landlock.ReadExec...), p.Landlock.ReadWrite...), p.Landlock.Devices...)
+	layout := nsinit.PlanLayout(p.Namespaces, roots, func(path string) string { return rs.Resolved[path] })
 	arch, err := seccomp.NativeArch()
 	if err != nil {
 		return nil, fmt.Errorf("%w: seccomp: %v", spec.ErrLaunch, err)
 	}
-	filter, err := seccomp.Build(seccomp.Config{Arch: arch, NotifyMetadata: p.Seccomp.NotifyMetadata,
+	filter, err := seccomp.Cached(seccomp.Config{Arch: arch, NotifyMetadata: p.Seccomp.NotifyMetadata,
 		NotifyConnect: p.Seccomp.NotifyConnect, AllowUnixDgram: p.Seccomp.AllowUnixDgram})
 	if err != nil {
 		return nil, fmt.Errorf("%w: seccomp: %v", spec.ErrLaunch, err)
@@ -134,7 +134,7 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 		sockChild.Close()
 	}
 	if err != nil {
-		return nil, &errNamespaces{fmt.Sprintf("clone into new namespaces: %v", err)}
+		return nil, &errNamespaces{fmt.Sprintf("user namespaces unavailable: clone(CLONE_NEWUSER|CLONE_NEWPID|CLONE_NEWNS|CLONE_NEWNET|CLONE_NEWIPC|CLONE_NEWUTS): %v", errors.Unwrap(err))}
 	}
 	reap := func() {
 		_ = unix.Kill(pid, unix.SIGKILL)
@@ -143,7 +143,7 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 	}
 	if err := mapIDs(pid, p.Namespaces); err != nil {
 		reap()
-		return nil, &errNamespaces{err.Error()}
+		return nil, &errNamespaces{"namespace set-up failed: " + err.Error()}
 	}
 	if p.PidsCgroup != "" {
 		// Init waits for the go-ahead below, so it is counted before it
@@ -177,7 +177,7 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 		}
 		what := b.describe(f.Step)
 		if b.inInit(f.Step) {
-			return nil, &errNamespaces{fmt.Sprintf("%s: %v", what, f.Errno)}
+			return nil, &errNamespaces{fmt.Sprintf("namespace set-up failed: %s: %v", what, f.Errno)}
 		}
 		out := &Outcome{}
 		switch {

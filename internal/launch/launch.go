@@ -62,14 +62,14 @@ type Outcome struct {
 // Run executes p under a fresh supervisor and waits for it to finish. A
 // cancelled ctx ends the command's whole tree (SIGTERM, grace, SIGKILL).
 func Run(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
-	if p.Namespaces != nil && os.Getenv("CONFINE_SUPERVISOR") != "1" {
+	if p.Namespaces != nil {
 		out, err := runDirect(ctx, p, pio)
 		var nse *errNamespaces
 		if !errors.As(err, &nse) {
 			return out, err
 		}
 		if p.Namespaces.Required {
-			return &Outcome{Report: plan.Report{StartCode: 125, StartErr: "the profile requires namespaces, which cannot be set up here: " + nse.msg}}, nil
+			return &Outcome{Report: plan.Report{StartCode: 125, StartErr: "the run requires namespaces (require_namespaces or --backend), which cannot be set up here: " + nse.msg}}, nil
 		}
 		// The core provider enforces every guarantee without them.
 		p.Namespaces = nil

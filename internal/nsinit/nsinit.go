@@ -203,9 +203,13 @@ func Covers(ns *plan.Namespaces, roots []string) []Cover {
 type root struct{ path, resolved string }
 
 func resolveAll(roots []string) []root {
+	return resolveWith(roots, resolved)
+}
+
+func resolveWith(roots []string, resolve func(string) string) []root {
 	out := make([]root, len(roots))
 	for i, r := range roots {
-		out[i] = root{filepath.Clean(r), resolved(r)}
+		out[i] = root{filepath.Clean(r), resolve(r)}
 	}
 	return out
 }
@@ -349,9 +353,14 @@ type BindPath struct {
 	Dir  bool
 }
 
-// PlanLayout computes the Layout for ns and roots.
-func PlanLayout(ns *plan.Namespaces, roots []string) Layout {
-	rs := resolveAll(roots)
+// PlanLayout computes the Layout for ns and roots. resolve returns a root
+// with its symlinks resolved, or "" when it does not exist (nil: resolve
+// them here).
+func PlanLayout(ns *plan.Namespaces, roots []string, resolve func(string) string) Layout {
+	if resolve == nil {
+		resolve = resolved
+	}
+	rs := resolveWith(roots, resolve)
 	l := Layout{Covers: covers(ns, rs)}
 	paths, links := bindPaths(l.Covers, rs)
 	for _, p := range paths {

@@ -376,7 +376,7 @@ func startStage2(p *plan.Plan) (pid, notifyFD int, exitPipe *os.File, err error)
 		statusR.Close()
 		if exitPipe != nil {
 			exitPipe.Close()
-			return 0, -1, nil, &nsError{fmt.Sprintf("clone into new namespaces: %v", err)}
+			return 0, -1, nil, &nsError{fmt.Sprintf("user namespaces unavailable: clone into new namespaces: %v", err)}
 		}
 		return 0, -1, nil, fmt.Errorf("start stage-2: %w", err)
 	}
@@ -427,7 +427,7 @@ func startStage2(p *plan.Plan) (pid, notifyFD int, exitPipe *os.File, err error)
 			c, text = 125, string(msg)
 		}
 		if c == plan.CodeNamespaces {
-			return pid, -1, nil, &nsError{text}
+			return pid, -1, nil, &nsError{"namespace set-up failed: " + text}
 		}
 		return pid, -1, nil, &startError{code: c, msg: text}
 	}
