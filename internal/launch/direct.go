@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -73,7 +74,15 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 		return nil, fmt.Errorf("%w: stdin", spec.ErrLaunch)
 	}
 	fds := childFDs{stdin: int(stdin.Fd()), stdout: int(outW.Fd()), stderr: int(errW.Fd()),
-		status: int(statusW.Fd()), exit: int(exitW.Fd()), notify: -1, sync: int(syncR.Fd())}
+		status: int(statusW.Fd()), exit: int(exitW.Fd()), notify: -1, sync: int(syncR.Fd()), janitor: -1}
+	if p.PrivateTmp != "" {
+		// The janitor reaches the private directory through its parent
+		// (see buildProgram), which the namespace's covers hide.
+		if f, err := os.OpenFile(filepath.Dir(p.PrivateTmp), unix.O_PATH|unix.O_DIRECTORY, 0); err == nil {
+			closers = append(closers, f)
+			fds.janitor = int(f.Fd())
+		}
+	}
 	wantNotify := p.Seccomp.NotifyMetadata || p.Seccomp.NotifyConnect
 	var sockParent, sockChild *os.File
 	if wantNotify {

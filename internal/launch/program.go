@@ -2,8 +2,10 @@ package launch
 
 import (
 	"fmt"
+	"path"
 	"strconv"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"golang.org/x/net/bpf"
@@ -57,7 +59,7 @@ func (b *builder) inInit(s spawn.Step) bool {
 // childFDs are the parent's descriptors the child arranges at the fixed
 // numbers of package spawn (-1: absent).
 type childFDs struct {
-	stdin, stdout, stderr, status, exit, notify, sync, ruleset int
+	stdin, stdout, stderr, status, exit, notify, sync, ruleset, janitor int
 }
 
 // fdMsg is a prepared sendmsg(2) of one descriptor with SCM_RIGHTS.
@@ -97,9 +99,9 @@ func buildProgram(p *plan.Plan, fds childFDs, rs *landlock.Ruleset, layout nsini
 	var init []spawn.Op
 	add := func(o spawn.Op) { init = append(init, o) }
 
-	// PR_SET_PDEATHSIG first: from here on the launcher's death ends the
-	// init, and with it the whole PID namespace.
-	add(b.call("set parent-death signal", unix.SYS_PRCTL, unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL)))
+	// PR_SET_PDEATHSIG first: from here on the launcher's death makes init
+	// kill the whole PID namespace and remove the run's private directory.
+	add(b.call("set parent-death signal", unix.SYS_PRCTL, unix.PR_SET_PDEATHSIG, uintptr(spawn.LauncherGone)))
 	// Descriptors to their numbers: everything first moved above them,
 	// then into place, then every other descriptor closed (the launcher's
 	// own, including other runs' pipes, must not stay open in an init).
@@ -109,12 +111,14 @@ func buildProgram(p *plan.Plan, fds childFDs, rs *landlock.Ruleset, layout nsini
 	}
 	moves := []move{{fds.stdin, 0, false}, {fds.stdout, 1, false}, {fds.stderr, 2, false},
 		{fds.status, spawn.FDStatus, true}, {fds.exit, spawn.FDExit, true}, {fds.notify, spawn.FDNotify, true},
-		{fds.sync, spawn.FDSync, true}, {fds.ruleset, spawn.FDRuleset, true}}
-	if moves[5].src < 0 {
-		// Every number up to FDFree must be taken: the opens below rely
-		// on getting FDFree onwards. A spare copy of the sync pipe is
-		// closed with the rest.
-		moves[5].src = fds.sync
+		{fds.sync, spawn.FDSync, true}, {fds.ruleset, spawn.FDRuleset, true}, {fds.janitor, spawn.FDJanitor, false}}
+	for i := range moves {
+		if moves[i].src < 0 {
+			// Every number up to FDFree must be taken: the opens below
+			// rely on getting FDFree onwards. A spare copy of the sync
+			// pipe does no harm.
+			moves[i].src = fds.sync
+		}
 	}
 	for i, m := range moves {
 		if m.src < 0 {
@@ -203,6 +207,21 @@ func buildProgram(p *plan.Plan, fds childFDs, rs *landlock.Ruleset, layout nsini
 	prog.Init = init
 	b.initSteps = len(b.desc)
 
+	// What the launcher would remove, were it alive: the private directory
+	// (through the descriptor of its parent, which the covers hide) and the
+	// pids cgroup.
+	if p.PrivateTmp != "" && fds.janitor >= 0 {
+		if rm := rmPath(); rm != "" {
+			target := "/proc/self/fd/" + strconv.Itoa(spawn.FDJanitor) + "/" + path.Base(p.PrivateTmp)
+			if err := prog.SetJanitor(rm, []string{"rm", "-rf", "--", target}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if p.PidsCgroup != "" {
+		prog.Janitor = append(prog.Janitor, spawn.Call(0, unix.SYS_UNLINKAT, spawn.AtFDCWD, str(p.PidsCgroup), unix.AT_REMOVEDIR).Ignore())
+	}
+
 	cmd, err := b.confinement(p, filter)
 	if err != nil {
 		return nil, err
@@ -283,6 +302,15 @@ func (b *builder) confinement(p *plan.Plan, filter []bpf.RawInstruction) ([]spaw
 	add(b.call("close inherited fds", unix.SYS_CLOSE_RANGE, 3, ^uintptr(0), unix.CLOSE_RANGE_CLOEXEC))
 	return ops, nil
 }
+
+var rmPath = sync.OnceValue(func() string {
+	for _, p := range []string{"/bin/rm", "/usr/bin/rm"} {
+		if unix.Access(p, unix.X_OK) == nil {
+			return p
+		}
+	}
+	return ""
+})
 
 func parentDir(p string) string {
 	i := strings.LastIndexByte(p, '/')

@@ -13,5 +13,7 @@
 // confinement ops and execs), then stays as a minimal init that reaps,
 // forwards termination signals to every process of the namespace and,
 // once the command is over, kills what outlived it, counts it and reports
-// the command's status on a pipe.
+// the command's status on a pipe. When the launcher dies first (init's
+// parent-death signal is LauncherGone), init kills everything in the
+// namespace and runs a janitor that removes what the launcher would have.
 package spawn

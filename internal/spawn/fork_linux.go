@@ -17,8 +17,13 @@ const (
 	FDNotify  = 5 // socket the seccomp listener is sent over
 	FDSync    = 6 // the parent's go-ahead after it mapped the ids
 	FDRuleset = 7 // the Landlock ruleset
-	FDFree    = 8 // the first descriptor the ops may use freely
+	FDJanitor = 8 // a directory the janitor works in (not close-on-exec)
+	FDFree    = 9 // the first descriptor the ops may use freely
 )
+
+// LauncherGone is the parent-death signal init should set: it then kills
+// the namespace's processes itself and runs the janitor.
+const LauncherGone = unix.SIGUSR1
 
 // Steps of the fixed part of the child.
 const (
@@ -49,7 +54,7 @@ func (p *Program) Start() (int, error) {
 		p.shared = b
 		p.report = (*[3]uint32)(unsafe.Pointer(&b[0]))
 	}
-	p.initMask = 1<<(unix.SIGCHLD-1) | 1<<(unix.SIGTERM-1) | 1<<(unix.SIGINT-1) | 1<<(unix.SIGHUP-1) | 1<<(unix.SIGQUIT-1)
+	p.initMask = 1<<(unix.SIGCHLD-1) | 1<<(unix.SIGTERM-1) | 1<<(unix.SIGINT-1) | 1<<(unix.SIGHUP-1) | 1<<(unix.SIGQUIT-1) | 1<<(LauncherGone-1)
 	pid, e := fork(p)
 	runtime.KeepAlive(p)
 	if e != 0 {
@@ -123,7 +128,7 @@ func child(p *Program) {
 	syscall.RawSyscall(unix.SYS_CLOSE_RANGE, 0, FDStatus, 0)
 	syscall.RawSyscall(unix.SYS_CLOSE_RANGE, FDNotify, FDRuleset, 0)
 
-	done := false
+	done, gone := false, false
 	for !done {
 		n, _, e := syscall.RawSyscall(syscall.SYS_READ, sfd, uintptr(unsafe.Pointer(&p.siginfo[0])), uintptr(len(p.siginfo)))
 		if e == syscall.EINTR {
@@ -134,6 +139,10 @@ func child(p *Program) {
 		}
 		for off := uintptr(0); off+128 <= n; off += 128 {
 			signo := *(*uint32)(unsafe.Pointer(&p.siginfo[off]))
+			if signo == uint32(LauncherGone) {
+				done, gone = true, true
+				continue
+			}
 			if signo != uint32(syscall.SIGCHLD) {
 				// To the whole namespace, as the supervisor signals the
 				// whole tree.
@@ -173,6 +182,14 @@ func child(p *Program) {
 			break
 		}
 		p.status[2]++
+	}
+	if gone {
+		runOps(p, p.Janitor)
+		if p.janitorPath != nil {
+			syscall.RawSyscall6(syscall.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&p.emptyMask)), 0, 8, 0, 0)
+			syscall.RawSyscall(syscall.SYS_EXECVE, uintptr(unsafe.Pointer(p.janitorPath)), uintptr(unsafe.Pointer(&p.janitorArgv[0])), uintptr(unsafe.Pointer(&p.janitorEnv[0])))
+		}
+		exit(1)
 	}
 	syscall.RawSyscall(syscall.SYS_WRITE, FDExit, uintptr(unsafe.Pointer(&p.status[0])), 12)
 	exit(0)
@@ -215,11 +232,11 @@ func runOps(p *Program, ops []Op) bool {
 		o := &ops[i]
 		a := o.args
 		if o.fromSlot >= 0 {
-			a[o.slotArg&7%6] = p.slots[o.fromSlot&7]
+			a[o.slotArg&7%6] = p.slots[o.fromSlot&15]
 		}
 		r, _, e := syscall.RawSyscall6(o.nr, a[0], a[1], a[2], a[3], a[4], a[5])
 		if e != 0 {
-			if e == o.okErrno {
+			if e == o.okErrno || o.okErrno == anyErrno {
 				continue
 			}
 			if e == o.skipErrno && o.skip > 0 {
@@ -234,7 +251,7 @@ func runOps(p *Program, ops []Op) bool {
 			return false
 		}
 		if o.toSlot >= 0 {
-			p.slots[o.toSlot&7] = r
+			p.slots[o.toSlot&15] = r
 		}
 		if o.storeAt != nil {
 			*o.storeAt = int32(r)

@@ -21,7 +21,7 @@ type Op struct {
 	// storeAt, when set, receives the result (a field of a prepared
 	// struct: a landlock rule's parent fd, an SCM_RIGHTS fd).
 	storeAt *int32
-	// okErrno is accepted as success.
+	// okErrno is accepted as success (anyErrno: every error).
 	okErrno syscall.Errno
 	// skipErrno skips the next skip ops (an optional path that is missing).
 	skipErrno syscall.Errno
@@ -43,11 +43,20 @@ type Program struct {
 	Cmd []Op
 	// ExitFD is where init reports the command's status (namespaces only).
 	ExitFD int
+	// Janitor ops run in init, instead of the report, when the launcher
+	// died (LauncherGone arrived): every process of the namespace is dead
+	// by then. Their errors are ignored; init then execs the janitor
+	// command, if one is set, to remove what the launcher would have.
+	Janitor []Op
 
 	path  *byte
 	argv  []*byte
 	envv  []*byte
-	slots [8]uintptr
+	slots [16]uintptr
+
+	janitorPath *byte
+	janitorArgv []*byte
+	janitorEnv  []*byte
 
 	// Failure report, shared with the parent (MAP_SHARED): failed, step,
 	// errno.
@@ -86,6 +95,12 @@ func Call(step Step, nr uintptr, args ...uintptr) Op {
 // OK accepts e as success.
 func (o Op) OK(e syscall.Errno) Op { o.okErrno = e; return o }
 
+// anyErrno marks an op whose failure does not matter.
+const anyErrno = ^syscall.Errno(0)
+
+// Ignore accepts every error.
+func (o Op) Ignore() Op { o.okErrno = anyErrno; return o }
+
 // SkipOn skips the next n ops when the call fails with e.
 func (o Op) SkipOn(e syscall.Errno, n int) Op { o.skipErrno, o.skip = e, uint8(n); return o }
 
@@ -121,6 +136,19 @@ func (p *Program) Str(s string) uintptr {
 func (p *Program) Ptr(v unsafe.Pointer, keep any) uintptr {
 	p.Keep(keep)
 	return uintptr(v)
+}
+
+// SetJanitor sets what init execs after the launcher died.
+func (p *Program) SetJanitor(path string, argv []string) error {
+	var err error
+	if p.janitorPath, err = syscall.BytePtrFromString(path); err != nil {
+		return err
+	}
+	if p.janitorArgv, err = syscall.SlicePtrFromStrings(argv); err != nil {
+		return err
+	}
+	p.janitorEnv = []*byte{nil}
+	return nil
 }
 
 // SetExec sets what the command execs.

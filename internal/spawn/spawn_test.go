@@ -143,3 +143,53 @@ func TestInit(t *testing.T) {
 		})
 	}
 }
+
+// TestJanitor: when the launcher is gone (LauncherGone, here sent by the
+// test), init kills the namespace's processes and runs the janitor instead
+// of reporting.
+func TestJanitor(t *testing.T) {
+	if err := unix.Unshare(0); err != nil {
+		t.Skip(err)
+	}
+	dir := t.TempDir()
+	marker := dir + "/janitor-ran"
+	p := &Program{Cloneflags: unix.CLONE_NEWUSER | unix.CLONE_NEWPID}
+	if err := p.SetExec("/bin/sh", []string{"sh", "-c", "echo started; exec sleep 100"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.SetJanitor("/bin/sh", []string{"sh", "-c", "echo gone > " + marker}); err != nil {
+		t.Fatal(err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outR.Close()
+	p.Init = []Op{Call(1, unix.SYS_DUP3, outW.Fd(), 1, 0)}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	pid, err := p.Start()
+	outW.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	buf := make([]byte, 8)
+	if n, _ := outR.Read(buf); string(buf[:n]) != "started\n" {
+		t.Fatalf("command printed %q", buf[:n])
+	}
+	if err := unix.Kill(pid, LauncherGone); err != nil {
+		t.Fatal(err)
+	}
+	var ws syscall.WaitStatus
+	if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	// EOF: the sleep that held the pipe is dead too.
+	if n, err := outR.Read(buf); n != 0 || err != io.EOF {
+		t.Fatalf("output still open after init ran the janitor: %d %v", n, err)
+	}
+	if b, err := os.ReadFile(marker); err != nil || string(b) != "gone\n" || !ws.Exited() || ws.ExitStatus() != 0 {
+		t.Fatalf("janitor: %q %v, init %v", b, err, ws)
+	}
+}
