@@ -54,6 +54,13 @@ func (p *Program) Start() (int, error) {
 		p.shared = b
 		p.report = (*[3]uint32)(unsafe.Pointer(&b[0]))
 	}
+	if cloneShares && p.stack == nil {
+		b, err := unix.Mmap(-1, 0, 2*stackSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_STACK)
+		if err != nil {
+			return 0, fmt.Errorf("spawn: map child stacks: %w", err)
+		}
+		p.stack = b
+	}
 	p.initMask = 1<<(unix.SIGCHLD-1) | 1<<(unix.SIGTERM-1) | 1<<(unix.SIGINT-1) | 1<<(unix.SIGHUP-1) | 1<<(unix.SIGQUIT-1) | 1<<(LauncherGone-1)
 	pid, e := fork(p)
 	runtime.KeepAlive(p)
@@ -72,12 +79,32 @@ func (p *Program) Failure() *Failure {
 	return &Failure{Step: Step(p.report[1]), Errno: syscall.Errno(p.report[2])}
 }
 
-// Close releases the report page.
+// Close releases the report page and the children's stacks; the children
+// must be gone.
 func (p *Program) Close() {
 	if p.shared != nil {
 		_ = unix.Munmap(p.shared)
 		p.shared, p.report = nil, nil
 	}
+	if p.stack != nil {
+		_ = unix.Munmap(p.stack)
+		p.stack = nil
+	}
+}
+
+// stackSize is each child's stack: the nosplit functions they run need
+// a few hundred bytes.
+const stackSize = 32 << 10
+
+// stackTop returns the top of the first (init) or second (command) stack.
+//
+//go:nosplit
+func (p *Program) stackTop(second bool) uintptr {
+	base := uintptr(unsafe.Pointer(&p.stack[0]))
+	if second {
+		return base + 2*stackSize
+	}
+	return base + stackSize
 }
 
 // fork clones the child. Everything after the clone in the child runs
@@ -88,6 +115,11 @@ func (p *Program) Close() {
 //go:noinline
 func fork(p *Program) (int, syscall.Errno) {
 	beforeFork()
+	if cloneShares {
+		r, e := cloneVM(p.Cloneflags|syscall.CLONE_VM|uintptr(syscall.SIGCHLD), p.stackTop(false), p, false)
+		afterFork()
+		return int(r), syscall.Errno(e)
+	}
 	r, _, e := syscall.RawSyscall6(syscall.SYS_CLONE, p.Cloneflags|uintptr(syscall.SIGCHLD), 0, 0, 0, 0, 0)
 	if e != 0 || r != 0 {
 		afterFork()
@@ -96,6 +128,20 @@ func fork(p *Program) (int, syscall.Errno) {
 	child(p)
 	return 0, 0
 }
+
+// initEntry is where a cloneVM child starts.
+//
+//go:nosplit
+//go:norace
+//go:nocheckptr
+func initEntry(p *Program) { child(p) }
+
+// commandEntry is where a cloneVM command starts.
+//
+//go:nosplit
+//go:norace
+//go:nocheckptr
+func commandEntry(p *Program) { command(p) }
 
 //go:nosplit
 //go:norace
@@ -115,13 +161,22 @@ func child(p *Program) {
 		fail(p, StepSignalfd, e)
 		exit(1)
 	}
-	cmd, _, e := syscall.RawSyscall6(syscall.SYS_CLONE, uintptr(syscall.SIGCHLD), 0, 0, 0, 0, 0)
-	if e != 0 {
-		fail(p, StepFork, e)
-		exit(1)
+	var cmd uintptr
+	var e2 syscall.Errno
+	if cloneShares {
+		// Init waits (CLONE_VFORK) until the command exec'd or gave up,
+		// so the command may use memory init shares with it.
+		r, e := cloneVM(syscall.CLONE_VM|syscall.CLONE_VFORK|uintptr(syscall.SIGCHLD), p.stackTop(true), p, true)
+		cmd, e2 = r, syscall.Errno(e)
+	} else {
+		cmd, _, e2 = syscall.RawSyscall6(syscall.SYS_CLONE, uintptr(syscall.SIGCHLD), 0, 0, 0, 0, 0)
+		if e2 == 0 && cmd == 0 {
+			command(p)
+		}
 	}
-	if cmd == 0 {
-		command(p)
+	if e2 != 0 {
+		fail(p, StepFork, e2)
+		exit(1)
 	}
 	// Only the command may hold these: the parent waits for EOF on the
 	// status pipe and the output pipes.

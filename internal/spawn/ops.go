@@ -58,6 +58,9 @@ type Program struct {
 	janitorArgv []*byte
 	janitorEnv  []*byte
 
+	// The children's stacks (cloneShares only).
+	stack []byte
+
 	// Failure report, shared with the parent (MAP_SHARED): failed, step,
 	// errno.
 	shared []byte
