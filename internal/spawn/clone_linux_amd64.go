@@ -1,3 +1,5 @@
+//go:build !race
+
 package spawn
 
 // cloneShares says cloneVM exists here: the children share the launcher's

@@ -1,3 +1,5 @@
+//go:build !race
+
 #include "textflag.h"
 
 #define SYS_clone 56

@@ -1,10 +1,11 @@
-//go:build linux && !amd64
+//go:build linux && (!amd64 || race)
 
 package spawn
 
 import "syscall"
 
-// Elsewhere the children are plain forks.
+// Elsewhere (and under the race detector, whose instrumented runtime the
+// children must not enter) the children are plain forks.
 const cloneShares = false
 
 //go:nosplit
