@@ -99,6 +99,8 @@ const stackSize = 32 << 10
 // stackTop returns the top of the first (init) or second (command) stack.
 //
 //go:nosplit
+//go:norace
+//go:nocheckptr
 func (p *Program) stackTop(second bool) uintptr {
 	base := uintptr(unsafe.Pointer(&p.stack[0]))
 	if second {
