@@ -233,19 +233,27 @@ func within(p, dir string) bool {
 const probeTarget = "/nonexistent/confine-bwrap-probe"
 
 // Probe runs bwrap with the options a run uses (every namespace, a fresh
-// /proc, a sized private tmpfs, a device bind) and a program that does
-// not exist: one bwrap start, no program start. It returns why bwrap
+// /proc, a sized private tmpfs, a device bind, a bind from a descriptor)
+// and a program that does not exist: one bwrap start, no program start. It returns why bwrap
 // cannot run sandboxes here, nil when it can.
 func Probe(path string) error {
 	cmd := exec.Command(path, "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session",
 		"--as-pid-1", "--cap-drop", "ALL", "--clearenv", "--proc", "/proc", "--hostname", "confine",
 		"--perms", "1777", "--size", "1048576", "--tmpfs", "/dev/shm",
 		"--dev-bind", "/dev/null", "/dev/null", "--symlink", "/proc/self/fd", "/dev/fd",
+		"--ro-bind-fd", "3", InitPath,
 		"--", probeTarget)
 	cmd.Env = []string{}
+	// Stands in for the binary a run binds (any file does).
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		return err
+	}
+	defer null.Close()
+	cmd.ExtraFiles = []*os.File{null}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	err := cmd.Run()
+	err = cmd.Run()
 	msg := strings.TrimSpace(stderr.String())
 	if err != nil && strings.Contains(msg, "execvp "+probeTarget) {
 		return nil

@@ -611,6 +611,14 @@ func printCheck(w io.Writer, h host.Info, sel provider.Selection, runAsRoot bool
 		userns += " (" + h.UserNSErr + ")"
 	}
 	fmt.Fprintf(w, "user namespaces:  %s\n", userns)
+	bw := "not installed"
+	switch {
+	case h.Bwrap != "" && h.BwrapErr != "":
+		bw = h.Bwrap + " (cannot create its namespaces: " + h.BwrapErr + ")"
+	case h.Bwrap != "":
+		bw = h.Bwrap + " (works; --backend bwrap)"
+	}
+	fmt.Fprintf(w, "bubblewrap:       %s\n", bw)
 	fmt.Fprintf(w, "cgroup v2 deleg.: %s\n", yn(h.CgroupV2))
 	fmt.Fprintf(w, "pids cgroup:      %s\n", orNone(h.PidsCgroupRoot))
 	fmt.Fprintf(w, "io_uring present: %s (denied inside the sandbox)\n", yn(h.IOUring))
