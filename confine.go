@@ -51,6 +51,11 @@ const Backend = provider.Core
 // UTS namespaces, which add defence in depth to several guarantees.
 const BackendNamespaces = provider.Namespaces
 
+// BackendBubblewrap names the provider that only runs when asked for
+// (Launcher.Backend "bwrap"): the core inside the namespaces and the
+// roots-only mount tree that bubblewrap builds.
+const BackendBubblewrap = provider.Bubblewrap
+
 // Launcher runs commands, at most MaxConcurrent at a time. The zero value
 // has no cap. It is safe for concurrent use.
 type Launcher struct {
@@ -69,8 +74,10 @@ type Launcher struct {
 	// recorded; the run's own outcome does not change.
 	EventLogError func(error)
 	// Backend, when set (and not "auto"), is the only provider a run may
-	// use: "namespaces" (landlock+namespaces), "core" (landlock+seccomp);
-	// "bwrap", "firecracker" and "container" are refused as unavailable.
+	// use: "namespaces" (landlock+namespaces), "core" (landlock+seccomp),
+	// "bwrap" (bubblewrap: the core inside namespaces bwrap creates, where
+	// bwrap is installed and can create them; never selected otherwise);
+	// "firecracker" and "container" are refused as unavailable.
 	// Left empty, the first available provider in the registry's order is
 	// selected (see internal/provider).
 	Backend string
@@ -118,6 +125,10 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 	launch.Tr("authorized")
 	h := host.Probe()
 	launch.Tr("probed")
+	if bp, ok := provider.Lookup(l.Backend); ok && bp.Name() == provider.Bubblewrap {
+		// Only a run that asks for bwrap pays for starting it once.
+		h = host.ProbeBwrap(h)
+	}
 	limits := mergeLimits(prof.Limits, s.Limits)
 	sel, err := provider.Select(h, provider.Request{Tier: prof.Tier, RequireNamespaces: prof.RequireNamespaces, Backend: l.Backend})
 	res.SkippedBackends = sel.Skipped

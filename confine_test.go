@@ -72,6 +72,30 @@ func TestRunCommand(t *testing.T) {
 	}
 }
 
+// A library caller can ask for bubblewrap: it runs the command (signal and
+// exit status as under the other backends), or, where bwrap is missing or
+// user namespaces are blocked, refuses with ErrUnavailable and the reason.
+func TestBubblewrapBackend(t *testing.T) {
+	_, c := mint(t, "default", 0)
+	l := &confine.Launcher{Backend: "bwrap"}
+	res, err := l.RunCommand(context.Background(), c, shSpec(t.TempDir(), "echo in-bwrap; kill -TERM $$"))
+	if err != nil {
+		if !errors.Is(err, spec.ErrUnavailable) || !strings.Contains(err.Error(), "bubblewrap") {
+			t.Fatalf("refusal: %v, want ErrUnavailable naming bubblewrap", err)
+		}
+		if _, lerr := exec.LookPath("bwrap"); lerr == nil && !testutil.SimulatingContainer() {
+			t.Logf("bwrap is installed but refused here (%s): %v", testutil.Mode(), err)
+		}
+		t.Skipf("bubblewrap unavailable (%s): %v", testutil.Mode(), err)
+	}
+	if res.Backend != confine.BackendBubblewrap || string(res.Stdout.Head) != "in-bwrap\n" || res.Signal != int(syscall.SIGTERM) {
+		t.Fatalf("backend %q stdout %q exit %d signal %d stderr %q", res.Backend, res.Stdout.Head, res.ExitCode, res.Signal, res.Stderr.Head)
+	}
+	if testutil.SimulatingContainer() {
+		t.Errorf("bubblewrap ran in the simulated container, where user namespaces are blocked")
+	}
+}
+
 // A refused capability must refuse before anything is spawned: the command
 // would leave a marker file.
 func TestCapabilityRefusals(t *testing.T) {

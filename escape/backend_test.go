@@ -2,10 +2,13 @@ package escape
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/confine-sandbox/confine/internal/testutil"
@@ -137,14 +140,43 @@ func testBackend(t *testing.T, u testutil.User, container bool) {
 		t.Errorf("require_namespaces in a container: exit %d, want 125 naming the missing namespaces: %s", o.code, o.stderr)
 	}
 
-	// Explicit backends: the core always, bubblewrap never (not built).
+	// Explicit backends: the core always; bubblewrap where bwrap is
+	// installed and user namespaces work, else refused with the reason.
 	o = cli("run", "--json", "--backend", "core", "--", "true")
 	if err := json.Unmarshal([]byte(o.stdout), &res); err != nil || res.Backend != "landlock+seccomp" {
 		t.Errorf("--backend core: exit %d backend %q (%v): %s", o.code, res.Backend, err, o.stderr)
 	}
-	o = cli("run", "--backend", "bwrap", "--", "true")
-	if o.code != 125 || !strings.Contains(o.stderr, "bubblewrap") || !strings.Contains(o.stderr, "not implemented") {
-		t.Errorf("--backend bwrap: exit %d: %s", o.code, o.stderr)
+	for _, sk := range ck.Skipped {
+		if sk.Name == "bubblewrap" && sk.Reason == "" {
+			t.Errorf("check: bubblewrap skipped without a reason")
+		}
+	}
+	_, bwErr := exec.LookPath("bwrap")
+	o = cli("run", "--json", "--backend", "bwrap", "--ro", probeDir, "--env", "CONFINE_TEST_PID="+strconv.Itoa(os.Getpid()), "--", "sh", "-c", script, probePath)
+	switch {
+	case bwErr != nil || !wantNS:
+		// Not installed, or user namespaces blocked (the container).
+		if o.code != 125 || !strings.Contains(o.stderr, "bubblewrap") {
+			t.Errorf("--backend bwrap without bwrap or user namespaces: exit %d, want 125 naming bubblewrap: %s", o.code, o.stderr)
+		}
+		t.Logf("--backend bwrap refused as expected: %s", oneLine(o.stderr, 300))
+	default:
+		res = spec.CommandResult{}
+		if err := json.Unmarshal([]byte(o.stdout), &res); err != nil || res.ExitCode != 0 || res.Backend != "bubblewrap" {
+			t.Fatalf("--backend bwrap: exit %d backend %q (%v): %s %s", o.code, res.Backend, err, res.Stderr.Head, o.stderr)
+		}
+		lines := strings.Split(strings.TrimSpace(string(res.Stdout.Head)), "\n")
+		layers := strings.Join(res.Layers, ",")
+		if len(lines) != 3 || lines[0] != "ppid=1" || lines[1] != "test-invisible" || lines[2] != "lo" ||
+			!strings.Contains(layers, "bwrap") || !strings.Contains(layers, "pid-ns") {
+			t.Errorf("bubblewrap: got %q, layers %v; want ppid=1, test-invisible, lo only, bwrap and pid-ns layers", lines, res.Layers)
+		}
+		for _, g := range res.Guarantees {
+			if g.Name == "tree-kill" && !strings.Contains(g.Mechanism, "bubblewrap") {
+				t.Errorf("bubblewrap: tree-kill mechanism %q", g.Mechanism)
+			}
+		}
+		t.Logf("--backend bwrap: inside %q, layers %v", lines, res.Layers)
 	}
 	o = cli("run", "--backend", "namespaces", "--", "true")
 	if wantNS != (o.code == 0) {
@@ -182,5 +214,30 @@ func TestPythonPoolPrivateShm(t *testing.T) {
 		default:
 			t.Logf("%s: multiprocessing.Pool ok=%v (the host's /dev/shm is not granted; a documented limit)", res.Backend, ok)
 		}
+	}
+}
+
+var (
+	bwrapMu     sync.Mutex
+	bwrapReason = map[int]*string{}
+)
+
+// requireBwrap skips t, with confine's own reason, unless `confine run
+// --backend bwrap -- true` works as u here.
+func requireBwrap(t *testing.T, u testutil.User) {
+	t.Helper()
+	bwrapMu.Lock()
+	defer bwrapMu.Unlock()
+	if bwrapReason[u.UID] == nil {
+		why := ""
+		wd := testutil.Workdir(t, u.UID)
+		o := cliRun(t, u, wd, nil, "run", "--backend", "bwrap", "--", "true")
+		if o.code != 0 {
+			why = fmt.Sprintf("exit %d: %s", o.code, oneLine(o.stderr, 400))
+		}
+		bwrapReason[u.UID] = &why
+	}
+	if why := *bwrapReason[u.UID]; why != "" {
+		t.Skipf("bubblewrap backend unavailable as %s (%s): %s", u.Name, testutil.Mode(), why)
 	}
 }

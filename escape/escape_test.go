@@ -233,6 +233,7 @@ type env struct {
 	t        *testing.T
 	user     testutil.User
 	confined bool
+	backend  string // --backend of the confined run ("": the default selection)
 	wd       string // the work directory, owned by the user
 	out      string // a fresh "outside" directory, owned by the user (lazy)
 }
@@ -321,6 +322,9 @@ func runControl(e *env, vector string, f *fixture) outcome {
 func runConfined(e *env, vector string, f *fixture) outcome {
 	e.t.Helper()
 	args := []string{"run", "--workdir", e.wd, "--ro", probeDir}
+	if e.backend != "" {
+		args = append(args, "--backend", e.backend)
+	}
 	args = append(args, f.cliArgs...)
 	args = append(args, "--")
 	args = append(args, f.argv(vector)...)
@@ -353,15 +357,35 @@ func TestEscape(t *testing.T) {
 	for _, u := range testutil.Users(t) {
 		t.Run(u.Name, func(t *testing.T) {
 			for _, vc := range cases {
-				t.Run(vc.name, func(t *testing.T) { runVector(t, u, vc) })
+				t.Run(vc.name, func(t *testing.T) { runVector(t, u, vc, "") })
 			}
 		})
 	}
 }
 
-func runVector(t *testing.T, u testutil.User, vc vcase) {
+// TestEscapeBwrap is the whole vector table again with every confined run
+// under `--backend bwrap` (controls as in TestEscape). Where bubblewrap
+// cannot run (not installed, user namespaces blocked) it is skipped with
+// the reason confine gives.
+func TestEscapeBwrap(t *testing.T) {
+	cases := vectors()
+	for _, u := range testutil.Users(t) {
+		t.Run(u.Name, func(t *testing.T) {
+			requireBwrap(t, u)
+			for _, vc := range cases {
+				t.Run(vc.name, func(t *testing.T) { runVector(t, u, vc, "bwrap") })
+			}
+		})
+	}
+}
+
+func runVector(t *testing.T, u testutil.User, vc vcase, backend string) {
 	cell := &matrixCell{control: "?", confined: "-"}
-	recordCell(vc.name, u.Name, cell)
+	column := u.Name
+	if backend != "" {
+		column += "+" + backend
+	}
+	recordCell(vc.name, column, cell)
 
 	// Control: unconfined, as the user. It must really escape.
 	ce := newEnv(t, u, false)
@@ -394,6 +418,7 @@ func runVector(t *testing.T, u testutil.User, vc vcase) {
 
 	// Confined: the same attempt under confine run. It must not escape.
 	fe := newEnv(t, u, true)
+	fe.backend = backend
 	ff := vc.setup(fe)
 	fo := runConfined(fe, vc.vector, &ff)
 	var problems []string

@@ -82,8 +82,21 @@ func TestFunctional(t *testing.T) {
 				return []string{"--", "node", "hello.js"}
 			}, want: "hello from node 3\n"},
 	}
+	// Each user with the default backend, then under --backend bwrap.
+	type pass struct {
+		name, backend string
+		u             testutil.User
+	}
+	var passes []pass
 	for _, u := range testutil.Users(t) {
-		t.Run(u.Name, func(t *testing.T) {
+		passes = append(passes, pass{u.Name, "", u}, pass{u.Name + "/bwrap", "bwrap", u})
+	}
+	for _, ps := range passes {
+		u := ps.u
+		t.Run(ps.name, func(t *testing.T) {
+			if ps.backend == "bwrap" {
+				requireBwrap(t, u)
+			}
 			for _, j := range jobs {
 				t.Run(j.name, func(t *testing.T) {
 					for _, n := range j.needs {
@@ -106,7 +119,11 @@ func TestFunctional(t *testing.T) {
 							}
 						}
 					}
-					args := append([]string{"run", "--workdir", wd, "--timeout", "5m"}, j.args(t, wd)...)
+					args := []string{"run", "--workdir", wd, "--timeout", "5m"}
+					if ps.backend != "" {
+						args = append(args, "--backend", ps.backend)
+					}
+					args = append(args, j.args(t, wd)...)
 					o := cliRun(t, u, wd, nil, args...)
 					if o.code != 0 || !strings.Contains(o.stdout, j.want) {
 						t.Fatalf("real work failed in the sandbox as %s (too strict?): exit %d, want stdout containing %q\nstdout: %s\nstderr: %s",

@@ -101,124 +101,151 @@ func TestOutputFlood(t *testing.T) {
 // Runaway command: a timeout of 1s ends the run with 124 and takes a
 // setsid'd sleep with it. The control shows that timeout(1) alone does not.
 func TestRunawayCommand(t *testing.T) {
-	script := `setsid sleep 300 & echo $! > pids; sleep 300 & echo $! >> pids; wait`
 	for _, u := range testutil.Users(t) {
-		t.Run(u.Name, func(t *testing.T) {
-			wd := testutil.Workdir(t, u.UID)
-			if _, err := exec.LookPath("setsid"); err != nil {
-				t.Skipf("not applicable on this host as %s: setsid(1) missing: %v", u.Name, err)
-			}
-			if _, err := exec.LookPath("timeout"); err == nil {
-				ctl := asUser(u, wd, "timeout", "1", "sh", "-c", script)
-				_ = ctl.Run()
-				pids, _ := testutil.ReadPids(filepath.Join(wd, "pids"))
-				survivors := killLeftovers(t, pids, u.UID)
-				if len(survivors) == 0 {
-					t.Logf("control: timeout(1) left no survivor here (pids %v)", pids)
-				} else {
-					t.Logf("control: escaped (timeout(1) left %v running; killed now)", survivors)
-				}
-				_ = os.Remove(filepath.Join(wd, "pids"))
-			}
-
-			tok := testutil.NewToken()
-			o := cliRun(t, u, wd, nil, "run", "--timeout", "1s", "--kill-grace", "500ms", "--env", testutil.TokenEnv+"="+tok, "--", "sh", "-c", script)
-			if o.code != 124 {
-				t.Errorf("exit %d, want 124: %s", o.code, o.stderr)
-			}
-			if o.elapsed > 15*time.Second {
-				t.Errorf("took %v for a 1s timeout", o.elapsed)
-			}
-			pids, err := testutil.ReadPids(filepath.Join(wd, "pids"))
-			if err != nil || len(pids) < 2 {
-				t.Fatalf("pids recorded: %v (%v)", pids, err)
-			}
-			// The recorded pids are the run's own; its processes are
-			// found by the token.
-			if left := killLeftovers(t, testutil.TokenPids(tok), u.UID); len(left) > 0 {
-				t.Fatalf("survived the timeout: %v", left)
-			}
-			t.Logf("confined: blocked (exit 124 after %v; %v gone)", o.elapsed.Round(time.Millisecond), pids)
+		t.Run(u.Name, func(t *testing.T) { runaway(t, u, "") })
+		t.Run(u.Name+"/bwrap", func(t *testing.T) {
+			requireBwrap(t, u)
+			runaway(t, u, "bwrap")
 		})
 	}
+}
+
+func runaway(t *testing.T, u testutil.User, backend string) {
+	script := `setsid sleep 300 & echo $! > pids; sleep 300 & echo $! >> pids; wait`
+	wd := testutil.Workdir(t, u.UID)
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skipf("not applicable on this host as %s: setsid(1) missing: %v", u.Name, err)
+	}
+	if _, err := exec.LookPath("timeout"); err == nil {
+		ctl := asUser(u, wd, "timeout", "1", "sh", "-c", script)
+		_ = ctl.Run()
+		pids, _ := testutil.ReadPids(filepath.Join(wd, "pids"))
+		survivors := killLeftovers(t, pids, u.UID)
+		if len(survivors) == 0 {
+			t.Logf("control: timeout(1) left no survivor here (pids %v)", pids)
+		} else {
+			t.Logf("control: escaped (timeout(1) left %v running; killed now)", survivors)
+		}
+		_ = os.Remove(filepath.Join(wd, "pids"))
+	}
+
+	tok := testutil.NewToken()
+	args := []string{"run", "--timeout", "1s", "--kill-grace", "500ms", "--env", testutil.TokenEnv + "=" + tok}
+	if backend != "" {
+		args = append(args, "--backend", backend)
+	}
+	o := cliRun(t, u, wd, nil, append(args, "--", "sh", "-c", script)...)
+	if o.code != 124 {
+		t.Errorf("exit %d, want 124: %s", o.code, o.stderr)
+	}
+	if o.elapsed > 15*time.Second {
+		t.Errorf("took %v for a 1s timeout", o.elapsed)
+	}
+	pids, err := testutil.ReadPids(filepath.Join(wd, "pids"))
+	if err != nil || len(pids) < 2 {
+		t.Fatalf("pids recorded: %v (%v)", pids, err)
+	}
+	// The recorded pids are the run's own; its processes are
+	// found by the token.
+	if left := killLeftovers(t, testutil.TokenPids(tok), u.UID); len(left) > 0 {
+		t.Fatalf("survived the timeout: %v", left)
+	}
+	t.Logf("confined: blocked (exit 124 after %v; %v gone)", o.elapsed.Round(time.Millisecond), pids)
 }
 
 // Launcher SIGKILL: the CLI is killed while the command runs a setsid'd
 // double-forked daemon and a sleep; both must be gone within 10s.
 func TestLauncherSIGKILL(t *testing.T) {
 	for _, u := range testutil.Users(t) {
-		t.Run(u.Name, func(t *testing.T) {
-			script := `echo "$TMPDIR" > tmpdir; "$0" setsid-daemon daemon.pid; echo $$ > sleep.pid; exec sleep 300`
-			controlLauncherSIGKILL(t, u, script)
+		t.Run(u.Name, func(t *testing.T) { launcherSIGKILL(t, u, "") })
+	}
+}
 
-			wd := testutil.Workdir(t, u.UID)
-			tok := testutil.NewToken()
-			c := testutil.CLI{Bin: testutil.SelfBinary(t), UID: u.UID, Dir: wd, Args: []string{
-				"run", "--workdir", wd, "--ro", probeDir, "--env", testutil.TokenEnv + "=" + tok, "--", "sh", "-c", script, probePath}}
-			cmd := c.Command()
-			var out strings.Builder
-			cmd.Stdout = &out
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			killed := false
-			defer func() {
-				if !killed {
-					_ = cmd.Process.Kill()
-					_ = cmd.Wait()
-				}
-			}()
-			var recorded []int
-			ready := testutil.WaitFor(30*time.Second, func() bool {
-				a, _ := testutil.ReadPids(filepath.Join(wd, "daemon.pid"))
-				b, _ := testutil.ReadPids(filepath.Join(wd, "sleep.pid"))
-				recorded = append(a, b...)
-				return len(a) > 0 && len(b) > 0
-			})
-			if !ready {
-				t.Fatalf("the command never started its daemon and sleep (pids %v, output %q)", recorded, out.String())
-			}
-			// The recorded pids are the run's own (its PID namespace's,
-			// under namespaces): the harness finds the daemon and the
-			// sleep (the shell, which exec'd sleep) by the run's token.
-			var pids []int
-			comms := func() string {
-				var cs []string
-				for _, p := range pids {
-					cs = append(cs, testutil.Comm(p))
-				}
-				sort.Strings(cs)
-				return strings.Join(cs, ",")
-			}
-			if !testutil.WaitFor(5*time.Second, func() bool {
-				pids = testutil.TokenPids(tok)
-				return comms() == "probe,sleep"
-			}) {
-				t.Fatalf("before the kill the run's processes are %v (%s), want the daemon and the sleep: %q", pids, comms(), out.String())
-			}
-			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil { // the CLI, by its pid
-				t.Fatal(err)
-			}
-			_ = cmd.Wait()
-			killed = true
-			start := time.Now()
-			gone := testutil.WaitFor(10*time.Second, func() bool {
-				for _, p := range pids {
-					if testutil.Alive(p) {
-						return false
-					}
-				}
-				return true
-			})
-			if !gone {
-				left := killLeftovers(t, pids, u.UID)
-				t.Fatalf("alive 10s after the launcher was SIGKILLed: %v (of %v)", left, pids)
-			}
-			checkPrivateTmpRemoved(t, wd)
-			t.Logf("confined: blocked (before the kill: %s; daemon and sleep %v gone %v after the launcher's SIGKILL)",
-				oneLine(out.String(), 200), pids, time.Since(start).Round(time.Millisecond))
+// The same under --backend bwrap: bwrap and its sandbox go with the
+// supervisor (its pipe from the launcher closes), whichever of them the
+// kernel or the supervisor ends first.
+func TestLauncherSIGKILLBwrap(t *testing.T) {
+	for _, u := range testutil.Users(t) {
+		t.Run(u.Name, func(t *testing.T) {
+			requireBwrap(t, u)
+			launcherSIGKILL(t, u, "bwrap")
 		})
 	}
+}
+
+func launcherSIGKILL(t *testing.T, u testutil.User, backend string) {
+	script := `echo "$TMPDIR" > tmpdir; "$0" setsid-daemon daemon.pid; echo $$ > sleep.pid; exec sleep 300`
+	controlLauncherSIGKILL(t, u, script)
+
+	wd := testutil.Workdir(t, u.UID)
+	tok := testutil.NewToken()
+	args := []string{"run", "--workdir", wd, "--ro", probeDir, "--env", testutil.TokenEnv + "=" + tok}
+	if backend != "" {
+		args = append(args, "--backend", backend)
+	}
+	c := testutil.CLI{Bin: testutil.SelfBinary(t), UID: u.UID, Dir: wd, Args: append(args, "--", "sh", "-c", script, probePath)}
+	cmd := c.Command()
+	var out strings.Builder
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	killed := false
+	defer func() {
+		if !killed {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	}()
+	var recorded []int
+	ready := testutil.WaitFor(30*time.Second, func() bool {
+		a, _ := testutil.ReadPids(filepath.Join(wd, "daemon.pid"))
+		b, _ := testutil.ReadPids(filepath.Join(wd, "sleep.pid"))
+		recorded = append(a, b...)
+		return len(a) > 0 && len(b) > 0
+	})
+	if !ready {
+		t.Fatalf("the command never started its daemon and sleep (pids %v, output %q)", recorded, out.String())
+	}
+	// The recorded pids are the run's own (its PID namespace's,
+	// under namespaces): the harness finds the daemon and the
+	// sleep (the shell, which exec'd sleep) by the run's token.
+	var pids []int
+	comms := func() string {
+		var cs []string
+		for _, p := range pids {
+			cs = append(cs, testutil.Comm(p))
+		}
+		sort.Strings(cs)
+		return strings.Join(cs, ",")
+	}
+	if !testutil.WaitFor(5*time.Second, func() bool {
+		pids = testutil.TokenPids(tok)
+		return comms() == "probe,sleep"
+	}) {
+		t.Fatalf("before the kill the run's processes are %v (%s), want the daemon and the sleep: %q", pids, comms(), out.String())
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil { // the CLI, by its pid
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	killed = true
+	start := time.Now()
+	gone := testutil.WaitFor(10*time.Second, func() bool {
+		for _, p := range pids {
+			if testutil.Alive(p) {
+				return false
+			}
+		}
+		return true
+	})
+	if !gone {
+		left := killLeftovers(t, pids, u.UID)
+		t.Fatalf("alive 10s after the launcher was SIGKILLed: %v (of %v)", left, pids)
+	}
+	checkPrivateTmpRemoved(t, wd)
+	t.Logf("confined: blocked (before the kill: %s; daemon and sleep %v gone %v after the launcher's SIGKILL)",
+		oneLine(out.String(), 200), pids, time.Since(start).Round(time.Millisecond))
 }
 
 // controlLauncherSIGKILL runs the script unconfined under a plain parent

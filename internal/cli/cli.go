@@ -91,7 +91,7 @@ func newVersion(stdout io.Writer) *cobra.Command {
 			if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
 				v = bi.Main.Version
 			}
-			fmt.Fprintf(stdout, "confine %s (backends %s, %s)\n", v, confine.BackendNamespaces, confine.Backend)
+			fmt.Fprintf(stdout, "confine %s (backends %s, %s, %s)\n", v, confine.BackendNamespaces, confine.Backend, confine.BackendBubblewrap)
 			return nil
 		},
 	}
@@ -147,7 +147,7 @@ is gone when confine returns. Its environment is built from scratch.`,
 	f.Int64Var(&procs, "max-procs", 0, "process limit (default 1024)")
 	f.Var(sizeFlag{&o.limits.OpenFiles}, "max-open-files", "open file limit (default 4096)")
 	f.BoolVar(&o.json, "json", false, "capture output and print the result as one JSON object")
-	f.StringVar(&o.backend, "backend", "auto", "confinement backend: auto, namespaces (landlock+namespaces), core (landlock+seccomp); bwrap is not implemented")
+	f.StringVar(&o.backend, "backend", "auto", "confinement backend: auto, namespaces (landlock+namespaces), core (landlock+seccomp), bwrap (bubblewrap; never chosen by auto)")
 	f.StringVar(&o.eventLog, "event-log", "", "JSON-lines event log (default $CONFINE_EVENT_LOG, else $XDG_STATE_HOME/confine/events.jsonl; \"off\" disables)")
 	cmd.PreRunE = func(*cobra.Command, []string) error {
 		if procs < 0 {
@@ -611,6 +611,14 @@ func printCheck(w io.Writer, h host.Info, sel provider.Selection, runAsRoot bool
 		userns += " (" + h.UserNSErr + ")"
 	}
 	fmt.Fprintf(w, "user namespaces:  %s\n", userns)
+	bw := "not installed"
+	switch {
+	case h.Bwrap != "" && h.BwrapErr != "":
+		bw = h.Bwrap + " (cannot create its namespaces: " + h.BwrapErr + ")"
+	case h.Bwrap != "":
+		bw = h.Bwrap + " (works; --backend bwrap)"
+	}
+	fmt.Fprintf(w, "bubblewrap:       %s\n", bw)
 	fmt.Fprintf(w, "cgroup v2 deleg.: %s\n", yn(h.CgroupV2))
 	fmt.Fprintf(w, "pids cgroup:      %s\n", orNone(h.PidsCgroupRoot))
 	fmt.Fprintf(w, "io_uring present: %s (denied inside the sandbox)\n", yn(h.IOUring))

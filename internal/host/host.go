@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/confine-sandbox/confine/internal/bwrap"
 	"github.com/confine-sandbox/confine/internal/landlock"
 	"github.com/confine-sandbox/confine/internal/nsinit"
 	"github.com/confine-sandbox/confine/internal/plan"
@@ -38,12 +39,20 @@ type Info struct {
 	// PidsCgroupRoot is a writable pids-controller hierarchy, when one exists.
 	PidsCgroupRoot string `json:"pids_cgroup_root,omitempty"`
 	EUID           int    `json:"euid"`
-	Bwrap          string `json:"bwrap,omitempty"`
+	// Bwrap is the bubblewrap binary found on PATH. BwrapChecked says
+	// ProbeBwrap ran it, and BwrapErr why it cannot create its
+	// namespaces here ("" when it can).
+	Bwrap        string `json:"bwrap,omitempty"`
+	BwrapChecked bool   `json:"bwrap_checked,omitempty"`
+	BwrapErr     string `json:"bwrap_error,omitempty"`
 }
 
 var (
 	once   sync.Once
 	cached Info
+
+	bwrapOnce sync.Once
+	bwrapErr  error
 )
 
 // Probe returns the host facts the launch path needs; kernel facts are
@@ -60,13 +69,29 @@ func Probe() Info {
 // the same way (a process spawn, too slow for every run; a run that finds
 // them unusable falls back to the core provider instead).
 func ProbeAll() Info {
-	i := Probe()
+	i := ProbeBwrap(Probe())
 	if i.UserNS {
 		if err := nsinit.CloneWorks(); err != nil {
 			i.UserNS, i.UserNSErr = false, err.Error()
 		} else if err := namespacesWork(); err != nil {
 			i.UserNS, i.UserNSErr = false, err.Error()
 		}
+	}
+	return i
+}
+
+// ProbeBwrap adds whether bwrap, when installed, can create its
+// namespaces here (one bwrap start, cached per process). Only runs that
+// ask for the bubblewrap backend, and reports, pay for it: it is never
+// selected automatically.
+func ProbeBwrap(i Info) Info {
+	if i.Bwrap == "" {
+		return i
+	}
+	bwrapOnce.Do(func() { bwrapErr = bwrap.Probe(i.Bwrap) })
+	i.BwrapChecked = true
+	if bwrapErr != nil {
+		i.BwrapErr = bwrapErr.Error()
 	}
 	return i
 }

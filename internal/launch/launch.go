@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/confine-sandbox/confine/internal/bwrap"
 	"github.com/confine-sandbox/confine/internal/capture"
 	"github.com/confine-sandbox/confine/internal/nsinit"
 	"github.com/confine-sandbox/confine/internal/plan"
@@ -34,7 +35,7 @@ func init() {
 	switch os.Args[0] {
 	case supervisor.Arg0:
 		os.Exit(supervisor.Main())
-	case supervisor.Stage2Arg0, stage2.Stage3Arg0:
+	case supervisor.Stage2Arg0, stage2.Stage3Arg0, bwrap.InitPath:
 		os.Exit(stage2.Main())
 	case nsinit.ProbeArg0:
 		os.Exit(nsinit.Probe())
@@ -62,7 +63,7 @@ type Outcome struct {
 // Run executes p under a fresh supervisor and waits for it to finish. A
 // cancelled ctx ends the command's whole tree (SIGTERM, grace, SIGKILL).
 func Run(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
-	if p.Namespaces != nil {
+	if p.Namespaces != nil && p.Namespaces.Bwrap == "" {
 		out, err := runDirect(ctx, p, pio)
 		var nse *errNamespaces
 		if !errors.As(err, &nse) {

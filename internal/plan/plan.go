@@ -66,6 +66,13 @@ type Namespaces struct {
 	TmpfsBytes int64 `json:"tmpfs_bytes"`
 	// Hostname is set in the UTS namespace.
 	Hostname string `json:"hostname,omitempty"`
+	// Bwrap, when set, is the bubblewrap binary that creates the
+	// namespaces and the mount tree (the bubblewrap provider): the
+	// supervisor starts it instead of cloning stage-2, stage-2 runs
+	// inside as the PID namespace's init without setting anything up,
+	// and the IDs and Hide above are unused (only the roots are bound).
+	// Such a run never falls back to the core.
+	Bwrap string `json:"bwrap,omitempty"`
 }
 
 // Plan is one run's launch plan.

@@ -79,15 +79,21 @@ func ppid(pid int, buf []byte) (int, bool) {
 	return pp, err == nil
 }
 
-// Signal sends sig to every descendant of root and returns how many it
-// signalled.
-func Signal(root int, sig unix.Signal) int {
+// Signal sends sig to every descendant of root except the pids in spare
+// and returns how many it signalled.
+func Signal(root int, sig unix.Signal, spare ...int) int {
 	ds, err := Descendants(root)
 	if err != nil {
 		return 0
 	}
 	n := 0
+next:
 	for _, p := range ds {
+		for _, s := range spare {
+			if p == s {
+				continue next
+			}
+		}
 		if unix.Kill(p, sig) == nil {
 			n++
 		}

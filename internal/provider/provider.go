@@ -9,9 +9,9 @@
 // network, IPC and UTS namespaces, where unprivileged user namespaces
 // work), landlock+seccomp (the core: Landlock, seccomp with user
 // notification, rlimits, a subreaping supervisor; it works in stock
-// Docker and Kubernetes), bubblewrap (not implemented), firecracker (tier
-// 3; no microVM backend exists), and a container CLI (never selected
-// automatically).
+// Docker and Kubernetes), bubblewrap (the core inside bwrap's namespaces;
+// only when asked for by name), firecracker (tier 3; no microVM backend
+// exists), and a container CLI (never selected automatically).
 package provider
 
 import (
@@ -62,7 +62,7 @@ type Provider interface {
 }
 
 // Registry is the Linux order.
-var Registry = []Provider{namespaces{}, core{}, bubblewrap, firecracker, container}
+var Registry = []Provider{namespaces{}, core{}, bubblewrap{}, firecracker, container}
 
 // Lookup returns the provider a --backend value names: its name or one of
 // the short forms namespaces/ns, core, bwrap, microvm, docker/podman.
@@ -223,7 +223,6 @@ func (unbuilt) Configure(*plan.Plan, bool)           {}
 func (unbuilt) Adds(string) string                   { return "" }
 
 var (
-	bubblewrap  = unbuilt{name: Bubblewrap, tier: policy.TierSandboxed, unavailable: "not implemented"}
 	firecracker = unbuilt{name: Firecracker, tier: policy.TierHostile, automatic: true, unavailable: "no microVM backend is implemented"}
 	container   = unbuilt{name: Container, tier: policy.TierSandboxed,
 		unavailable: "not implemented (and a container CLI is never selected automatically)"}
@@ -288,6 +287,85 @@ func (namespaces) Adds(g string) string {
 		return "PID namespace (no process outside the run is visible) with its own /proc"
 	case policy.GTreeKill:
 		return "PID namespace (when its init exits, the kernel kills every process left in it)"
+	}
+	return ""
+}
+
+// bubblewrap is the core inside namespaces that bwrap creates: bwrap
+// builds the user, PID, mount, network, IPC and UTS namespaces and a mount
+// tree of only the run's roots; inside, stage-2 is the PID namespace's
+// init and stage-3 confines itself exactly as under landlock+namespaces.
+// Never selected automatically (landlock+namespaces gives the same
+// without an external program); a run that asks for it and cannot have
+// it is refused, never moved to another backend.
+type bubblewrap struct{}
+
+var bwrapLayers = []string{"bwrap", "user-ns", "pid-ns", "mount-ns", "net-ns", "ipc-ns", "uts-ns"}
+
+func (bubblewrap) Name() string      { return Bubblewrap }
+func (bubblewrap) Tier() policy.Tier { return policy.TierSandboxed }
+func (bubblewrap) Automatic() bool   { return false }
+func (bubblewrap) Namespaces() bool  { return true }
+
+// Available is cheap unless host.ProbeBwrap ran: then it says whether
+// bwrap really created its namespaces.
+func (bubblewrap) Available(h host.Info) (bool, string) {
+	if ok, why := coreAvailable(h); !ok {
+		return false, why
+	}
+	switch {
+	case h.Bwrap == "":
+		return false, "bwrap is not installed (not found on PATH)"
+	case h.BwrapErr != "":
+		return false, "bwrap cannot create its namespaces here: " + h.BwrapErr
+	case !h.BwrapChecked && !h.UserNS && !setuid(h.Bwrap):
+		why := h.UserNSErr
+		if why == "" {
+			why = "unknown"
+		}
+		return false, "user namespaces unavailable (bwrap is not setuid): " + why
+	}
+	return true, ""
+}
+
+func setuid(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode()&os.ModeSetuid != 0
+}
+
+func (bubblewrap) Layers() []string {
+	return append(append([]string(nil), coreLayers...), bwrapLayers...)
+}
+
+func (bubblewrap) Configure(p *plan.Plan, _ bool) {
+	size := int64(nsinit.MaxTmpfsBytes)
+	if p.Rlimits.FSize > 0 && p.Rlimits.FSize < uint64(size) {
+		size = int64(p.Rlimits.FSize)
+	}
+	p.Namespaces = &plan.Namespaces{
+		// Asked for by name: no fallback.
+		Required:   true,
+		Private:    append([]string(nil), nsinit.DefaultPrivate...),
+		TmpfsBytes: size,
+		Hostname:   nsinit.Hostname,
+		Bwrap:      host.Probe().Bwrap,
+	}
+}
+
+func (bubblewrap) Adds(g string) string {
+	switch g {
+	case policy.GNoNetwork:
+		return "bubblewrap: empty network namespace (loopback only)"
+	case policy.GFSWrite:
+		return "bubblewrap mount namespace: only the granted roots exist, /dev holds only the granted device nodes, /dev/shm is a private per-run tmpfs"
+	case policy.GFSRead:
+		return "bubblewrap mount namespace: nothing but the granted roots is mounted"
+	case policy.GUnixSockets:
+		return "bubblewrap network namespace (abstract sockets are per namespace) and mount namespace (the host's /run, /tmp and /dev/shm absent)"
+	case policy.GSignals, policy.GProcInspect:
+		return "bubblewrap PID namespace (no process outside the run is visible) with its own /proc"
+	case policy.GTreeKill:
+		return "bubblewrap PID namespace (when its init exits, the kernel kills every process left in it) and --die-with-parent"
 	}
 	return ""
 }

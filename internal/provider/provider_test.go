@@ -15,6 +15,11 @@ var (
 	withNS   = host.Info{LandlockABI: 7, Seccomp: true, UserNS: true}
 	inDocker = host.Info{LandlockABI: 7, Seccomp: true, UserNSErr: "clone(CLONE_NEWUSER): operation not permitted"}
 	bare     = host.Info{LandlockErr: "landlock unavailable", SeccompErr: "no seccomp"}
+	// withBwrap: bwrap installed; probed and working, or probed and
+	// refused (an AppArmor policy, say).
+	withBwrap    = host.Info{LandlockABI: 7, Seccomp: true, UserNS: true, Bwrap: "/usr/bin/bwrap", BwrapChecked: true}
+	brokenBwrap  = host.Info{LandlockABI: 7, Seccomp: true, UserNS: true, Bwrap: "/usr/bin/bwrap", BwrapChecked: true, BwrapErr: "bwrap: setting up uid map: Permission denied"}
+	bwrapUnknown = host.Info{LandlockABI: 7, Seccomp: true, UserNSErr: "clone(CLONE_NEWUSER): operation not permitted", Bwrap: "/nonexistent/bwrap"}
 )
 
 func names(sk []spec.SkippedBackend) string {
@@ -36,7 +41,17 @@ func TestSelect(t *testing.T) {
 		skipped string // substring of the skipped list
 	}{
 		{name: "namespaces first", h: withNS, req: Request{Tier: policy.TierSandboxed}, want: Namespaces,
-			skipped: "landlock+seccomp=landlock+namespaces comes first; bubblewrap=not implemented"},
+			skipped: "landlock+seccomp=landlock+namespaces comes first; bubblewrap=bwrap is not installed"},
+		{name: "bwrap never automatic", h: withBwrap, req: Request{Tier: policy.TierSandboxed}, want: Namespaces,
+			skipped: "bubblewrap=landlock+namespaces comes first"},
+		{name: "require_namespaces picks namespaces, not bwrap", h: withBwrap, req: Request{Tier: policy.TierSandboxed, RequireNamespaces: true}, want: Namespaces},
+		{name: "explicit bwrap", h: withBwrap, req: Request{Tier: policy.TierSandboxed, Backend: "bwrap"}, want: Bubblewrap,
+			skipped: "landlock+namespaces=not requested (--backend bubblewrap)"},
+		{name: "explicit bwrap, namespaces required", h: withBwrap, req: Request{Tier: policy.TierSandboxed, Backend: "bubblewrap", RequireNamespaces: true}, want: Bubblewrap},
+		{name: "explicit bwrap, probe failed", h: brokenBwrap, req: Request{Tier: policy.TierSandboxed, Backend: "bwrap"},
+			errIs: spec.ErrUnavailable, errHas: "backend bubblewrap cannot run commands here: bwrap cannot create its namespaces here: bwrap: setting up uid map"},
+		{name: "explicit bwrap, no user namespaces", h: bwrapUnknown, req: Request{Tier: policy.TierSandboxed, Backend: "bwrap"},
+			errIs: spec.ErrUnavailable, errHas: "user namespaces unavailable (bwrap is not setuid)"},
 		{name: "container: the core", h: inDocker, req: Request{Tier: policy.TierSandboxed}, want: Core,
 			skipped: "landlock+namespaces=user namespaces unavailable: clone(CLONE_NEWUSER): operation not permitted"},
 		{name: "required and available", h: withNS, req: Request{Tier: policy.TierSandboxed, RequireNamespaces: true}, want: Namespaces},
@@ -49,7 +64,7 @@ func TestSelect(t *testing.T) {
 		{name: "explicit namespaces in a container", h: inDocker, req: Request{Tier: policy.TierSandboxed, Backend: "namespaces"},
 			errIs: spec.ErrUnavailable, errHas: "user namespaces unavailable"},
 		{name: "bwrap", h: withNS, req: Request{Tier: policy.TierSandboxed, Backend: "bwrap"},
-			errIs: spec.ErrUnavailable, errHas: "backend bubblewrap cannot run commands here: not implemented"},
+			errIs: spec.ErrUnavailable, errHas: "backend bubblewrap cannot run commands here: bwrap is not installed"},
 		{name: "container CLI", h: withNS, req: Request{Tier: policy.TierSandboxed, Backend: "docker"},
 			errIs: spec.ErrUnavailable, errHas: "container"},
 		{name: "unknown", h: withNS, req: Request{Tier: policy.TierSandboxed, Backend: "chroot"},
@@ -89,6 +104,14 @@ func TestConfigureAndMechanisms(t *testing.T) {
 	ns.Configure(p, true)
 	if p.Namespaces == nil || !p.Namespaces.Required || p.Namespaces.TmpfsBytes != 64<<20 || len(p.Namespaces.UIDs) == 0 {
 		t.Fatalf("namespaces plan %+v", p.Namespaces)
+	}
+	bw, _ := Lookup("bwrap")
+	bw.Configure(p, false)
+	if p.Namespaces == nil || !p.Namespaces.Required || p.Namespaces.TmpfsBytes != 64<<20 || len(p.Namespaces.Private) == 0 {
+		t.Fatalf("bubblewrap plan %+v (asked for by name: never a fallback)", p.Namespaces)
+	}
+	if got := Mechanisms(bw, []spec.Guarantee{{Name: policy.GTreeKill, Mechanism: "subreaper"}}); !strings.Contains(got[0].Mechanism, "bubblewrap PID namespace") {
+		t.Errorf("bubblewrap tree-kill: %q", got[0].Mechanism)
 	}
 	core, _ := Lookup("core")
 	core.Configure(p, false)

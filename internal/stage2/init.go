@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/confine-sandbox/confine/internal/bwrap"
 	"github.com/confine-sandbox/confine/internal/nsinit"
 	"github.com/confine-sandbox/confine/internal/plan"
 )
@@ -42,17 +43,24 @@ func initMain(p *plan.Plan, status *os.File) int {
 		fmt.Fprintf(status, "%d "+format, append([]any{code}, a...)...)
 		return code
 	}
-	if _, err := unix.Setsid(); err != nil {
-		return fail(plan.CodeNamespaces, "namespaces: setsid: %v", err)
-	}
 	roots := append(append(append([]string(nil), p.Landlock.ReadExec...), p.Landlock.ReadWrite...), p.Landlock.Devices...)
-	covers, err := nsinit.Setup(p.Namespaces, roots)
-	if err != nil {
-		return fail(plan.CodeNamespaces, "namespaces: %v", err)
-	}
-	for _, c := range covers {
-		if c.Writable() {
-			p.Landlock.ReadWrite = append(p.Landlock.ReadWrite, c.Dir())
+	if p.Namespaces.Bwrap != "" {
+		// bwrap made the namespaces, the mounts and this session
+		// (--new-session); only the private tmpfs mounts it made are
+		// left to grant.
+		p.Landlock.ReadWrite = append(p.Landlock.ReadWrite, bwrap.WritablePrivate(p.Namespaces, roots)...)
+	} else {
+		if _, err := unix.Setsid(); err != nil {
+			return fail(plan.CodeNamespaces, "namespaces: setsid: %v", err)
+		}
+		covers, err := nsinit.Setup(p.Namespaces, roots)
+		if err != nil {
+			return fail(plan.CodeNamespaces, "namespaces: %v", err)
+		}
+		for _, c := range covers {
+			if c.Writable() {
+				p.Landlock.ReadWrite = append(p.Landlock.ReadWrite, c.Dir())
+			}
 		}
 	}
 	// The ambient capabilities were for the set-up above; stage-3 drops

@@ -23,6 +23,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/confine-sandbox/confine/internal/bwrap"
 	"github.com/confine-sandbox/confine/internal/landlock"
 	"github.com/confine-sandbox/confine/internal/plan"
 	"github.com/confine-sandbox/confine/internal/rlimit"
@@ -40,6 +41,13 @@ const Stage3Arg0 = "confine-stage3"
 // the command's status when it is over.
 func Main() int {
 	runtime.LockOSThread()
+	inBwrap := os.Args[0] == bwrap.InitPath
+	if inBwrap {
+		if err := bwrapInit(); err != nil {
+			fmt.Fprintf(os.NewFile(4, "status"), "%d %v", 125, err)
+			return 125
+		}
+	}
 	status := os.NewFile(4, "status")
 	if status == nil {
 		return 125
@@ -52,6 +60,10 @@ func Main() int {
 		fmt.Fprintf(status, "%d %v", 125, err)
 		return 125
 	}
+	if os.Args[0] != Stage3Arg0 && inBwrap != (p.Namespaces != nil && p.Namespaces.Bwrap != "") {
+		fmt.Fprintf(status, "%d %s", 125, "stage-2 started inside bubblewrap for a plan without it, or the other way round")
+		return 125
+	}
 	if p.Namespaces != nil && os.Args[0] != Stage3Arg0 {
 		return initMain(p, status)
 	}
@@ -62,6 +74,23 @@ func Main() int {
 	}
 	fmt.Fprintf(status, "%d %v", code, err)
 	return code
+}
+
+// bwrapInit prepares the descriptors of stage-2 started by bwrap (see
+// package bwrap): the run's stderr back on fd 2 (fd 2 was bwrap's error
+// pipe), the ready byte on the exit pipe, and everything above the exit
+// pipe (the bound binary's descriptor) closed at exec.
+func bwrapInit() error {
+	if err := unix.Dup2(bwrap.StderrFD, 2); err != nil {
+		return fmt.Errorf("bubblewrap init: stderr: %w", err)
+	}
+	if _, err := unix.Write(6, []byte{bwrap.Ready}); err != nil {
+		return fmt.Errorf("bubblewrap init: exit pipe: %w", err)
+	}
+	if err := unix.CloseRange(bwrap.StderrFD, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return fmt.Errorf("bubblewrap init: %w", err)
+	}
+	return nil
 }
 
 func apply(p *plan.Plan) (int, error) {

@@ -79,7 +79,12 @@ func run(ctrl *os.File) *plan.Report {
 	if err != nil {
 		return fail(125, "supervisor: %v", err)
 	}
-	child, notifyFD, exitPipe, err := startStage2(p)
+	start2 := startStage2
+	bw := p.Namespaces != nil && p.Namespaces.Bwrap != ""
+	if bw {
+		start2 = startBwrap
+	}
+	child, notifyFD, exitPipe, err := start2(p)
 	var nsSkipped string
 	var nse *nsError
 	if errors.As(err, &nse) {
@@ -168,7 +173,13 @@ func run(ctrl *os.File) *plan.Report {
 			return
 		}
 		rep.Killed = true
-		if proctree.Signal(self, unix.SIGTERM) == 0 {
+		// bwrap itself must not get it: its death SIGKILLs the sandbox
+		// (--die-with-parent) and would cut the grace short.
+		spare := 0
+		if bw {
+			spare = child
+		}
+		if proctree.Signal(self, unix.SIGTERM, spare) == 0 {
 			startKilling()
 			return
 		}
@@ -197,6 +208,9 @@ func run(ctrl *os.File) *plan.Report {
 					rep.Survivors = st.Survivors
 					rep.Killed = true
 				}
+			} else if bw && rep.ExitCode > 128 && rep.ExitCode < 128+65 {
+				// bwrap reports its child's death by signal N as 128+N.
+				rep.ExitCode, rep.Signal = -1, rep.ExitCode-128
 			}
 		}
 		if !killing && hasChildren() {
