@@ -20,8 +20,8 @@ import (
 	"github.com/confine-sandbox/confine/internal/notify"
 	"github.com/confine-sandbox/confine/internal/nsinit"
 	"github.com/confine-sandbox/confine/internal/plan"
+	"github.com/confine-sandbox/confine/internal/program"
 	"github.com/confine-sandbox/confine/internal/seccomp"
-	"github.com/confine-sandbox/confine/internal/spawn"
 	"github.com/confine-sandbox/confine/spec"
 )
 
@@ -73,14 +73,14 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 	if stdin == nil {
 		return nil, fmt.Errorf("%w: stdin", spec.ErrLaunch)
 	}
-	fds := childFDs{stdin: int(stdin.Fd()), stdout: int(outW.Fd()), stderr: int(errW.Fd()),
-		status: int(statusW.Fd()), exit: int(exitW.Fd()), notify: -1, sync: int(syncR.Fd()), janitor: -1}
+	fds := program.FDs{Stdin: int(stdin.Fd()), Stdout: int(outW.Fd()), Stderr: int(errW.Fd()),
+		Status: int(statusW.Fd()), Exit: int(exitW.Fd()), Notify: -1, Sync: int(syncR.Fd()), Janitor: -1}
 	if p.PrivateTmp != "" {
 		// The janitor reaches the private directory through its parent
 		// (see buildProgram), which the namespace's covers hide.
 		if f, err := os.OpenFile(filepath.Dir(p.PrivateTmp), unix.O_PATH|unix.O_DIRECTORY, 0); err == nil {
 			closers = append(closers, f)
-			fds.janitor = int(f.Fd())
+			fds.Janitor = int(f.Fd())
 		}
 	}
 	wantNotify := p.Seccomp.NotifyMetadata || p.Seccomp.NotifyConnect
@@ -93,7 +93,7 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 		sockParent = os.NewFile(uintptr(pair[0]), "notify-parent")
 		sockChild = os.NewFile(uintptr(pair[1]), "notify-child")
 		closers = append(closers, sockParent, sockChild)
-		fds.notify = pair[1]
+		fds.Notify = pair[1]
 	}
 
 	rs, err := landlock.Prepare(landlock.Policy{
@@ -110,7 +110,7 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 		return nil, fmt.Errorf("%w: landlock: %v", spec.ErrLaunch, err)
 	}
 	defer rs.Close()
-	fds.ruleset = rs.FD
+	fds.Ruleset = rs.FD
 	roots := append(append(append([]string(nil), p.Landlock.ReadExec...), p.Landlock.ReadWrite...), p.Landlock.Devices...)
 	layout := nsinit.PlanLayout(p.Namespaces, roots, func(path string) string { return rs.Resolved[path] })
 	arch, err := seccomp.NativeArch()
@@ -123,11 +123,11 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 		return nil, fmt.Errorf("%w: seccomp: %v", spec.ErrLaunch, err)
 	}
 	tr("prepared ruleset+filter")
-	b, err := buildProgram(p, fds, rs, layout, filter)
+	b, err := program.Namespaced(p, fds, rs, layout, filter)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", spec.ErrLaunch, err)
 	}
-	prog := b.p
+	prog := b.P
 	defer prog.Close()
 
 	// PR_SET_PDEATHSIG follows the thread that forks: keep it for the run.
@@ -184,24 +184,11 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 		if listener >= 0 {
 			unix.Close(listener)
 		}
-		what := b.describe(f.Step)
-		if b.inInit(f.Step) {
-			return nil, &errNamespaces{fmt.Sprintf("namespace set-up failed: %s: %v", what, f.Errno)}
+		if b.InInit(f.Step) {
+			return nil, &errNamespaces{fmt.Sprintf("namespace set-up failed: %s: %v", b.Describe(f.Step), f.Errno)}
 		}
-		out := &Outcome{}
-		switch {
-		case f.Step == spawn.StepExec && f.Errno == unix.ENOENT:
-			out.Report = plan.Report{StartCode: 127, StartErr: fmt.Sprintf("%s: not found in the sandbox: %v", p.Path, f.Errno)}
-		case f.Step == spawn.StepExec:
-			out.Report = plan.Report{StartCode: 126, StartErr: fmt.Sprintf("%s: cannot execute: %v", p.Path, f.Errno)}
-		default:
-			msg := what
-			if f.Errno != 0 {
-				msg += ": " + f.Errno.Error()
-			}
-			out.Report = plan.Report{StartCode: 125, StartErr: msg}
-		}
-		return out, nil
+		code, msg := b.StartFailure(p.Path, f)
+		return &Outcome{Report: plan.Report{StartCode: code, StartErr: msg}}, nil
 	}
 	if wantNotify && listener < 0 {
 		reap()

@@ -81,8 +81,11 @@ func run(ctrl *os.File) *plan.Report {
 	}
 	start2 := startStage2
 	bw := p.Namespaces != nil && p.Namespaces.Bwrap != ""
-	if bw {
+	switch {
+	case bw:
 		start2 = startBwrap
+	case p.Namespaces == nil:
+		start2 = startCore
 	}
 	child, notifyFD, exitPipe, err := start2(p)
 	var nsSkipped string
@@ -95,7 +98,7 @@ func run(ctrl *os.File) *plan.Report {
 		// The core provider enforces every guarantee without them.
 		nsSkipped = nse.msg
 		p.Namespaces = nil
-		child, notifyFD, exitPipe, err = startStage2(p)
+		child, notifyFD, exitPipe, err = startCore(p)
 	}
 	if err != nil {
 		var se *startError

@@ -1,7 +1,14 @@
-package launch
+// Package program turns a launch plan into a spawn.Program: the system
+// calls a raw-cloned child makes between clone and execve. Namespaced is
+// the landlock+namespaces provider (the child is the PID namespace's init,
+// sets the namespaces up, then starts the command); Core is the
+// landlock+seccomp provider's command started by the supervisor. Both end
+// in the same confinement, in stage-2's order.
+package program
 
 import (
 	"fmt"
+	"os"
 	"path"
 	"strconv"
 	"strings"
@@ -19,22 +26,24 @@ import (
 	"github.com/confine-sandbox/confine/internal/spawn"
 )
 
-// builder assembles a spawn.Program and remembers what each step was for,
-// so that a failure names it.
-type builder struct {
-	p    *spawn.Program
+// Built is a prepared spawn.Program that remembers what each step was
+// for, so that a failure names it.
+type Built struct {
+	// P is the program to start.
+	P    *spawn.Program
 	desc []string
 	// initSteps is the number of steps that belong to the namespace set-up:
 	// a failure there falls back to the core provider.
 	initSteps int
 }
 
-func (b *builder) call(desc string, nr uintptr, args ...uintptr) spawn.Op {
+func (b *Built) call(desc string, nr uintptr, args ...uintptr) spawn.Op {
 	b.desc = append(b.desc, desc)
 	return spawn.Call(spawn.Step(len(b.desc)), nr, args...)
 }
 
-func (b *builder) describe(s spawn.Step) string {
+// Describe names step s.
+func (b *Built) Describe(s spawn.Step) string {
 	switch s {
 	case spawn.StepSignals:
 		return "reset signals"
@@ -51,15 +60,15 @@ func (b *builder) describe(s spawn.Step) string {
 	return "step " + strconv.Itoa(int(s))
 }
 
-// inInit says step s is part of the namespace set-up.
-func (b *builder) inInit(s spawn.Step) bool {
+// InInit says step s is part of the namespace set-up.
+func (b *Built) InInit(s spawn.Step) bool {
 	return int(s) >= 1 && int(s) <= b.initSteps || s == spawn.StepSignalfd || s == spawn.StepFork
 }
 
-// childFDs are the parent's descriptors the child arranges at the fixed
+// FDs are the parent's descriptors the child arranges at the fixed
 // numbers of package spawn (-1: absent).
-type childFDs struct {
-	stdin, stdout, stderr, status, exit, notify, sync, ruleset, janitor int
+type FDs struct {
+	Stdin, Stdout, Stderr, Status, Exit, Notify, Sync, Ruleset, Janitor int
 }
 
 // fdMsg is a prepared sendmsg(2) of one descriptor with SCM_RIGHTS.
@@ -84,13 +93,13 @@ const (
 	landlockRulePath     = 1
 )
 
-// buildProgram prepares everything the init and the command do between
-// the raw fork and execve, for the namespaces provider: the namespace
-// set-up stage-2 would do as init, then exactly the confinement stage-2
-// applies without namespaces.
-func buildProgram(p *plan.Plan, fds childFDs, rs *landlock.Ruleset, layout nsinit.Layout, filter []bpf.RawInstruction) (*builder, error) {
-	b := &builder{p: &spawn.Program{Cloneflags: nsinit.Flags, ExitFD: spawn.FDExit}}
-	prog := b.p
+// Namespaced prepares everything the init and the command do between the
+// clone and execve, for the namespaces provider: the namespace set-up
+// stage-2 would do as init, then exactly the confinement stage-2 applies
+// without namespaces.
+func Namespaced(p *plan.Plan, fds FDs, rs *landlock.Ruleset, layout nsinit.Layout, filter []bpf.RawInstruction) (*Built, error) {
+	b := &Built{P: &spawn.Program{Cloneflags: nsinit.Flags, ExitFD: spawn.FDExit}}
+	prog := b.P
 	if err := prog.SetExec(p.Path, p.Argv, p.Env); err != nil {
 		return nil, fmt.Errorf("%s: %w", p.Path, err)
 	}
@@ -109,15 +118,15 @@ func buildProgram(p *plan.Plan, fds childFDs, rs *landlock.Ruleset, layout nsini
 		src, dst int
 		cloexec  bool
 	}
-	moves := []move{{fds.stdin, 0, false}, {fds.stdout, 1, false}, {fds.stderr, 2, false},
-		{fds.status, spawn.FDStatus, true}, {fds.exit, spawn.FDExit, true}, {fds.notify, spawn.FDNotify, true},
-		{fds.sync, spawn.FDSync, true}, {fds.ruleset, spawn.FDRuleset, true}, {fds.janitor, spawn.FDJanitor, false}}
+	moves := []move{{fds.Stdin, 0, false}, {fds.Stdout, 1, false}, {fds.Stderr, 2, false},
+		{fds.Status, spawn.FDStatus, true}, {fds.Exit, spawn.FDExit, true}, {fds.Notify, spawn.FDNotify, true},
+		{fds.Sync, spawn.FDSync, true}, {fds.Ruleset, spawn.FDRuleset, true}, {fds.Janitor, spawn.FDJanitor, false}}
 	for i := range moves {
 		if moves[i].src < 0 {
 			// Every number up to FDFree must be taken: the opens below
 			// rely on getting FDFree onwards. A spare copy of the sync
 			// pipe does no harm.
-			moves[i].src = fds.sync
+			moves[i].src = fds.Sync
 		}
 	}
 	for i, m := range moves {
@@ -210,7 +219,7 @@ func buildProgram(p *plan.Plan, fds childFDs, rs *landlock.Ruleset, layout nsini
 	// What the launcher would remove, were it alive: the private directory
 	// (through the descriptor of its parent, which the covers hide) and the
 	// pids cgroup.
-	if p.PrivateTmp != "" && fds.janitor >= 0 {
+	if p.PrivateTmp != "" && fds.Janitor >= 0 {
 		if rm := rmPath(); rm != "" {
 			target := "/proc/self/fd/" + strconv.Itoa(spawn.FDJanitor) + "/" + path.Base(p.PrivateTmp)
 			if err := prog.SetJanitor(rm, []string{"rm", "-rf", "--", target}); err != nil {
@@ -222,7 +231,9 @@ func buildProgram(p *plan.Plan, fds childFDs, rs *landlock.Ruleset, layout nsini
 		prog.Janitor = append(prog.Janitor, spawn.Call(0, unix.SYS_UNLINKAT, spawn.AtFDCWD, str(p.PidsCgroup), unix.AT_REMOVEDIR).Ignore())
 	}
 
-	cmd, err := b.confinement(p, filter)
+	// The command is a child of init in a user namespace init created:
+	// it holds every capability there until it drops them.
+	cmd, err := b.confinement(p, filter, true, 1, spawn.FDNotify, spawn.FDRuleset)
 	if err != nil {
 		return nil, err
 	}
@@ -230,25 +241,69 @@ func buildProgram(p *plan.Plan, fds childFDs, rs *landlock.Ruleset, layout nsini
 	return b, nil
 }
 
+// Core prepares the command the supervisor starts for the core provider:
+// the confinement alone, in the supervisor's own descriptors (ruleset,
+// notify: -1 when absent). privileged says the supervisor holds
+// CAP_SETPCAP (it runs as root). With sync >= 0 the command first waits
+// for a byte on it (the supervisor joins it to the pids cgroup first).
+func Core(p *plan.Plan, filter []bpf.RawInstruction, privileged bool, sync, ruleset, notify int) (*Built, error) {
+	b := &Built{P: &spawn.Program{}}
+	if err := b.P.SetExec(p.Path, p.Argv, p.Env); err != nil {
+		return nil, fmt.Errorf("%s: %w", p.Path, err)
+	}
+	var ops []spawn.Op
+	if sync >= 0 {
+		one := new([1]byte)
+		ops = append(ops, b.call("wait for the supervisor", unix.SYS_READ, uintptr(sync), b.P.Ptr(unsafe.Pointer(one), one), 1).Want(1))
+	}
+	cmd, err := b.confinement(p, filter, privileged, uintptr(os.Getpid()), notify, ruleset)
+	if err != nil {
+		return nil, err
+	}
+	b.P.Cmd = append(ops, cmd...)
+	return b, nil
+}
+
+// StartFailure turns a child's failure report into an exit status (127:
+// not found, 126: cannot execute, 125: confinement failed) and a message.
+func (b *Built) StartFailure(path string, f *spawn.Failure) (int, string) {
+	switch {
+	case f.Step == spawn.StepExec && f.Errno == unix.ENOENT:
+		return 127, fmt.Sprintf("%s: not found in the sandbox: %v", path, f.Errno)
+	case f.Step == spawn.StepExec:
+		return 126, fmt.Sprintf("%s: cannot execute: %v", path, f.Errno)
+	}
+	msg := b.Describe(f.Step)
+	if f.Errno != 0 {
+		msg += ": " + f.Errno.Error()
+	}
+	return 125, msg
+}
+
 // confinement is stage-2's apply as prepared system calls: new session;
 // credentials and capabilities; parent-death signal; no_new_privs;
 // working directory; Landlock; rlimits; seccomp (last, so its filter need
 // not allow the set-up); the listener handed over; fds >= 3 close-on-exec.
-func (b *builder) confinement(p *plan.Plan, filter []bpf.RawInstruction) ([]spawn.Op, error) {
-	prog := b.p
+func (b *Built) confinement(p *plan.Plan, filter []bpf.RawInstruction, privileged bool, ppid uintptr, notifyFD, rulesetFD int) ([]spawn.Op, error) {
+	prog := b.P
 	var ops []spawn.Op
 	add := func(o spawn.Op) { ops = append(ops, o) }
 	add(b.call("setsid", unix.SYS_SETSID))
 	add(b.call("clear ambient capabilities", unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL))
-	// The command is a child of init in a user namespace init created:
-	// it holds every capability there, so lock root out of them.
-	const secbits = 1<<0 | 1<<1 | 1<<2 | 1<<3 | 1<<5 | 1<<6 | 1<<7
-	add(b.call("set securebits", unix.SYS_PRCTL, unix.PR_SET_SECUREBITS, secbits))
-	for c := uintptr(0); c < 64; c++ {
-		add(b.call("drop bounding capability "+strconv.Itoa(int(c)), unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, c).OK(unix.EINVAL))
+	if privileged {
+		// Lock root out of regaining capabilities at exec or on setuid.
+		const secbits = 1<<0 | 1<<1 | 1<<2 | 1<<3 | 1<<5 | 1<<6 | 1<<7
+		add(b.call("set securebits", unix.SYS_PRCTL, unix.PR_SET_SECUREBITS, secbits))
+		for c := uintptr(0); c < 64; c++ {
+			add(b.call("drop bounding capability "+strconv.Itoa(int(c)), unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, c).OK(unix.EINVAL))
+		}
 	}
 	if p.GID >= 0 {
-		add(b.call("setgroups", unix.SYS_SETGROUPS, 0, 0))
+		o := b.call("setgroups", unix.SYS_SETGROUPS, 0, 0)
+		if !privileged {
+			o = o.Ignore()
+		}
+		add(o)
 		add(b.call("setresgid("+strconv.Itoa(p.GID)+")", unix.SYS_SETRESGID, uintptr(p.GID), uintptr(p.GID), uintptr(p.GID)))
 	}
 	if p.UID >= 0 {
@@ -259,12 +314,12 @@ func (b *builder) confinement(p *plan.Plan, filter []bpf.RawInstruction) ([]spaw
 	prog.Keep(capHdr)
 	add(b.call("capset", unix.SYS_CAPSET, uintptr(unsafe.Pointer(capHdr)), prog.Ptr(unsafe.Pointer(capData), capData)))
 	// PR_SET_PDEATHSIG is cleared by a credential change; set it after,
-	// then make sure init was still there when it was set.
+	// then make sure the parent was still there when it was set.
 	add(b.call("set parent-death signal", unix.SYS_PRCTL, unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL)))
-	add(b.call("check init is alive", unix.SYS_GETPPID).Want(1))
+	add(b.call("check the parent is alive", unix.SYS_GETPPID).Want(ppid))
 	add(b.call("no_new_privs", unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1))
 	add(b.call("working directory "+p.Dir, unix.SYS_CHDIR, prog.Str(p.Dir)))
-	add(b.call("landlock_restrict_self", landlockRestrictSelf, spawn.FDRuleset, 0))
+	add(b.call("landlock_restrict_self", landlockRestrictSelf, uintptr(rulesetFD), 0))
 	lims, err := rlimit.Settings(p.Rlimits)
 	if err != nil {
 		return nil, err
@@ -293,9 +348,9 @@ func (b *builder) confinement(p *plan.Plan, filter []bpf.RawInstruction) ([]spaw
 		m.hdr.Control = &m.cmsg[0]
 		m.hdr.SetControllen(len(rights))
 		add(install.ToSlot(1).StoreAt(fdAt))
-		add(b.call("hand over the seccomp listener", unix.SYS_SENDMSG, spawn.FDNotify, uintptr(unsafe.Pointer(&m.hdr)), 0))
+		add(b.call("hand over the seccomp listener", unix.SYS_SENDMSG, uintptr(notifyFD), uintptr(unsafe.Pointer(&m.hdr)), 0))
 		add(b.call("close the seccomp listener", unix.SYS_CLOSE, 0).FromSlot(1, 0))
-		add(b.call("close the listener socket", unix.SYS_CLOSE, spawn.FDNotify))
+		add(b.call("close the listener socket", unix.SYS_CLOSE, uintptr(notifyFD)))
 	} else {
 		add(install)
 	}
