@@ -1,9 +1,11 @@
-// Package launch is the launcher side of a run: it re-executes the host
-// binary as the supervisor, hands it the plan, captures the command's output
-// with bounded memory, relays cancellation and collects the report.
+// Package launch is the launcher side of a run. With namespaces it clones
+// the run's init itself from a prepared program and supervises the run in
+// this process (direct.go); otherwise it re-executes the host binary as
+// the supervisor, hands it the plan, captures the command's output with
+// bounded memory, relays cancellation and collects the report.
 //
 // Any binary that links this package can act as its own supervisor and
-// stage-2 child: init dispatches on argv[0] before main runs.
+// bubblewrap init: init dispatches on argv[0] before main runs.
 package launch
 
 import (
@@ -35,7 +37,7 @@ func init() {
 	switch os.Args[0] {
 	case supervisor.Arg0:
 		os.Exit(supervisor.Main())
-	case supervisor.Stage2Arg0, stage2.Stage3Arg0, bwrap.InitPath:
+	case stage2.Stage3Arg0, bwrap.InitPath:
 		os.Exit(stage2.Main())
 	case nsinit.ProbeArg0:
 		os.Exit(nsinit.Probe())
@@ -60,8 +62,9 @@ type Outcome struct {
 	Stdout, Stderr spec.Stream
 }
 
-// Run executes p under a fresh supervisor and waits for it to finish. A
-// cancelled ctx ends the command's whole tree (SIGTERM, grace, SIGKILL).
+// Run executes p, directly or under a fresh supervisor, and waits for it
+// to finish. A cancelled ctx ends the command's whole tree (SIGTERM,
+// grace, SIGKILL).
 func Run(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 	if p.Namespaces != nil && p.Namespaces.Bwrap == "" {
 		out, err := runDirect(ctx, p, pio)
@@ -83,7 +86,7 @@ func Run(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 	return runSupervised(ctx, p, pio)
 }
 
-// runSupervised runs p under a supervisor process (and stage-2 re-execs).
+// runSupervised runs p under a supervisor process.
 func runSupervised(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 	var closers []*os.File
 	closeAll := func() {

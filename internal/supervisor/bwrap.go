@@ -17,7 +17,7 @@ import (
 	"github.com/confine-sandbox/confine/internal/plan"
 )
 
-// startBwrap is startStage2 for the bubblewrap provider: bwrap creates the
+// startBwrap starts the command for the bubblewrap provider: bwrap creates the
 // namespaces and the mount tree and execs this binary inside as the PID
 // namespace's init (bwrap.InitPath), which runs stage-3 as under
 // landlock+namespaces. The descriptors are those of stage-2 plus the run's

@@ -1,8 +1,11 @@
-// Package supervisor is the unconfined process that owns one run. It is a
-// child subreaper, so every descendant of the command stays in its tree; it
-// starts the stage-2 child, serves the seccomp notifications Landlock cannot
-// decide, enforces the wall deadline, and on exit, timeout, cancel or the
-// launcher's death ends every descendant before it reports.
+// Package supervisor is the unconfined process that owns one run of the
+// core and bubblewrap providers (the launcher runs landlock+namespaces
+// itself, package launch). It is a child subreaper, so every descendant of
+// the command stays in its tree; it starts the command (a prepared
+// program, package program, or bwrap), serves the seccomp notifications
+// Landlock cannot decide, enforces the wall deadline, and on exit,
+// timeout, cancel or the launcher's death ends every descendant before it
+// reports.
 //
 // Protocol with the launcher: fd 3 carries the plan, then single command
 // bytes ('c' cancel); EOF on fd 3 means the launcher is gone. fd 4 receives
@@ -18,14 +21,11 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"strconv"
-	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/confine-sandbox/confine/internal/notify"
-	"github.com/confine-sandbox/confine/internal/nsinit"
 	"github.com/confine-sandbox/confine/internal/plan"
 	"github.com/confine-sandbox/confine/internal/proctree"
 	"github.com/confine-sandbox/confine/internal/tmpdir"
@@ -35,9 +35,6 @@ import (
 // Arg0 marks a re-exec of the host binary as a supervisor.
 const Arg0 = "confine-supervisor"
 
-// Stage2Arg0 marks a re-exec as the stage-2 child.
-const Stage2Arg0 = "confine-stage2"
-
 type waitEvent struct {
 	pid int
 	ws  unix.WaitStatus
@@ -45,7 +42,8 @@ type waitEvent struct {
 
 // Main runs the supervisor and returns the process exit status.
 func Main() int {
-	// The stage-2 child's PR_SET_PDEATHSIG is tied to the forking thread.
+	// The command's (or bwrap's) PR_SET_PDEATHSIG is tied to the forking
+	// thread.
 	runtime.LockOSThread()
 	ctrl := os.NewFile(3, "ctrl")
 	out := os.NewFile(4, "report")
@@ -79,13 +77,15 @@ func run(ctrl *os.File) *plan.Report {
 	if err != nil {
 		return fail(125, "supervisor: %v", err)
 	}
-	start2 := startStage2
-	bw := p.Namespaces != nil && p.Namespaces.Bwrap != ""
-	switch {
-	case bw:
+	// The launcher runs the landlock+namespaces provider itself; here
+	// are the core and bubblewrap.
+	start2 := startCore
+	bw := p.Namespaces != nil
+	if bw {
+		if p.Namespaces.Bwrap == "" {
+			return fail(125, "supervisor: a namespaces plan without bubblewrap")
+		}
 		start2 = startBwrap
-	case p.Namespaces == nil:
-		start2 = startCore
 	}
 	child, notifyFD, exitPipe, err := start2(p)
 	var nsSkipped string
@@ -333,131 +333,6 @@ func (e *startError) Error() string { return e.msg }
 type nsError struct{ msg string }
 
 func (e *nsError) Error() string { return e.msg }
-
-// startStage2 re-executes the host binary as the stage-2 child, hands it the
-// plan, receives the seccomp listener (when the plan asks for one) and waits
-// until the command was exec'd or failed to start. With p.Namespaces, the
-// child is cloned into new namespaces and exitPipe receives the command's
-// status when it is over (see plan.InitStatus).
-func startStage2(p *plan.Plan) (pid, notifyFD int, exitPipe *os.File, err error) {
-	planR, planW, err := os.Pipe()
-	if err != nil {
-		return 0, -1, nil, err
-	}
-	statusR, statusW, err := os.Pipe()
-	if err != nil {
-		planR.Close()
-		planW.Close()
-		return 0, -1, nil, err
-	}
-	files := []*os.File{os.Stdin, os.Stdout, os.Stderr, planR, statusW}
-	var sockParent, sockChild, exitW *os.File
-	wantNotify := p.Seccomp.NotifyMetadata || p.Seccomp.NotifyConnect
-	if wantNotify {
-		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			return 0, -1, nil, fmt.Errorf("socketpair: %w", err)
-		}
-		sockParent = os.NewFile(uintptr(fds[0]), "notify-parent")
-		sockChild = os.NewFile(uintptr(fds[1]), "notify-child")
-		defer sockParent.Close()
-	}
-	files = append(files, sockChild) // fd 5, closed when nil
-	sys := &unix.SysProcAttr{Pdeathsig: unix.SIGKILL}
-	if p.Namespaces != nil {
-		if exitPipe, exitW, err = os.Pipe(); err != nil {
-			return 0, -1, nil, err
-		}
-		files = append(files, exitW) // fd 6
-		sys = nsinit.SysProcAttr(p.Namespaces)
-	}
-	proc, err := os.StartProcess("/proc/self/exe", []string{Stage2Arg0}, &os.ProcAttr{
-		Files: files,
-		// Stage-2 stays alive as init under namespaces: it must not
-		// hold the caller's environment.
-		Env: []string{},
-		Sys: sys,
-	})
-	planR.Close()
-	statusW.Close()
-	if sockChild != nil {
-		// Only the child may hold it, so a child that dies before sending
-		// the listener makes recvmsg return instead of blocking.
-		sockChild.Close()
-	}
-	if exitW != nil {
-		exitW.Close()
-	}
-	if err != nil {
-		planW.Close()
-		statusR.Close()
-		if exitPipe != nil {
-			exitPipe.Close()
-			return 0, -1, nil, &nsError{fmt.Sprintf("user namespaces unavailable: clone into new namespaces: %v", err)}
-		}
-		return 0, -1, nil, fmt.Errorf("start stage-2: %w", err)
-	}
-	pid = proc.Pid
-	_ = proc.Release()
-	closeExit := func() {
-		if exitPipe != nil {
-			exitPipe.Close()
-		}
-	}
-	var werr error
-	if p.PidsCgroup != "" {
-		// The child blocks reading its plan until it is written below, so
-		// it is counted before it can fork anything.
-		werr = os.WriteFile(p.PidsCgroup+"/cgroup.procs", []byte(strconv.Itoa(pid)), 0)
-		if werr != nil {
-			planW.Close()
-			statusR.Close()
-			closeExit()
-			return pid, -1, nil, &startError{code: 125, msg: fmt.Sprintf("join pids cgroup %s: %v", p.PidsCgroup, werr)}
-		}
-	}
-	werr = plan.Write(planW, p)
-	planW.Close()
-
-	notifyFD = -1
-	if wantNotify && werr == nil {
-		notifyFD, err = recvFD(sockParent)
-		if err != nil {
-			// The child failed before it could send; its status says why.
-			notifyFD = -1
-		}
-	}
-	msg, rerr := readAll(statusR)
-	statusR.Close()
-	if rerr != nil {
-		closeExit()
-		return pid, notifyFD, nil, fmt.Errorf("read stage-2 status: %w", rerr)
-	}
-	if len(msg) > 0 {
-		if notifyFD >= 0 {
-			unix.Close(notifyFD)
-		}
-		closeExit()
-		code, text, ok := strings.Cut(string(msg), " ")
-		c, cerr := strconv.Atoi(code)
-		if !ok || cerr != nil {
-			c, text = 125, string(msg)
-		}
-		if c == plan.CodeNamespaces {
-			return pid, -1, nil, &nsError{"namespace set-up failed: " + text}
-		}
-		return pid, -1, nil, &startError{code: c, msg: text}
-	}
-	if werr != nil {
-		closeExit()
-		return pid, notifyFD, nil, werr
-	}
-	if wantNotify && notifyFD < 0 {
-		closeExit()
-		return pid, -1, nil, errors.New("stage-2 exec'd without handing over its seccomp listener")
-	}
-	return pid, notifyFD, exitPipe, nil
-}
 
 // readInitStatus reads what stage-2 reported as init before it exited;
 // false when it died without reporting (SIGKILL).
