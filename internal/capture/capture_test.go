@@ -5,8 +5,11 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestBuffer(t *testing.T) {
@@ -161,5 +164,46 @@ func BenchmarkDrain(b *testing.B) {
 	for b.Loop() {
 		buf := New(1<<20, nil, 0)
 		_ = Drain(&chunkReader{data: data, sizes: []int{128 << 10}}, buf)
+	}
+}
+
+// TestGrowPipe: the pipe gets the size and its read end stays non-blocking
+// (pollable by the runtime), which f.Fd() would have undone.
+func TestGrowPipe(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	GrowPipe(r, 256<<10)
+	sc, err := r.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var size, flags int
+	if err := sc.Control(func(fd uintptr) {
+		size, _ = unix.FcntlInt(fd, unix.F_GETPIPE_SZ, 0)
+		flags, _ = unix.FcntlInt(fd, unix.F_GETFL, 0)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if size != 256<<10 {
+		t.Errorf("pipe size %d, want %d", size, 256<<10)
+	}
+	if flags&unix.O_NONBLOCK == 0 {
+		t.Error("read end was switched to blocking mode")
+	}
+	// And Drain still works on it.
+	go func() {
+		_, _ = w.Write(bytes.Repeat([]byte("z"), 300<<10))
+		w.Close()
+	}()
+	b := New(10, nil, 0)
+	if err := Drain(r, b); err != nil {
+		t.Fatal(err)
+	}
+	if s := b.Stream(); s.Total != 300<<10 || string(s.Head) != "zzzzz" || string(s.Tail) != "zzzzz" {
+		t.Fatalf("stream %+v", s)
 	}
 }
