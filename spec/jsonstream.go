@@ -32,6 +32,31 @@ func (s Stream) writeJSON(w *bufio.Writer) {
 
 const hexDigits = "0123456789abcdef"
 
+// asciiEscape is how encoding/json writes each ASCII byte that needs
+// escaping: the short forms it uses, \u00XX for other control bytes and
+// for <, > and & (used only when escaping HTML).
+var asciiEscape = func() (t [utf8.RuneSelf]string) {
+	for b := range t {
+		switch b {
+		case '\\', '"':
+			t[b] = `\` + string(rune(b))
+		case '\b':
+			t[b] = `\b`
+		case '\f':
+			t[b] = `\f`
+		case '\n':
+			t[b] = `\n`
+		case '\r':
+			t[b] = `\r`
+		case '\t':
+			t[b] = `\t`
+		default:
+			t[b] = `\u00` + string(hexDigits[b>>4]) + string(hexDigits[b&0xf])
+		}
+	}
+	return t
+}()
+
 // writeJSONString writes src as a JSON string exactly as encoding/json
 // encodes string(src): invalid UTF-8 becomes \ufffd, U+2028 and U+2029
 // are escaped, and with escapeHTML so are <, > and &.
@@ -44,26 +69,10 @@ func writeJSONString(w *bufio.Writer, src []byte, escapeHTML bool) {
 				i++
 				continue
 			}
-			w.Write(src[start:i])
-			switch b {
-			case '\\', '"':
-				w.WriteByte('\\')
-				w.WriteByte(b)
-			case '\b':
-				w.WriteString(`\b`)
-			case '\f':
-				w.WriteString(`\f`)
-			case '\n':
-				w.WriteString(`\n`)
-			case '\r':
-				w.WriteString(`\r`)
-			case '\t':
-				w.WriteString(`\t`)
-			default:
-				w.WriteString(`\u00`)
-				w.WriteByte(hexDigits[b>>4])
-				w.WriteByte(hexDigits[b&0xf])
+			if start < i {
+				w.Write(src[start:i])
 			}
+			w.WriteString(asciiEscape[b])
 			i++
 			start = i
 			continue
