@@ -1,6 +1,8 @@
 package spec
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"time"
 )
@@ -25,14 +27,18 @@ func (s Stream) Text() string {
 }
 
 // MarshalJSON encodes the kept bytes as strings (invalid UTF-8 becomes
-// U+FFFD), which is what a reader of --json output wants.
+// U+FFFD), which is what a reader of --json output wants:
+// {"head":...,"tail":...,"total_bytes":N,"truncated":B}, tail omitted when
+// empty, the strings escaped as json.Marshal escapes a string.
 func (s Stream) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		Head      string `json:"head"`
-		Tail      string `json:"tail,omitempty"`
-		Total     int64  `json:"total_bytes"`
-		Truncated bool   `json:"truncated"`
-	}{string(s.Head), string(s.Tail), s.Total, s.Truncated})
+	var b bytes.Buffer
+	b.Grow(len(s.Head) + len(s.Tail) + 64)
+	w := bufio.NewWriterSize(&b, 4<<10)
+	s.writeJSON(w)
+	if err := w.Flush(); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }
 
 // UnmarshalJSON is the inverse of MarshalJSON.

@@ -452,10 +452,10 @@ func (o *runOpts) timeout() string {
 	return spec.DefaultLimits.WallTime.String()
 }
 
+// printJSON writes res as one JSON line, the captured output escaped
+// straight into w rather than marshalled in memory first.
 func printJSON(w io.Writer, res spec.CommandResult) {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(res)
+	_ = res.WriteJSON(w)
 }
 
 // buildEnv makes the command's environment from scratch: the default

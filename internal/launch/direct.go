@@ -61,8 +61,10 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 	if syncW == nil || outW == nil || errW == nil || statusW == nil || exitW == nil {
 		return nil, fmt.Errorf("%w: pipe: too many open files?", spec.ErrLaunch)
 	}
-	_, _ = unix.FcntlInt(outR.Fd(), unix.F_SETPIPE_SZ, 1<<20)
-	_, _ = unix.FcntlInt(errR.Fd(), unix.F_SETPIPE_SZ, 1<<20)
+	// Bigger pipes cut context switches on floods; Fd() would make the
+	// read ends blocking, out of the poller.
+	capture.GrowPipe(outR, 1<<20)
+	capture.GrowPipe(errR, 1<<20)
 	var stdin, stdinW *os.File
 	if pio.Stdin != nil {
 		stdin, stdinW = pipe()

@@ -17,8 +17,6 @@ import (
 	"os"
 	"sync"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/confine-sandbox/confine/internal/bwrap"
 	"github.com/confine-sandbox/confine/internal/capture"
 	"github.com/confine-sandbox/confine/internal/nsinit"
@@ -119,8 +117,8 @@ func runSupervised(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) 
 		return nil, fmt.Errorf("%w: pipe: %v", spec.ErrLaunch, err)
 	}
 	// Bigger pipes cut context switches on floods.
-	_, _ = unix.FcntlInt(outR.Fd(), unix.F_SETPIPE_SZ, 1<<20)
-	_, _ = unix.FcntlInt(errR.Fd(), unix.F_SETPIPE_SZ, 1<<20)
+	capture.GrowPipe(outR, 1<<20)
+	capture.GrowPipe(errR, 1<<20)
 
 	var stdin, stdinW *os.File
 	if pio.Stdin != nil {

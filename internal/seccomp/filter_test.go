@@ -48,7 +48,7 @@ var commonAMD64 = map[string]uint32{
 	"getdents64": 217, "exit_group": 231, "openat": 257, "newfstatat": 262,
 	"accept4": 288, "seccomp": 317, "memfd_create": 319, "statx": 332,
 	"rseq": 334, "pidfd_open": 434, "faccessat2": 439,
-	"landlock_create_ruleset": 444, "getxattr": 191,
+	"landlock_create_ruleset": 444, "getxattr": 191, "getppid": 110,
 }
 
 var commonARM64 = map[string]uint32{
@@ -59,7 +59,7 @@ var commonARM64 = map[string]uint32{
 	"getdents64": 61, "exit_group": 94, "openat": 56, "newfstatat": 79,
 	"accept4": 242, "seccomp": 277, "memfd_create": 279, "statx": 291,
 	"rseq": 293, "pidfd_open": 434, "faccessat2": 439,
-	"landlock_create_ruleset": 444, "getxattr": 8,
+	"landlock_create_ruleset": 444, "getxattr": 8, "getppid": 173,
 }
 
 // seccompData serializes struct seccomp_data for x/net/bpf's VM.
@@ -567,6 +567,55 @@ func TestKernelActionCache(t *testing.T) {
 		}
 		if len(listed) != len(es) || len(es) > len(table) {
 			t.Errorf("%v: %d entries, %d distinct numbers", arch, len(es), len(listed))
+		}
+	}
+}
+
+// argFree are syscalls the filter must decide by nr alone: no rule names
+// them, by design (the package comment: read, write, openat, mmap, futex
+// ... cost nothing), and programs issue them in hot loops. The kernel can
+// only skip the filter for them if constAllow holds.
+var argFree = []string{
+	"getppid", "getpid", "read", "write", "close", "fstat", "newfstatat",
+	"futex", "mmap", "openat", "brk", "rseq",
+}
+
+// TestArgumentFreeCallsCached pins the action-cache property by name, for
+// every Config the launcher can build: if a rule (or a prologue change,
+// e.g. an argument load before the dispatch on nr) made one of these calls
+// run the filter again, each call would pay for the BPF program.
+func TestArgumentFreeCallsCached(t *testing.T) {
+	for _, arch := range arches {
+		common := commonAMD64
+		if arch == ARM64 {
+			common = commonARM64
+		}
+		audit, _, _ := archInfo(arch)
+		for _, notify := range []bool{false, true} {
+			for _, dgram := range []bool{false, true} {
+				cfg := Config{Arch: arch, NotifyMetadata: notify, NotifyConnect: notify, AllowUnixDgram: dgram}
+				raw, err := Build(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, name := range argFree {
+					nr, ok := common[name]
+					if !ok {
+						t.Fatalf("%v: no number for %s", arch, name)
+					}
+					if !constAllow(raw, audit, nr) {
+						t.Errorf("%+v: %s (%d) is not provably ALLOW from nr and arch alone", cfg, name, nr)
+					}
+				}
+				// The emulator must not prove too much: foreign
+				// arches and x32 numbers always run the filter.
+				if constAllow(raw, audit^1, common["getppid"]) {
+					t.Errorf("%+v: a foreign arch is const-allow", cfg)
+				}
+				if arch == AMD64 && constAllow(raw, audit, common["getppid"]|x32Bit) {
+					t.Errorf("%+v: an x32 nr is const-allow", cfg)
+				}
+			}
 		}
 	}
 }

@@ -56,6 +56,6 @@ func TestNumbersMatchUnix(t *testing.T) {
 		"openat": unix.SYS_OPENAT, "newfstatat": unix.SYS_NEWFSTATAT, "accept4": unix.SYS_ACCEPT4,
 		"seccomp": unix.SYS_SECCOMP, "memfd_create": unix.SYS_MEMFD_CREATE, "statx": unix.SYS_STATX,
 		"rseq": unix.SYS_RSEQ, "pidfd_open": unix.SYS_PIDFD_OPEN, "faccessat2": unix.SYS_FACCESSAT2,
-		"landlock_create_ruleset": unix.SYS_LANDLOCK_CREATE_RULESET, "getxattr": unix.SYS_GETXATTR,
+		"landlock_create_ruleset": unix.SYS_LANDLOCK_CREATE_RULESET, "getxattr": unix.SYS_GETXATTR, "getppid": unix.SYS_GETPPID,
 	})
 }

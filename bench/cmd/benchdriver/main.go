@@ -770,6 +770,10 @@ func (b *bench) syscalls() error {
 	}
 	s := map[string]map[box][]float64{"getppid_ns": {}, "stat_ns": {}, "ioctl_ns": {},
 		"getppid_wall_ns": {}, "stat_wall_ns": {}, "ioctl_wall_ns": {}}
+	// Bare again under a seccomp filter and nothing else, in the same
+	// rounds: "allow1" is a one-instruction RET ALLOW filter, the floor of
+	// any filter; "confine" is confine's own filter alone.
+	filtered := map[string]map[string][]float64{"allow1": {}, "confine": {}}
 	err := b.rounds(reps, func(x box, _ int) error {
 		m, err := b.payloadJSON(x, opts{}, "syscalls", strconv.Itoa(n), file)
 		if err != nil {
@@ -777,6 +781,17 @@ func (b *bench) syscalls() error {
 		}
 		for k := range s {
 			s[k][x] = append(s[k][x], m[k])
+		}
+		if x == bare {
+			for _, f := range []string{"allow1", "confine"} {
+				m, err := b.payloadJSON(bare, opts{}, "syscalls", strconv.Itoa(n), file, f)
+				if err != nil {
+					return fmt.Errorf("bare under filter %s: %w", f, err)
+				}
+				for _, k := range []string{"getppid_ns", "stat_ns", "ioctl_ns"} {
+					filtered[f][k] = append(filtered[f][k], m[k])
+				}
+			}
 		}
 		return nil
 	})
@@ -799,6 +814,25 @@ func (b *bench) syscalls() error {
 	g.Notes = fmt.Sprintf("N=%d calls per run, %d runs each, timed in thread CPU time (CLOCK_THREAD_CPUTIME_ID), which other load does not inflate; %s",
 		n, reps, wallNote("getppid_wall_ns"))
 	b.add(g)
+	for _, f := range []struct{ key, id, what string }{
+		{"allow1", "sys_floor_allow1", "a one-instruction RET ALLOW seccomp filter (the floor of any filter)"},
+		{"confine", "sys_floor_confine", "confine's seccomp filter alone (no Landlock, namespaces or cgroup)"},
+	} {
+		r := newRow(f.id, "syscall getppid, bare; confine column: bare under "+f.what, "CPU ns/call", 1)
+		r.Values[bare] = median(s["getppid_ns"][bare])
+		r.Values[confine] = median(filtered[f.key]["getppid_ns"])
+		r.Text[bwrap] = ""
+		b.ratios(r)
+		var parts []string
+		for _, k := range []string{"getppid_ns", "stat_ns", "ioctl_ns"} {
+			v, base := median(filtered[f.key][k]), median(s[k][bare])
+			parts = append(parts, fmt.Sprintf("%s %.1f ns (%.2fx bare, %+.1f ns)", strings.TrimSuffix(k, "_ns"), v, v/base, v-base))
+		}
+		r.Notes = fmt.Sprintf("the bare payload in the same rounds with the filter installed on its timing thread: %s; "+
+			"the kernel's action cache skips the filter's BPF for a syscall it proves allowed from nr and arch alone "+
+			"(internal/seccomp TestArgumentFreeCallsCached), not seccomp's entry work", strings.Join(parts, ", "))
+		b.add(r)
+	}
 	st := newRow("sys_stat", "syscall newfstatat on a workdir file", "CPU ns/call", 1)
 	b.fill(st, s["stat_ns"])
 	st.Target = "≤ 1.05x"

@@ -5,7 +5,11 @@
 // itself, so its figures exclude the sandbox's launch cost (measured
 // separately):
 //
-//	benchpayload syscalls N FILE   ns per call (thread CPU time, and wall) of getppid, stat(FILE), ioctl(pipe, FIONREAD)
+//	benchpayload syscalls N FILE [FILTER]
+//	                               ns per call (thread CPU time, and wall) of getppid, stat(FILE), ioctl(pipe, FIONREAD);
+//	                               FILTER installs a seccomp filter on the timing thread first: allow1 (one
+//	                               RET ALLOW instruction, the cheapest filter there is) or confine (the filter
+//	                               confine installs, without the notification listener)
 //	benchpayload files N DIR SIZE  create+write, read, delete N files of SIZE bytes in DIR
 //	benchpayload spawn N           sh -c 'i=0; while [ $i -lt N ]; do /bin/true; ...; done'
 //	benchpayload flood BYTES FILE  write BYTES to stdout, elapsed ns to FILE
@@ -25,7 +29,10 @@ import (
 	"time"
 	"unsafe"
 
+	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
+
+	"github.com/confine-sandbox/confine/internal/seccomp"
 )
 
 func main() {
@@ -50,10 +57,14 @@ func main() {
 	var out any
 	switch os.Args[1] {
 	case "syscalls":
-		if len(args) != 1 {
-			die(fmt.Errorf("syscalls N FILE"))
+		if len(args) != 1 && len(args) != 2 {
+			die(fmt.Errorf("syscalls N FILE [allow1|confine]"))
 		}
-		out, err = syscalls(int(n), args[0])
+		filter := ""
+		if len(args) == 2 {
+			filter = args[1]
+		}
+		out, err = syscalls(int(n), args[0], filter)
 	case "files":
 		if len(args) != 2 {
 			die(fmt.Errorf("files N DIR SIZE"))
@@ -128,8 +139,13 @@ func rusageCPU(who int) float64 {
 // getppid (no arguments: a filter can decide it without looking at any),
 // newfstatat on a file, and ioctl(FIONREAD) on a pipe (an argument-filtered
 // call under confine's seccomp policy).
-func syscalls(n int, file string) (map[string]float64, error) {
+func syscalls(n int, file, filter string) (map[string]float64, error) {
 	runtime.LockOSThread()
+	if filter != "" {
+		if err := installFilter(filter); err != nil {
+			return nil, err
+		}
+	}
 	res := map[string]float64{}
 	var err error
 	if res["getppid_ns"], res["getppid_wall_ns"], err = perCall(n, func() error {
@@ -175,6 +191,35 @@ func syscalls(n int, file string) (map[string]float64, error) {
 	}
 	res["n"] = float64(n)
 	return res, nil
+}
+
+// installFilter puts a seccomp filter on the calling (locked) thread only,
+// so the figures of a bare run under it show what the filter costs apart
+// from everything else confine does: allow1 is one RET ALLOW instruction,
+// the floor of any seccomp filter; confine is the filter confine builds for
+// this arch, without a notification listener (the calls it would hand to
+// the supervisor fail with ENOSYS; none is timed here).
+func installFilter(which string) error {
+	var prog []bpf.RawInstruction
+	switch which {
+	case "allow1":
+		prog = []bpf.RawInstruction{{Op: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ALLOW}}
+	case "confine":
+		arch, err := seccomp.NativeArch()
+		if err != nil {
+			return err
+		}
+		if prog, err = seccomp.Build(seccomp.Config{Arch: arch, NotifyMetadata: true, NotifyConnect: true}); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("unknown filter %q (allow1, confine)", which)
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no_new_privs: %w", err)
+	}
+	_, err := seccomp.Install(prog, false)
+	return err
 }
 
 // files creates and writes, reads back, then deletes n files of size bytes
