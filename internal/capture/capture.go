@@ -17,7 +17,8 @@ import (
 // Buffer keeps the first headCap and the last tailCap bytes written to it.
 type Buffer struct {
 	head    []byte
-	tail    []byte // ring of tailCap bytes
+	tail    []byte // ring of tailCap bytes, allocated when the head is full
+	tailCap int
 	tailPos int    // next write index in tail
 	tailLen int
 	headCap int
@@ -39,7 +40,7 @@ func New(limit int64, live io.Writer, liveLimit int64) *Buffer {
 	h := limit - limit/2
 	return &Buffer{
 		headCap:   int(h),
-		tail:      make([]byte, limit/2),
+		tailCap:   int(limit / 2),
 		live:      live,
 		liveLimit: liveLimit,
 	}
@@ -59,9 +60,10 @@ func (b *Buffer) Write(p []byte) (int, error) {
 		b.head = append(b.head, p[:k]...)
 		p = p[k:]
 	}
-	if len(p) == 0 || len(b.tail) == 0 {
+	if len(p) == 0 || b.tailCap == 0 {
 		return n, nil
 	}
+	b.ensureTail()
 	if len(p) >= len(b.tail) {
 		copy(b.tail, p[len(p)-len(b.tail):])
 		b.tailPos, b.tailLen = 0, len(b.tail)
@@ -77,6 +79,14 @@ func (b *Buffer) Write(p []byte) (int, error) {
 
 // toLive passes p, the next bytes of the stream, to the live writer within
 // its limit.
+// ensureTail allocates the ring on first use: most commands never fill
+// the head, and zeroing half the limit per stream per run is not free.
+func (b *Buffer) ensureTail() {
+	if b.tail == nil {
+		b.tail = make([]byte, b.tailCap)
+	}
+}
+
 func (b *Buffer) toLive(p []byte) {
 	if b.live == nil || b.liveDead {
 		return
@@ -107,9 +117,10 @@ func (b *Buffer) advance(n int) {
 // full: the ring from its write index to its end. It is nil while the
 // head still has room or when there is no ring.
 func (b *Buffer) ringSpace() []byte {
-	if len(b.head) < b.headCap || len(b.tail) == 0 {
+	if len(b.head) < b.headCap || b.tailCap == 0 {
 		return nil
 	}
+	b.ensureTail()
 	return b.tail[b.tailPos:]
 }
 
