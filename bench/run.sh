@@ -67,7 +67,8 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/confine-bench.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 chmod 755 "$tmp"
 echo "bench: building into $tmp" >&2
-go build -o "$tmp/confine" ./cmd/confine
+# As the README builds it: static, no libc to load at every start.
+CGO_ENABLED=0 go build -o "$tmp/confine" ./cmd/confine
 CGO_ENABLED=0 go build -o "$tmp/benchpayload" ./bench/cmd/benchpayload
 CGO_ENABLED=0 go build -o "$tmp/emptygo" ./bench/cmd/emptygo
 go build -o "$tmp/benchdriver" ./bench/cmd/benchdriver

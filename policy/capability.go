@@ -41,7 +41,7 @@ func NewEngine() (*Engine, error) {
 // It refuses a built-in's name, an invalid name, and a different profile
 // under a name already registered (the same content again is fine).
 func (e *Engine) Register(p Profile) error {
-	if !profileNameRe.MatchString(p.Name) {
+	if !validProfileName(p.Name) {
 		return fmt.Errorf("%w: profile name %q is not usable", spec.ErrInvalidSpec, p.Name)
 	}
 	if isBuiltin(p.Name) {

@@ -59,7 +59,7 @@ func FuzzLoadProfile(f *testing.F) {
 // checkProfile asserts the invariants of a successfully loaded profile.
 func checkProfile(t *testing.T, p Profile) {
 	t.Helper()
-	if !profileNameRe.MatchString(p.Name) || isBuiltin(p.Name) {
+	if !validProfileName(p.Name) || isBuiltin(p.Name) {
 		t.Fatalf("name %q", p.Name)
 	}
 	if p.Tier < TierNone || p.Tier > TierHostile {

@@ -154,3 +154,19 @@ func TestTiers(t *testing.T) {
 		}
 	}
 }
+
+func TestValidProfileName(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ok   bool
+	}{
+		{"go", true}, {"a", true}, {"A-b_c.9", true}, {"0x", true},
+		{strings.Repeat("a", 64), true}, {strings.Repeat("a", 65), false},
+		{"", false}, {"-a", false}, {".a", false}, {"_a", false},
+		{"a b", false}, {"a/b", false}, {"é", false}, {"a\x00", false},
+	} {
+		if got := validProfileName(tc.name); got != tc.ok {
+			t.Errorf("validProfileName(%q) = %v, want %v", tc.name, got, tc.ok)
+		}
+	}
+}
