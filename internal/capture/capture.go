@@ -19,7 +19,7 @@ type Buffer struct {
 	head    []byte
 	tail    []byte // ring of tailCap bytes, allocated when the head is full
 	tailCap int
-	tailPos int    // next write index in tail
+	tailPos int // next write index in tail
 	tailLen int
 	headCap int
 	total   int64
