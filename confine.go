@@ -105,7 +105,6 @@ func RunCommand(ctx context.Context, c *policy.Cap, s spec.CommandSpec) (spec.Co
 
 // RunCommand is the package-level RunCommand with this launcher's settings.
 func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.CommandSpec) (res spec.CommandResult, err error) {
-	launch.Tr("start")
 	res.RunID = eventlog.NewRunID()
 	var prof policy.Profile
 	if l.EventLog != "" {
@@ -122,9 +121,7 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 			return res, err
 		}
 	}
-	launch.Tr("authorized")
 	h := host.Probe()
-	launch.Tr("probed")
 	if bp, ok := provider.Lookup(l.Backend); ok && bp.Name() == provider.Bubblewrap {
 		// Only a run that asks for bwrap pays for starting it once.
 		h = host.ProbeBwrap(h)
@@ -151,9 +148,7 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}
-	launch.Tr("selected")
 	p, tmp, cgroup, gs, omitted, hidden, err := prepare(&s, prof, h, limits)
-	launch.Tr("prepared")
 	if err != nil {
 		return res, err
 	}
@@ -175,7 +170,6 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 	}
 	start := time.Now()
 	out, err := launch.Run(ctx, p, pio)
-	launch.Tr("ran")
 	res.Duration = time.Since(start)
 	if out != nil {
 		res.Stdout, res.Stderr = out.Stdout, out.Stderr

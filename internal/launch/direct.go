@@ -39,7 +39,6 @@ func (e *errNamespaces) Error() string { return e.msg }
 // thread (PR_SET_PDEATHSIG), and the kernel ends every process of the
 // namespace when its init exits.
 func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
-	tr("direct")
 	var closers []*os.File
 	defer func() {
 		for _, f := range closers {
@@ -124,7 +123,6 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: seccomp: %v", spec.ErrLaunch, err)
 	}
-	tr("prepared ruleset+filter")
 	b, err := program.Namespaced(p, fds, rs, layout, filter)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", spec.ErrLaunch, err)
@@ -135,9 +133,7 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 	// PR_SET_PDEATHSIG follows the thread that forks: keep it for the run.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	tr("built program")
 	pid, err := prog.Start()
-	tr("forked")
 	for _, f := range []*os.File{stdin, outW, errW, statusW, exitW, syncR} {
 		f.Close()
 	}
@@ -164,7 +160,6 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 			return nil, fmt.Errorf("%w: join pids cgroup %s: %v", spec.ErrLaunch, p.PidsCgroup, err)
 		}
 	}
-	tr("mapped")
 	if _, err := syncW.Write([]byte{1}); err != nil {
 		reap()
 		return nil, fmt.Errorf("%w: release init: %v", spec.ErrLaunch, err)
@@ -178,9 +173,7 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 		}
 	}
 	// EOF: the command exec'd (close-on-exec) or the child gave up.
-	tr("listener")
 	_, _ = io.Copy(io.Discard, statusR)
-	tr("exec'd")
 	if f := prog.Failure(); f != nil {
 		reap()
 		if listener >= 0 {
@@ -273,7 +266,6 @@ loop:
 			_ = unix.Kill(pid, unix.SIGKILL)
 		}
 	}
-	tr("init reaped")
 	rep.ExitCode, rep.Signal = -1, int(unix.SIGKILL)
 	if st, ok := readStatus(exitR); ok {
 		rep.ExitCode, rep.Signal = int(st[0]), int(st[1])
@@ -293,7 +285,6 @@ loop:
 		rep.Denials = append(rep.Denials, spec.Denial{Syscall: d.Syscall, Path: d.Path, Errno: unix.ErrnoName(d.Errno), Reason: d.Reason})
 	}
 	wg.Wait()
-	tr("done")
 	out := &Outcome{Report: rep, Stdout: outBuf.Stream(), Stderr: errBuf.Stream()}
 	if err := errors.Join(outErr, errErr); err != nil {
 		return out, fmt.Errorf("%w: capture: %v", spec.ErrLaunch, err)
