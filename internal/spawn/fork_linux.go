@@ -133,6 +133,7 @@ func fork(p *Program) (int, syscall.Errno) {
 
 // initEntry is where a cloneVM child starts.
 //
+//lint:ignore U1000 called from clone_linux_amd64.s
 //go:nosplit
 //go:norace
 //go:nocheckptr
@@ -140,6 +141,7 @@ func initEntry(p *Program) { child(p) }
 
 // commandEntry is where a cloneVM command starts.
 //
+//lint:ignore U1000 called from clone_linux_amd64.s
 //go:nosplit
 //go:norace
 //go:nocheckptr
