@@ -81,6 +81,12 @@ type Launcher struct {
 	// Left empty, the first available provider in the registry's order is
 	// selected (see internal/provider).
 	Backend string
+	// DetachCleanup lets RunCommand return as soon as the command's tree
+	// is gone, leaving the removal of the run's private directory (and
+	// pids cgroup) to the run's init, which does it right after; for a
+	// caller that does not wait on it, like the CLI, which exits next.
+	// Only the landlock+namespaces provider detaches.
+	DetachCleanup bool
 }
 
 // NewLauncher returns a Launcher that runs at most maxConcurrent commands at
@@ -152,7 +158,12 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 	if err != nil {
 		return res, err
 	}
-	defer cleanup(tmp, cgroup)
+	detached := false
+	defer func() {
+		if !detached {
+			cleanup(tmp, cgroup)
+		}
+	}()
 	// Asking for a backend by name rules out falling back from it.
 	sel.Provider.Configure(p, prof.RequireNamespaces || (l.Backend != "" && l.Backend != "auto"))
 	res.Backend = sel.Provider.Name()
@@ -161,7 +172,8 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 	res.PathOmitted = omitted
 	res.HiddenCredentials = hidden
 
-	pio := launch.IO{OutputLimit: limits.OutputBytes, LiveLimit: l.LiveLimit, Stdout: l.LiveStdout, Stderr: l.LiveStderr}
+	pio := launch.IO{OutputLimit: limits.OutputBytes, LiveLimit: l.LiveLimit, Stdout: l.LiveStdout, Stderr: l.LiveStderr,
+		DetachCleanup: l.DetachCleanup}
 	switch {
 	case l.Stdin != nil:
 		pio.Stdin = l.Stdin
@@ -171,6 +183,7 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 	start := time.Now()
 	out, err := launch.Run(ctx, p, pio)
 	res.Duration = time.Since(start)
+	detached = out != nil && out.CleanupDetached
 	if out != nil {
 		res.Stdout, res.Stderr = out.Stdout, out.Stderr
 	}

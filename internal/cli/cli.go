@@ -219,7 +219,8 @@ func (o *runOpts) run(ctx context.Context, args []string, stdout, stderr io.Writ
 	if err != nil {
 		return &exitError{ExitConfine, err.Error()}
 	}
-	l := &confine.Launcher{Stdin: os.Stdin, EventLog: logPath, Backend: o.backend,
+	// The CLI exits right after: the run's init may clean up behind it.
+	l := &confine.Launcher{Stdin: os.Stdin, EventLog: logPath, Backend: o.backend, DetachCleanup: true,
 		// A silent audit gap is worse than noise.
 		EventLogError: func(err error) { fmt.Fprintf(stderr, "confine: %v\n", err) }}
 	if !o.json {

@@ -22,6 +22,7 @@ import (
 	"github.com/confine-sandbox/confine/internal/plan"
 	"github.com/confine-sandbox/confine/internal/program"
 	"github.com/confine-sandbox/confine/internal/seccomp"
+	"github.com/confine-sandbox/confine/internal/spawn"
 	"github.com/confine-sandbox/confine/spec"
 )
 
@@ -128,7 +129,15 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 		return nil, fmt.Errorf("%w: %v", spec.ErrLaunch, err)
 	}
 	prog := b.P
-	defer prog.Close()
+	// With CLONE_VM the init runs on stacks in this process's memory.
+	keepProg := false
+	defer func() {
+		if !keepProg {
+			prog.Close()
+		}
+	}()
+	detach := pio.DetachCleanup && prog.HasJanitor()
+	prog.JanitorAfterReport = detach
 
 	// PR_SET_PDEATHSIG follows the thread that forks: keep it for the run.
 	runtime.LockOSThread()
@@ -234,6 +243,19 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 		}
 		done <- w
 	}()
+	type reported struct {
+		st spawn.Status
+		ok bool
+	}
+	// Init reports once every process of the namespace is gone; EOF
+	// without a report means it was killed.
+	reports := make(chan reported, 1)
+	go func() {
+		var b [spawn.StatusSize]byte
+		n, _ := io.ReadFull(exitR, b[:])
+		st, ok := spawn.ParseStatus(b[:n])
+		reports <- reported{st, ok}
+	}()
 
 	rep := plan.Report{Namespaces: true}
 	deadline := time.NewTimer(p.WallTime)
@@ -250,11 +272,18 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 		grace = time.After(p.KillGrace)
 	}
 	var w waited
-loop:
-	for {
+	var r reported
+	exited, reportDone := false, false
+	for !exited || !reportDone {
+		if reportDone && r.ok && detach {
+			// The tree is gone; init's janitor cleans up after us.
+			break
+		}
 		select {
 		case w = <-done:
-			break loop
+			exited = true
+		case r = <-reports:
+			reportDone = true
 		case <-deadline.C:
 			rep.TimedOut = true
 			terminate()
@@ -266,44 +295,41 @@ loop:
 			_ = unix.Kill(pid, unix.SIGKILL)
 		}
 	}
-	rep.ExitCode, rep.Signal = -1, int(unix.SIGKILL)
-	if st, ok := readStatus(exitR); ok {
-		rep.ExitCode, rep.Signal = int(st[0]), int(st[1])
-		if st[2] > 0 {
-			rep.Survivors = int(st[2])
+	if !exited {
+		// Its stacks are in this process: release them once it is gone.
+		keepProg = true
+		go func() {
+			<-done
+			prog.Close()
+		}()
+	}
+	if r.ok {
+		rep.ExitCode, rep.Signal = int(r.st.Code), int(r.st.Signal)
+		if r.st.Survivors > 0 {
+			rep.Survivors = int(r.st.Survivors)
 			rep.Killed = true
 		}
-	} else if w.ws.Signaled() {
-		rep.Signal = int(w.ws.Signal())
+		rep.UserCPU, rep.SysCPU, rep.MaxRSSKB = time.Duration(r.st.UserNs), time.Duration(r.st.SysNs), r.st.MaxRSSKB
+	} else {
+		rep.ExitCode, rep.Signal = -1, int(unix.SIGKILL)
+		if w.ws.Signaled() {
+			rep.Signal = int(w.ws.Signal())
+		}
+		rep.UserCPU = time.Duration(w.ru.Utime.Nano())
+		rep.SysCPU = time.Duration(w.ru.Stime.Nano())
+		rep.MaxRSSKB = w.ru.Maxrss
 	}
-	rep.UserCPU = time.Duration(w.ru.Utime.Nano())
-	rep.SysCPU = time.Duration(w.ru.Stime.Nano())
-	rep.MaxRSSKB = w.ru.Maxrss
 	stopNotify()
 	<-notifyDone
 	for _, d := range stats.Denials() {
 		rep.Denials = append(rep.Denials, spec.Denial{Syscall: d.Syscall, Path: d.Path, Errno: unix.ErrnoName(d.Errno), Reason: d.Reason})
 	}
 	wg.Wait()
-	out := &Outcome{Report: rep, Stdout: outBuf.Stream(), Stderr: errBuf.Stream()}
+	out := &Outcome{Report: rep, Stdout: outBuf.Stream(), Stderr: errBuf.Stream(), CleanupDetached: !exited}
 	if err := errors.Join(outErr, errErr); err != nil {
 		return out, fmt.Errorf("%w: capture: %v", spec.ErrLaunch, err)
 	}
 	return out, nil
-}
-
-// readStatus reads init's report: the command's exit code, signal and how
-// many processes outlived it.
-func readStatus(f *os.File) ([3]int32, bool) {
-	var st [3]int32
-	var b [12]byte
-	if n, _ := io.ReadFull(f, b[:]); n != len(b) {
-		return st, false
-	}
-	for i := range st {
-		st[i] = int32(uint32(b[4*i]) | uint32(b[4*i+1])<<8 | uint32(b[4*i+2])<<16 | uint32(b[4*i+3])<<24)
-	}
-	return st, true
 }
 
 // mapIDs writes the user namespace's id maps for init, as os/exec would

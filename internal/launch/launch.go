@@ -52,12 +52,20 @@ type IO struct {
 	LiveLimit      int64
 	// OutputLimit is how many bytes of each stream are kept.
 	OutputLimit int64
+	// DetachCleanup lets a run return as soon as its tree is gone and its
+	// init reported, leaving the removal of the private directory and
+	// the pids cgroup to that init (landlock+namespaces only; see
+	// Outcome.CleanupDetached).
+	DetachCleanup bool
 }
 
 // Outcome is what one run produced.
 type Outcome struct {
 	Report         plan.Report
 	Stdout, Stderr spec.Stream
+	// CleanupDetached says the run's init removes the private directory
+	// and the pids cgroup after Run returned: the caller must not.
+	CleanupDetached bool
 }
 
 // Run executes p, directly or under a fresh supervisor, and waits for it

@@ -228,7 +228,14 @@ func Namespaced(p *plan.Plan, fds FDs, rs *landlock.Ruleset, layout nsinit.Layou
 		}
 	}
 	if p.PidsCgroup != "" {
-		prog.Janitor = append(prog.Janitor, spawn.Call(0, unix.SYS_UNLINKAT, spawn.AtFDCWD, str(p.PidsCgroup), unix.AT_REMOVEDIR).Ignore())
+		// Init is in the cgroup itself: out first ("0": the writer), then
+		// remove it.
+		zero := []byte("0")
+		prog.Keep(zero)
+		prog.Janitor = append(prog.Janitor,
+			spawn.Call(0, unix.SYS_OPENAT, spawn.AtFDCWD, str(path.Dir(p.PidsCgroup)+"/cgroup.procs"), unix.O_WRONLY|unix.O_CLOEXEC).ToSlot(0).Ignore(),
+			spawn.Call(0, unix.SYS_WRITE, 0, uintptr(unsafe.Pointer(&zero[0])), 1).FromSlot(0, 0).Ignore(),
+			spawn.Call(0, unix.SYS_UNLINKAT, spawn.AtFDCWD, str(p.PidsCgroup), unix.AT_REMOVEDIR).Ignore())
 	}
 
 	// The command is a child of init in a user namespace init created:

@@ -216,9 +216,9 @@ func child(p *Program) {
 			if pid == cmd {
 				done = true
 				if p.ws&0x7f == 0 {
-					p.status[0] = (p.ws >> 8) & 0xff
+					p.status.Code = int64((p.ws >> 8) & 0xff)
 				} else {
-					p.status[0], p.status[1] = -1, p.ws&0x7f
+					p.status.Code, p.status.Signal = -1, int64(p.ws&0x7f)
 				}
 			}
 		}
@@ -240,17 +240,34 @@ func child(p *Program) {
 		if e != 0 {
 			break
 		}
-		p.status[2]++
+		p.status.Survivors++
+	}
+	if !gone {
+		// Every process of the tree was reaped by init: its children's
+		// usage is the tree's.
+		syscall.RawSyscall(syscall.SYS_GETRUSAGE, ^uintptr(0), // RUSAGE_CHILDREN (-1)
+			uintptr(unsafe.Pointer(&p.rusage)), 0)
+		r := &p.rusage
+		p.status.UserNs = r.Utime.Sec*1e9 + r.Utime.Usec*1e3
+		p.status.SysNs = r.Stime.Sec*1e9 + r.Stime.Usec*1e3
+		p.status.MaxRSSKB = r.Maxrss
+		syscall.RawSyscall(syscall.SYS_WRITE, FDExit, uintptr(unsafe.Pointer(&p.status)), unsafe.Sizeof(p.status))
+		if !p.JanitorAfterReport {
+			exit(0)
+		}
+		syscall.RawSyscall(syscall.SYS_CLOSE, FDExit, 0, 0)
+	}
+	runOps(p, p.Janitor)
+	if p.janitorPath != nil {
+		// No parent-death signal for the janitor: a launcher that does
+		// not wait for it may exit now.
+		syscall.RawSyscall6(syscall.SYS_PRCTL, unix.PR_SET_PDEATHSIG, 0, 0, 0, 0, 0)
+		syscall.RawSyscall6(syscall.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&p.emptyMask)), 0, 8, 0, 0)
+		syscall.RawSyscall(syscall.SYS_EXECVE, uintptr(unsafe.Pointer(p.janitorPath)), uintptr(unsafe.Pointer(&p.janitorArgv[0])), uintptr(unsafe.Pointer(&p.janitorEnv[0])))
 	}
 	if gone {
-		runOps(p, p.Janitor)
-		if p.janitorPath != nil {
-			syscall.RawSyscall6(syscall.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&p.emptyMask)), 0, 8, 0, 0)
-			syscall.RawSyscall(syscall.SYS_EXECVE, uintptr(unsafe.Pointer(p.janitorPath)), uintptr(unsafe.Pointer(&p.janitorArgv[0])), uintptr(unsafe.Pointer(&p.janitorEnv[0])))
-		}
 		exit(1)
 	}
-	syscall.RawSyscall(syscall.SYS_WRITE, FDExit, uintptr(unsafe.Pointer(&p.status[0])), 12)
 	exit(0)
 }
 

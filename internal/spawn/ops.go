@@ -48,6 +48,10 @@ type Program struct {
 	// by then. Their errors are ignored; init then execs the janitor
 	// command, if one is set, to remove what the launcher would have.
 	Janitor []Op
+	// JanitorAfterReport runs the janitor after every run, once the
+	// report is written: a launcher that does not wait for init's exit
+	// leaves the clean-up to it.
+	JanitorAfterReport bool
 
 	path  *byte
 	argv  []*byte
@@ -71,9 +75,38 @@ type Program struct {
 	initMask  uint64
 	siginfo   [8 * 128]byte
 	ws        int32
-	status    [3]int32
+	status    Status
+	rusage    syscall.Rusage
 
 	keep []any
+}
+
+// Status is init's report on FDExit once every process of the namespace
+// is gone.
+type Status struct {
+	// Code is the command's exit status (-1 when a signal ended it).
+	Code int64
+	// Signal is the signal that ended the command, or 0.
+	Signal int64
+	// Survivors are the processes that outlived the command (init
+	// killed them).
+	Survivors int64
+	// UserNs, SysNs and MaxRSSKB are the whole tree's CPU time and
+	// largest resident set (init reaped every process of it).
+	UserNs, SysNs, MaxRSSKB int64
+}
+
+// StatusSize is the size of Status on the pipe (native byte order).
+const StatusSize = int(unsafe.Sizeof(Status{}))
+
+// ParseStatus decodes what init wrote on FDExit.
+func ParseStatus(b []byte) (Status, bool) {
+	var s Status
+	if len(b) != StatusSize {
+		return s, false
+	}
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(&s)), StatusSize), b)
+	return s, true
 }
 
 // Failure is where and why the child stopped before exec.
@@ -153,6 +186,9 @@ func (p *Program) SetJanitor(path string, argv []string) error {
 	p.janitorEnv = []*byte{nil}
 	return nil
 }
+
+// HasJanitor says SetJanitor was called.
+func (p *Program) HasJanitor() bool { return p.janitorPath != nil }
 
 // SetExec sets what the command execs.
 func (p *Program) SetExec(path string, argv, env []string) error {

@@ -129,16 +129,17 @@ func TestInit(t *testing.T) {
 			if f != nil || !ws.Exited() || ws.ExitStatus() != 0 {
 				t.Fatalf("init: %v, failure %v", ws, f)
 			}
-			var st [3]int32
 			b, _ := io.ReadAll(exitR)
-			if len(b) != 12 {
-				t.Fatalf("init reported %d bytes", len(b))
+			st, ok := ParseStatus(b)
+			if !ok {
+				t.Fatalf("init reported %d bytes, want %d", len(b), StatusSize)
 			}
-			for i := range st {
-				st[i] = int32(uint32(b[4*i]) | uint32(b[4*i+1])<<8 | uint32(b[4*i+2])<<16 | uint32(b[4*i+3])<<24)
+			got := [3]int32{int32(st.Code), int32(st.Signal), int32(st.Survivors)}
+			if st.MaxRSSKB <= 0 {
+				t.Errorf("init reported no usage for the tree: %+v", st)
 			}
-			if st != [3]int32{tc.code, tc.sig, tc.surv} || !strings.HasPrefix(out, tc.wantOut) {
-				t.Fatalf("status %v out %q; want %v %q", st, out, [3]int32{tc.code, tc.sig, tc.surv}, tc.wantOut)
+			if got != [3]int32{tc.code, tc.sig, tc.surv} || !strings.HasPrefix(out, tc.wantOut) {
+				t.Fatalf("status %v out %q; want %v %q", got, out, [3]int32{tc.code, tc.sig, tc.surv}, tc.wantOut)
 			}
 		})
 	}
