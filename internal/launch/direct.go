@@ -20,6 +20,7 @@ import (
 	"github.com/confine-sandbox/confine/internal/notify"
 	"github.com/confine-sandbox/confine/internal/nsinit"
 	"github.com/confine-sandbox/confine/internal/plan"
+	"github.com/confine-sandbox/confine/internal/proctree"
 	"github.com/confine-sandbox/confine/internal/program"
 	"github.com/confine-sandbox/confine/internal/seccomp"
 	"github.com/confine-sandbox/confine/internal/spawn"
@@ -32,14 +33,19 @@ type errNamespaces struct{ msg string }
 
 func (e *errNamespaces) Error() string { return e.msg }
 
-// runDirect runs a plan with namespaces without a supervisor process or a
-// second Go runtime: the launcher forks the PID namespace's init itself
-// with a prepared program (package spawn), and does the supervisor's work
-// (deadline, cancel, seccomp notifications, report) in this process. The
-// PID namespace is what makes that safe: the init dies with the launching
-// thread (PR_SET_PDEATHSIG), and the kernel ends every process of the
-// namespace when its init exits.
+// runDirect runs a plan without a supervisor process or a second Go
+// runtime: the launcher clones the run's init itself from a prepared
+// program (packages program and spawn) and does the supervisor's work
+// (deadline, cancel, seccomp notifications, report) in this process.
+//
+// With namespaces the init is the PID namespace's: it dies with the
+// launching thread, and the kernel ends every process of the namespace
+// when it exits. Without (the core provider) it is a child subreaper in
+// this PID namespace: every descendant of the command stays below it, this
+// process signals and kills them (init only reaps), and if this process
+// dies the init turns into the reaper (package reaper), which kills them.
 func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
+	ns := p.Namespaces != nil
 	var closers []*os.File
 	defer func() {
 		for _, f := range closers {
@@ -98,23 +104,24 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 		fds.Notify = pair[1]
 	}
 
-	rs, err := landlock.Prepare(landlock.Policy{
+	policy := landlock.Policy{
 		ReadExec:  p.Landlock.ReadExec,
 		ReadWrite: p.Landlock.ReadWrite,
 		Devices:   p.Landlock.Devices,
 		Optional:  p.Landlock.Optional,
 		DenyTCP:   p.Landlock.DenyTCP,
 		Scope:     p.Landlock.Scope,
+	}
+	if ns {
 		// The command sees the /proc of its own PID namespace.
-		Defer: func(path string) bool { return strings.HasPrefix(path, "/proc/") },
-	})
+		policy.Defer = func(path string) bool { return strings.HasPrefix(path, "/proc/") }
+	}
+	rs, err := landlock.Prepare(policy)
 	if err != nil {
 		return nil, fmt.Errorf("%w: landlock: %v", spec.ErrLaunch, err)
 	}
 	defer rs.Close()
 	fds.Ruleset = rs.FD
-	roots := append(append(append([]string(nil), p.Landlock.ReadExec...), p.Landlock.ReadWrite...), p.Landlock.Devices...)
-	layout := nsinit.PlanLayout(p.Namespaces, roots, func(path string) string { return rs.Resolved[path] })
 	arch, err := seccomp.NativeArch()
 	if err != nil {
 		return nil, fmt.Errorf("%w: seccomp: %v", spec.ErrLaunch, err)
@@ -124,7 +131,14 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: seccomp: %v", spec.ErrLaunch, err)
 	}
-	b, err := program.Namespaced(p, fds, rs, layout, filter)
+	var b *program.Built
+	if ns {
+		roots := append(append(append([]string(nil), p.Landlock.ReadExec...), p.Landlock.ReadWrite...), p.Landlock.Devices...)
+		layout := nsinit.PlanLayout(p.Namespaces, roots, func(path string) string { return rs.Resolved[path] })
+		b, err = program.Namespaced(p, fds, rs, layout, filter)
+	} else {
+		b, err = program.Subreaped(p, fds, filter, program.Privileged(), selfExe())
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", spec.ErrLaunch, err)
 	}
@@ -150,6 +164,9 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 		sockChild.Close()
 	}
 	if err != nil {
+		if !ns {
+			return nil, fmt.Errorf("%w: %v", spec.ErrLaunch, err)
+		}
 		return nil, &errNamespaces{fmt.Sprintf("user namespaces unavailable: clone(CLONE_NEWUSER|CLONE_NEWPID|CLONE_NEWNS|CLONE_NEWNET|CLONE_NEWIPC|CLONE_NEWUTS): %v", errors.Unwrap(err))}
 	}
 	reap := func() {
@@ -157,9 +174,11 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 		var ws unix.WaitStatus
 		_, _ = unix.Wait4(pid, &ws, unix.WALL, nil)
 	}
-	if err := mapIDs(pid, p.Namespaces); err != nil {
-		reap()
-		return nil, &errNamespaces{"namespace set-up failed: " + err.Error()}
+	if ns {
+		if err := mapIDs(pid, p.Namespaces); err != nil {
+			reap()
+			return nil, &errNamespaces{"namespace set-up failed: " + err.Error()}
+		}
 	}
 	if p.PidsCgroup != "" {
 		// Init waits for the go-ahead below, so it is counted before it
@@ -189,6 +208,9 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 			unix.Close(listener)
 		}
 		if b.InInit(f.Step) {
+			if !ns {
+				return nil, fmt.Errorf("%w: init: %s: %v", spec.ErrLaunch, b.Describe(f.Step), f.Errno)
+			}
 			return nil, &errNamespaces{fmt.Sprintf("namespace set-up failed: %s: %v", b.Describe(f.Step), f.Errno)}
 		}
 		code, msg := b.StartFailure(p.Path, f)
@@ -247,28 +269,60 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 		st spawn.Status
 		ok bool
 	}
-	// Init reports once every process of the namespace is gone; EOF
+	// Init reports once every process of the tree is gone (a subreaper
+	// init first says when some outlived the command: Pending); EOF
 	// without a report means it was killed.
-	reports := make(chan reported, 1)
+	reports := make(chan reported, 2)
 	go func() {
-		var b [spawn.StatusSize]byte
-		n, _ := io.ReadFull(exitR, b[:])
-		st, ok := spawn.ParseStatus(b[:n])
-		reports <- reported{st, ok}
+		for {
+			var b [spawn.StatusSize]byte
+			n, _ := io.ReadFull(exitR, b[:])
+			st, ok := spawn.ParseStatus(b[:n])
+			reports <- reported{st, ok}
+			if !ok || st.Pending == 0 {
+				return
+			}
+		}
 	}()
 
-	rep := plan.Report{Namespaces: true}
+	rep := plan.Report{Namespaces: ns}
 	deadline := time.NewTimer(p.WallTime)
 	defer deadline.Stop()
 	var grace <-chan time.Time
 	ctxDone := ctx.Done()
+	var killTick <-chan time.Time
+	var ticker *time.Ticker
+	defer func() {
+		if ticker != nil {
+			ticker.Stop()
+		}
+	}()
+	kill := func() {
+		if ns {
+			// The namespace ends with its init.
+			_ = unix.Kill(pid, unix.SIGKILL)
+			return
+		}
+		// Every descendant of the subreaper init, until it reports that
+		// none is left: what is forked meanwhile is reparented to it and
+		// found by the next scan.
+		proctree.Signal(pid, unix.SIGKILL)
+		if ticker == nil {
+			ticker = time.NewTicker(5 * time.Millisecond)
+			killTick = ticker.C
+		}
+	}
 	terminate := func() {
 		if grace != nil {
 			return
 		}
 		rep.Killed = true
-		// Init passes it to every process of the namespace.
-		_ = unix.Kill(pid, unix.SIGTERM)
+		if ns {
+			// Init passes it to every process of the namespace.
+			_ = unix.Kill(pid, unix.SIGTERM)
+		} else {
+			proctree.Signal(pid, unix.SIGTERM)
+		}
 		grace = time.After(p.KillGrace)
 	}
 	var w waited
@@ -283,6 +337,10 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 		case w = <-done:
 			exited = true
 		case r = <-reports:
+			if r.ok && r.st.Pending != 0 {
+				kill()
+				continue
+			}
 			reportDone = true
 		case <-deadline.C:
 			rep.TimedOut = true
@@ -292,7 +350,9 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 			rep.Cancelled = true
 			terminate()
 		case <-grace:
-			_ = unix.Kill(pid, unix.SIGKILL)
+			kill()
+		case <-killTick:
+			proctree.Signal(pid, unix.SIGKILL)
 		}
 	}
 	if !exited {
@@ -375,3 +435,7 @@ func recvFD(sock *os.File) (int, error) {
 	}
 	return fds[0], nil
 }
+
+// selfExe is this binary as the init sees it (it shares this process's
+// memory, executable included), for it to re-execute as the reaper.
+func selfExe() string { return "/proc/self/exe" }

@@ -21,6 +21,7 @@ import (
 	"github.com/confine-sandbox/confine/internal/capture"
 	"github.com/confine-sandbox/confine/internal/nsinit"
 	"github.com/confine-sandbox/confine/internal/plan"
+	"github.com/confine-sandbox/confine/internal/reaper"
 	"github.com/confine-sandbox/confine/internal/stage2"
 	"github.com/confine-sandbox/confine/internal/supervisor"
 	"github.com/confine-sandbox/confine/spec"
@@ -35,6 +36,8 @@ func init() {
 	switch os.Args[0] {
 	case supervisor.Arg0:
 		os.Exit(supervisor.Main())
+	case reaper.Arg0:
+		os.Exit(reaper.Main())
 	case stage2.Stage3Arg0, bwrap.InitPath:
 		os.Exit(stage2.Main())
 	case nsinit.ProbeArg0:
@@ -72,7 +75,7 @@ type Outcome struct {
 // to finish. A cancelled ctx ends the command's whole tree (SIGTERM,
 // grace, SIGKILL).
 func Run(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
-	if p.Namespaces != nil && p.Namespaces.Bwrap == "" {
+	if p.Namespaces == nil || p.Namespaces.Bwrap == "" {
 		out, err := runDirect(ctx, p, pio)
 		var nse *errNamespaces
 		if !errors.As(err, &nse) {
@@ -83,7 +86,7 @@ func Run(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 		}
 		// The core provider enforces every guarantee without them.
 		p.Namespaces = nil
-		out, err = runSupervised(ctx, p, pio)
+		out, err = runDirect(ctx, p, pio)
 		if out != nil {
 			out.Report.NamespacesSkipped = nse.msg
 		}

@@ -1,14 +1,13 @@
 // Package program turns a launch plan into a spawn.Program: the system
 // calls a raw-cloned child makes between clone and execve. Namespaced is
 // the landlock+namespaces provider (the child is the PID namespace's init,
-// sets the namespaces up, then starts the command); Core is the
-// landlock+seccomp provider's command started by the supervisor. Both end
-// in the same confinement, in stage-2's order.
+// sets the namespaces up, then starts the command); Subreaped is the
+// landlock+seccomp provider (the child is a subreaping init without
+// namespaces). Both end in the same confinement, in stage-2's order.
 package program
 
 import (
 	"fmt"
-	"os"
 	"path"
 	"strconv"
 	"strings"
@@ -108,48 +107,7 @@ func Namespaced(p *plan.Plan, fds FDs, rs *landlock.Ruleset, layout nsinit.Layou
 	var init []spawn.Op
 	add := func(o spawn.Op) { init = append(init, o) }
 
-	// PR_SET_PDEATHSIG first: from here on the launcher's death makes init
-	// kill the whole PID namespace and remove the run's private directory.
-	add(b.call("set parent-death signal", unix.SYS_PRCTL, unix.PR_SET_PDEATHSIG, uintptr(spawn.LauncherGone)))
-	// Descriptors to their numbers: everything first moved above them,
-	// then into place, then every other descriptor closed (the launcher's
-	// own, including other runs' pipes, must not stay open in an init).
-	type move struct {
-		src, dst int
-		cloexec  bool
-	}
-	moves := []move{{fds.Stdin, 0, false}, {fds.Stdout, 1, false}, {fds.Stderr, 2, false},
-		{fds.Status, spawn.FDStatus, true}, {fds.Exit, spawn.FDExit, true}, {fds.Notify, spawn.FDNotify, true},
-		{fds.Sync, spawn.FDSync, true}, {fds.Ruleset, spawn.FDRuleset, true}, {fds.Janitor, spawn.FDJanitor, false}}
-	for i := range moves {
-		if moves[i].src < 0 {
-			// Every number up to FDFree must be taken: the opens below
-			// rely on getting FDFree onwards. A spare copy of the sync
-			// pipe does no harm.
-			moves[i].src = fds.Sync
-		}
-	}
-	for i, m := range moves {
-		if m.src < 0 {
-			continue
-		}
-		add(b.call("duplicate descriptor", unix.SYS_FCNTL, uintptr(m.src), unix.F_DUPFD_CLOEXEC, spawn.FDFree+2).ToSlot(i))
-	}
-	for i, m := range moves {
-		if m.src < 0 {
-			continue
-		}
-		var fl uintptr
-		if m.cloexec {
-			fl = unix.O_CLOEXEC
-		}
-		add(b.call("arrange descriptor "+strconv.Itoa(m.dst), unix.SYS_DUP3, 0, uintptr(m.dst), fl).FromSlot(i, 0))
-	}
-	add(b.call("close inherited descriptors", unix.SYS_CLOSE_RANGE, spawn.FDFree, ^uintptr(0), 0))
-	// The launcher writes the id maps (and joins the cgroup) first; EOF
-	// means it died.
-	one := new([1]byte)
-	add(b.call("wait for the launcher", unix.SYS_READ, spawn.FDSync, prog.Ptr(unsafe.Pointer(one), one), 1).Want(1))
+	init = b.initStart(fds)
 	add(b.call("setsid", unix.SYS_SETSID))
 	add(b.call("make / private", unix.SYS_MOUNT, str(""), str("/"), str(""), unix.MS_REC|unix.MS_PRIVATE, 0))
 	// Roots beneath a cover are opened before it hides them; with every
@@ -216,14 +174,72 @@ func Namespaced(p *plan.Plan, fds FDs, rs *landlock.Ruleset, layout nsinit.Layou
 	prog.Init = init
 	b.initSteps = len(b.desc)
 
-	// What the launcher would remove, were it alive: the private directory
-	// (through the descriptor of its parent, which the covers hide) and the
-	// pids cgroup.
+	if err := b.janitor(p, fds); err != nil {
+		return nil, err
+	}
+
+	// The command is a child of init in a user namespace init created:
+	// it holds every capability there until it drops them.
+	cmd, err := b.confinement(p, filter, true, 1, spawn.FDNotify, spawn.FDRuleset)
+	if err != nil {
+		return nil, err
+	}
+	prog.Cmd = cmd
+	return b, nil
+}
+
+// initStart is how every init begins. PR_SET_PDEATHSIG first: from there
+// on the launcher's death makes init end the tree and remove the run's
+// private directory. Then the descriptors to their numbers: everything
+// first moved above them, then into place, then every other descriptor
+// closed (the launcher's own, including other runs' pipes, must not stay
+// open in an init). Then it waits for the launcher's go-ahead (after the
+// id maps and the pids cgroup); EOF means the launcher died.
+func (b *Built) initStart(fds FDs) []spawn.Op {
+	var ops []spawn.Op
+	add := func(o spawn.Op) { ops = append(ops, o) }
+	add(b.call("set parent-death signal", unix.SYS_PRCTL, unix.PR_SET_PDEATHSIG, uintptr(spawn.LauncherGone)))
+	type move struct {
+		src, dst int
+		cloexec  bool
+	}
+	moves := []move{{fds.Stdin, 0, false}, {fds.Stdout, 1, false}, {fds.Stderr, 2, false},
+		{fds.Status, spawn.FDStatus, true}, {fds.Exit, spawn.FDExit, true}, {fds.Notify, spawn.FDNotify, true},
+		{fds.Sync, spawn.FDSync, true}, {fds.Ruleset, spawn.FDRuleset, true}, {fds.Janitor, spawn.FDJanitor, false}}
+	for i := range moves {
+		if moves[i].src < 0 {
+			// Every number up to FDFree must be taken: the opens of the
+			// namespace set-up rely on getting FDFree onwards. A spare
+			// copy of the sync pipe does no harm.
+			moves[i].src = fds.Sync
+		}
+	}
+	for i, m := range moves {
+		add(b.call("duplicate descriptor", unix.SYS_FCNTL, uintptr(m.src), unix.F_DUPFD_CLOEXEC, spawn.FDFree+2).ToSlot(i))
+	}
+	for i, m := range moves {
+		var fl uintptr
+		if m.cloexec {
+			fl = unix.O_CLOEXEC
+		}
+		add(b.call("arrange descriptor "+strconv.Itoa(m.dst), unix.SYS_DUP3, 0, uintptr(m.dst), fl).FromSlot(i, 0))
+	}
+	add(b.call("close inherited descriptors", unix.SYS_CLOSE_RANGE, spawn.FDFree, ^uintptr(0), 0))
+	one := new([1]byte)
+	add(b.call("wait for the launcher", unix.SYS_READ, spawn.FDSync, b.P.Ptr(unsafe.Pointer(one), one), 1).Want(1))
+	return ops
+}
+
+// janitor sets what init removes when the launcher does not: the private
+// directory (through the descriptor of its parent, which covers may hide)
+// and the pids cgroup.
+func (b *Built) janitor(p *plan.Plan, fds FDs) error {
+	prog, str := b.P, b.P.Str
 	if p.PrivateTmp != "" && fds.Janitor >= 0 {
 		if rm := rmPath(); rm != "" {
 			target := "/proc/self/fd/" + strconv.Itoa(spawn.FDJanitor) + "/" + path.Base(p.PrivateTmp)
 			if err := prog.SetJanitor(rm, []string{"rm", "-rf", "--", target}); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
@@ -237,37 +253,50 @@ func Namespaced(p *plan.Plan, fds FDs, rs *landlock.Ruleset, layout nsinit.Layou
 			spawn.Call(0, unix.SYS_WRITE, 0, uintptr(unsafe.Pointer(&zero[0])), 1).FromSlot(0, 0).Ignore(),
 			spawn.Call(0, unix.SYS_UNLINKAT, spawn.AtFDCWD, str(p.PidsCgroup), unix.AT_REMOVEDIR).Ignore())
 	}
+	return nil
+}
 
-	// The command is a child of init in a user namespace init created:
-	// it holds every capability there until it drops them.
-	cmd, err := b.confinement(p, filter, true, 1, spawn.FDNotify, spawn.FDRuleset)
+// Privileged says this process holds CAP_SETPCAP: the command may then
+// lock securebits and empty its bounding set before it drops to its uid.
+func Privileged() bool {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return false
+	}
+	return data[0].Effective&(1<<unix.CAP_SETPCAP) != 0
+}
+
+// Subreaped prepares a core-provider run without a supervisor process:
+// the child is an init without namespaces, a child subreaper in the
+// launcher's PID namespace (spawn.Program.Subreaper), that starts the
+// command with the same confinement. privileged says the launcher holds
+// CAP_SETPCAP. reaper is the host binary: the init execs it as the reaper
+// (package reaper) if the launcher dies.
+func Subreaped(p *plan.Plan, fds FDs, filter []bpf.RawInstruction, privileged bool, reaper string) (*Built, error) {
+	b := &Built{P: &spawn.Program{Subreaper: true, ExitFD: spawn.FDExit}}
+	prog := b.P
+	if err := prog.SetExec(p.Path, p.Argv, p.Env); err != nil {
+		return nil, fmt.Errorf("%s: %w", p.Path, err)
+	}
+	init := b.initStart(fds)
+	init = append(init,
+		b.call("set child subreaper", unix.SYS_PRCTL, unix.PR_SET_CHILD_SUBREAPER, 1),
+		b.call("setsid", unix.SYS_SETSID),
+		b.call("getpid", unix.SYS_GETPID).ToSlot(15))
+	prog.Init = init
+	b.initSteps = len(b.desc)
+	if err := b.janitor(p, fds); err != nil {
+		return nil, err
+	}
+	if err := prog.SetGoneJanitor(reaper, []string{"confine-reaper", p.PrivateTmp, p.PidsCgroup}); err != nil {
+		return nil, err
+	}
+	cmd, err := b.confinement(p, filter, privileged, 0, spawn.FDNotify, spawn.FDRuleset)
 	if err != nil {
 		return nil, err
 	}
 	prog.Cmd = cmd
-	return b, nil
-}
-
-// Core prepares the command the supervisor starts for the core provider:
-// the confinement alone, in the supervisor's own descriptors (ruleset,
-// notify: -1 when absent). privileged says the supervisor holds
-// CAP_SETPCAP (it runs as root). With sync >= 0 the command first waits
-// for a byte on it (the supervisor joins it to the pids cgroup first).
-func Core(p *plan.Plan, filter []bpf.RawInstruction, privileged bool, sync, ruleset, notify int) (*Built, error) {
-	b := &Built{P: &spawn.Program{}}
-	if err := b.P.SetExec(p.Path, p.Argv, p.Env); err != nil {
-		return nil, fmt.Errorf("%s: %w", p.Path, err)
-	}
-	var ops []spawn.Op
-	if sync >= 0 {
-		one := new([1]byte)
-		ops = append(ops, b.call("wait for the supervisor", unix.SYS_READ, uintptr(sync), b.P.Ptr(unsafe.Pointer(one), one), 1).Want(1))
-	}
-	cmd, err := b.confinement(p, filter, privileged, uintptr(os.Getpid()), notify, ruleset)
-	if err != nil {
-		return nil, err
-	}
-	b.P.Cmd = append(ops, cmd...)
 	return b, nil
 }
 
@@ -323,7 +352,14 @@ func (b *Built) confinement(p *plan.Plan, filter []bpf.RawInstruction, privilege
 	// PR_SET_PDEATHSIG is cleared by a credential change; set it after,
 	// then make sure the parent was still there when it was set.
 	add(b.call("set parent-death signal", unix.SYS_PRCTL, unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL)))
-	add(b.call("check the parent is alive", unix.SYS_GETPPID).Want(ppid))
+	check := b.call("check the parent is alive", unix.SYS_GETPPID)
+	if ppid == 0 {
+		// A subreaper init left its pid in slot 15.
+		check = check.WantSlot(15)
+	} else {
+		check = check.Want(ppid)
+	}
+	add(check)
 	add(b.call("no_new_privs", unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1))
 	add(b.call("working directory "+p.Dir, unix.SYS_CHDIR, prog.Str(p.Dir)))
 	add(b.call("landlock_restrict_self", landlockRestrictSelf, uintptr(rulesetFD), 0))

@@ -61,6 +61,7 @@ func (p *Program) Start() (int, error) {
 		}
 		p.stack = b
 	}
+	p.sigIgn[0] = 1 // SIG_IGN
 	p.initMask = 1<<(unix.SIGCHLD-1) | 1<<(unix.SIGTERM-1) | 1<<(unix.SIGINT-1) | 1<<(unix.SIGHUP-1) | 1<<(unix.SIGQUIT-1) | 1<<(LauncherGone-1)
 	pid, e := fork(p)
 	runtime.KeepAlive(p)
@@ -151,7 +152,7 @@ func commandEntry(p *Program) { command(p) }
 //go:norace
 //go:nocheckptr
 func child(p *Program) {
-	if p.Cloneflags&syscall.CLONE_NEWPID == 0 {
+	if p.Cloneflags&syscall.CLONE_NEWPID == 0 && !p.Subreaper {
 		command(p)
 	}
 	if !runOps(p, p.Init) {
@@ -165,6 +166,65 @@ func child(p *Program) {
 		fail(p, StepSignalfd, e)
 		exit(1)
 	}
+	cmd := forkCommand(p)
+	// Only the command may hold these: the parent waits for EOF on the
+	// status pipe and the output pipes.
+	syscall.RawSyscall(unix.SYS_CLOSE_RANGE, 0, FDStatus, 0)
+	syscall.RawSyscall(unix.SYS_CLOSE_RANGE, FDNotify, FDRuleset, 0)
+
+	gone := false
+	for !p.cmdDone && !gone {
+		gone = readSignals(p, sfd)
+		reap(p, cmd, false)
+	}
+	if !gone {
+		if p.Subreaper {
+			gone = drainSubreaper(p, sfd, cmd)
+		} else {
+			// What is already dead is not a survivor; what is alive now
+			// outlived the command.
+			reap(p, cmd, false)
+			syscall.RawSyscall(syscall.SYS_KILL, ^uintptr(0), uintptr(syscall.SIGKILL), 0)
+			reapAll(p)
+		}
+	} else if !p.Subreaper {
+		syscall.RawSyscall(syscall.SYS_KILL, ^uintptr(0), uintptr(syscall.SIGKILL), 0)
+		reapAll(p)
+	}
+	if !gone {
+		report(p)
+		if !p.JanitorAfterReport {
+			exit(0)
+		}
+		syscall.RawSyscall(syscall.SYS_CLOSE, FDExit, 0, 0)
+	}
+	runOps(p, p.Janitor)
+	// No parent-death signal for the janitor (a launcher that does not
+	// wait for it may exit now), and none of the signals init handled:
+	// more of them may be pending (a dying launcher's threads each send
+	// the parent-death signal as init is reparented from one to the
+	// next), and unblocked they would kill it before it did its work.
+	syscall.RawSyscall6(syscall.SYS_PRCTL, unix.PR_SET_PDEATHSIG, 0, 0, 0, 0, 0)
+	ignoreSignals(p)
+	if gone && p.gonePath != nil {
+		syscall.RawSyscall(syscall.SYS_EXECVE, uintptr(unsafe.Pointer(p.gonePath)), uintptr(unsafe.Pointer(&p.goneArgv[0])), uintptr(unsafe.Pointer(&p.janitorEnv[0])))
+	}
+	if p.janitorPath != nil {
+		syscall.RawSyscall6(syscall.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&p.emptyMask)), 0, 8, 0, 0)
+		syscall.RawSyscall(syscall.SYS_EXECVE, uintptr(unsafe.Pointer(p.janitorPath)), uintptr(unsafe.Pointer(&p.janitorArgv[0])), uintptr(unsafe.Pointer(&p.janitorEnv[0])))
+	}
+	if gone {
+		exit(1)
+	}
+	exit(0)
+}
+
+// forkCommand starts the command's process; it returns its pid in init.
+//
+//go:nosplit
+//go:norace
+//go:nocheckptr
+func forkCommand(p *Program) uintptr {
 	var cmd uintptr
 	var e2 syscall.Errno
 	if cloneShares {
@@ -182,93 +242,124 @@ func child(p *Program) {
 		fail(p, StepFork, e2)
 		exit(1)
 	}
-	// Only the command may hold these: the parent waits for EOF on the
-	// status pipe and the output pipes.
-	syscall.RawSyscall(unix.SYS_CLOSE_RANGE, 0, FDStatus, 0)
-	syscall.RawSyscall(unix.SYS_CLOSE_RANGE, FDNotify, FDRuleset, 0)
+	return cmd
+}
 
-	done, gone := false, false
-	for !done {
-		n, _, e := syscall.RawSyscall(syscall.SYS_READ, sfd, uintptr(unsafe.Pointer(&p.siginfo[0])), uintptr(len(p.siginfo)))
-		if e == syscall.EINTR {
-			continue
-		}
-		if e != 0 {
-			break
-		}
-		for off := uintptr(0); off+128 <= n; off += 128 {
-			signo := *(*uint32)(unsafe.Pointer(&p.siginfo[off]))
-			if signo == uint32(LauncherGone) {
-				done, gone = true, true
-				continue
-			}
-			if signo != uint32(syscall.SIGCHLD) {
-				// To the whole namespace, as the supervisor signals the
-				// whole tree.
-				syscall.RawSyscall(syscall.SYS_KILL, ^uintptr(0), uintptr(signo), 0)
-			}
-		}
-		for {
-			pid, _, e := syscall.RawSyscall6(syscall.SYS_WAIT4, ^uintptr(0), uintptr(unsafe.Pointer(&p.ws)), syscall.WNOHANG|unix.WALL, 0, 0, 0)
-			if e != 0 || pid == 0 {
-				break
-			}
-			if pid == cmd {
-				done = true
-				if p.ws&0x7f == 0 {
-					p.status.Code = int64((p.ws >> 8) & 0xff)
-				} else {
-					p.status.Code, p.status.Signal = -1, int64(p.ws&0x7f)
-				}
-			}
+// readSignals waits for signals on sfd and acts on them; it reports
+// whether the launcher is gone. With a PID namespace init passes the
+// termination signals on to every process of it; a subreaper init leaves
+// signalling the tree to the launcher (kill(-1) outside a PID namespace
+// would reach every process of the uid).
+//
+//go:nosplit
+//go:norace
+//go:nocheckptr
+func readSignals(p *Program, sfd uintptr) bool {
+	n, _, e := syscall.RawSyscall(syscall.SYS_READ, sfd, uintptr(unsafe.Pointer(&p.siginfo[0])), uintptr(len(p.siginfo)))
+	if e != 0 {
+		return false
+	}
+	gone := false
+	for off := uintptr(0); off+128 <= n; off += 128 {
+		signo := *(*uint32)(unsafe.Pointer(&p.siginfo[off]))
+		switch {
+		case signo == uint32(LauncherGone):
+			gone = true
+		case signo != uint32(syscall.SIGCHLD) && !p.Subreaper:
+			syscall.RawSyscall(syscall.SYS_KILL, ^uintptr(0), uintptr(signo), 0)
 		}
 	}
-	// What is already dead is not a survivor; what is alive now outlived
-	// the command.
+	return gone
+}
+
+// reap collects every child that has exited, recording the command's
+// status and counting the others when count is set. It returns false
+// when init has no child left.
+//
+//go:nosplit
+//go:norace
+//go:nocheckptr
+func reap(p *Program, cmd uintptr, count bool) bool {
 	for {
 		pid, _, e := syscall.RawSyscall6(syscall.SYS_WAIT4, ^uintptr(0), uintptr(unsafe.Pointer(&p.ws)), syscall.WNOHANG|unix.WALL, 0, 0, 0)
-		if e != 0 || pid == 0 {
-			break
+		if e != 0 {
+			return false
+		}
+		if pid == 0 {
+			return true
+		}
+		switch {
+		case pid == cmd:
+			p.cmdDone = true
+			if p.ws&0x7f == 0 {
+				p.status.Code = int64((p.ws >> 8) & 0xff)
+			} else {
+				p.status.Code, p.status.Signal = -1, int64(p.ws&0x7f)
+			}
+		case count:
+			p.status.Survivors++
 		}
 	}
-	syscall.RawSyscall(syscall.SYS_KILL, ^uintptr(0), uintptr(syscall.SIGKILL), 0)
+}
+
+// reapAll waits for every child, counting them as survivors.
+//
+//go:nosplit
+//go:norace
+//go:nocheckptr
+func reapAll(p *Program) {
 	for {
 		_, _, e := syscall.RawSyscall6(syscall.SYS_WAIT4, ^uintptr(0), uintptr(unsafe.Pointer(&p.ws)), unix.WALL, 0, 0, 0)
 		if e == syscall.EINTR {
 			continue
 		}
 		if e != 0 {
-			break
+			return
 		}
 		p.status.Survivors++
 	}
-	if !gone {
-		// Every process of the tree was reaped by init: its children's
-		// usage is the tree's.
-		syscall.RawSyscall(syscall.SYS_GETRUSAGE, ^uintptr(0), // RUSAGE_CHILDREN (-1)
-			uintptr(unsafe.Pointer(&p.rusage)), 0)
-		r := &p.rusage
-		p.status.UserNs = r.Utime.Sec*1e9 + r.Utime.Usec*1e3
-		p.status.SysNs = r.Stime.Sec*1e9 + r.Stime.Usec*1e3
-		p.status.MaxRSSKB = r.Maxrss
-		syscall.RawSyscall(syscall.SYS_WRITE, FDExit, uintptr(unsafe.Pointer(&p.status)), unsafe.Sizeof(p.status))
-		if !p.JanitorAfterReport {
-			exit(0)
+}
+
+// drainSubreaper: the command is over, outside a PID namespace. What is
+// already dead is reaped uncounted; if processes remain, init says so on
+// FDExit (Pending), the launcher kills them, and init reaps and counts
+// them until it has no child left. It reports whether the launcher went
+// away meanwhile.
+//
+//go:nosplit
+//go:norace
+//go:nocheckptr
+func drainSubreaper(p *Program, sfd, cmd uintptr) bool {
+	if !reap(p, cmd, false) {
+		return false
+	}
+	p.status.Pending = 1
+	syscall.RawSyscall(syscall.SYS_WRITE, FDExit, uintptr(unsafe.Pointer(&p.status)), unsafe.Sizeof(p.status))
+	p.status.Pending = 0
+	for {
+		if readSignals(p, sfd) {
+			return true
 		}
-		syscall.RawSyscall(syscall.SYS_CLOSE, FDExit, 0, 0)
+		if !reap(p, cmd, true) {
+			return false
+		}
 	}
-	runOps(p, p.Janitor)
-	if p.janitorPath != nil {
-		// No parent-death signal for the janitor: a launcher that does
-		// not wait for it may exit now.
-		syscall.RawSyscall6(syscall.SYS_PRCTL, unix.PR_SET_PDEATHSIG, 0, 0, 0, 0, 0)
-		syscall.RawSyscall6(syscall.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&p.emptyMask)), 0, 8, 0, 0)
-		syscall.RawSyscall(syscall.SYS_EXECVE, uintptr(unsafe.Pointer(p.janitorPath)), uintptr(unsafe.Pointer(&p.janitorArgv[0])), uintptr(unsafe.Pointer(&p.janitorEnv[0])))
-	}
-	if gone {
-		exit(1)
-	}
-	exit(0)
+}
+
+// report writes the final status, with the tree's usage: init reaped
+// every process of it.
+//
+//go:nosplit
+//go:norace
+//go:nocheckptr
+func report(p *Program) {
+	syscall.RawSyscall(syscall.SYS_GETRUSAGE, ^uintptr(0), // RUSAGE_CHILDREN (-1)
+		uintptr(unsafe.Pointer(&p.rusage)), 0)
+	r := &p.rusage
+	p.status.UserNs = r.Utime.Sec*1e9 + r.Utime.Usec*1e3
+	p.status.SysNs = r.Stime.Sec*1e9 + r.Stime.Usec*1e3
+	p.status.MaxRSSKB = r.Maxrss
+	syscall.RawSyscall(syscall.SYS_WRITE, FDExit, uintptr(unsafe.Pointer(&p.status)), unsafe.Sizeof(p.status))
 }
 
 // command runs the confinement ops and execs; it never returns.
@@ -300,6 +391,20 @@ func resetSignals(p *Program) {
 	}
 }
 
+// ignoreSignals sets the signals init reads from its signalfd, bar
+// SIGCHLD, to SIG_IGN, which also discards pending ones.
+//
+//go:nosplit
+//go:norace
+//go:nocheckptr
+func ignoreSignals(p *Program) {
+	for s := uintptr(1); s <= 64; s++ {
+		if p.initMask&(1<<(s-1)) != 0 && s != uintptr(syscall.SIGCHLD) {
+			syscall.RawSyscall6(syscall.SYS_RT_SIGACTION, s, uintptr(unsafe.Pointer(&p.sigIgn[0])), 0, 8, 0, 0)
+		}
+	}
+}
+
 //go:nosplit
 //go:norace
 //go:nocheckptr
@@ -322,7 +427,11 @@ func runOps(p *Program, ops []Op) bool {
 			fail(p, o.step, e)
 			return false
 		}
-		if o.wantSet && r != o.want {
+		want := o.want
+		if o.wantSlot >= 0 {
+			want = p.slots[o.wantSlot&15]
+		}
+		if o.wantSet && r != want {
 			fail(p, o.step, 0)
 			return false
 		}

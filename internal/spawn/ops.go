@@ -26,10 +26,12 @@ type Op struct {
 	// skipErrno skips the next skip ops (an optional path that is missing).
 	skipErrno syscall.Errno
 	skip      uint8
-	// want, when wantSet, is the only acceptable result.
-	want    uintptr
-	wantSet bool
-	step    Step
+	// want, when wantSet, is the only acceptable result (slots[wantSlot]
+	// instead when wantSlot >= 0).
+	want     uintptr
+	wantSet  bool
+	wantSlot int8
+	step     Step
 }
 
 // Program is everything a child does between fork and exec.
@@ -52,6 +54,11 @@ type Program struct {
 	// report is written: a launcher that does not wait for init's exit
 	// leaves the clean-up to it.
 	JanitorAfterReport bool
+	// Subreaper makes the child an init without a PID namespace: a child
+	// subreaper (its Init ops must set PR_SET_CHILD_SUBREAPER) that
+	// reaps, never signals, and reports Pending when processes outlived
+	// the command so that the launcher kills them (see Status).
+	Subreaper bool
 
 	path  *byte
 	argv  []*byte
@@ -61,6 +68,8 @@ type Program struct {
 	janitorPath *byte
 	janitorArgv []*byte
 	janitorEnv  []*byte
+	gonePath    *byte
+	goneArgv    []*byte
 
 	// The children's stacks (cloneShares only).
 	stack []byte
@@ -71,10 +80,12 @@ type Program struct {
 	report *[3]uint32
 
 	sigDfl    [4]uint64 // kernel sigaction: SIG_DFL, no flags, empty mask
+	sigIgn    [4]uint64 // SIG_IGN
 	emptyMask uint64
 	initMask  uint64
 	siginfo   [8 * 128]byte
 	ws        int32
+	cmdDone   bool
 	status    Status
 	rusage    syscall.Rusage
 
@@ -94,6 +105,10 @@ type Status struct {
 	// UserNs, SysNs and MaxRSSKB are the whole tree's CPU time and
 	// largest resident set (init reaped every process of it).
 	UserNs, SysNs, MaxRSSKB int64
+	// Pending, from a subreaper init, says the command is over but
+	// processes outlived it: the launcher must kill init's descendants;
+	// the final status follows once init reaped them all.
+	Pending int64
 }
 
 // StatusSize is the size of Status on the pipe (native byte order).
@@ -123,7 +138,7 @@ var ErrAbort = errors.New("spawn: set-up check failed")
 
 // Call prepares nr(args...).
 func Call(step Step, nr uintptr, args ...uintptr) Op {
-	o := Op{nr: nr, fromSlot: -1, slotArg: -1, toSlot: -1, step: step}
+	o := Op{nr: nr, fromSlot: -1, slotArg: -1, toSlot: -1, wantSlot: -1, step: step}
 	copy(o.args[:], args)
 	return o
 }
@@ -142,6 +157,9 @@ func (o Op) SkipOn(e syscall.Errno, n int) Op { o.skipErrno, o.skip = e, uint8(n
 
 // Want fails the child unless the call returns v.
 func (o Op) Want(v uintptr) Op { o.want, o.wantSet = v, true; return o }
+
+// WantSlot fails the child unless the call returns what slot s holds.
+func (o Op) WantSlot(s int) Op { o.wantSlot, o.wantSet = int8(s), true; return o }
 
 // ToSlot stores the result in slot s.
 func (o Op) ToSlot(s int) Op { o.toSlot = int8(s); return o }
@@ -185,6 +203,20 @@ func (p *Program) SetJanitor(path string, argv []string) error {
 	}
 	p.janitorEnv = []*byte{nil}
 	return nil
+}
+
+// SetGoneJanitor sets what init execs instead of the janitor when the
+// launcher died (default: the janitor).
+func (p *Program) SetGoneJanitor(path string, argv []string) error {
+	var err error
+	if p.gonePath, err = syscall.BytePtrFromString(path); err != nil {
+		return err
+	}
+	p.goneArgv, err = syscall.SlicePtrFromStrings(argv)
+	if p.janitorEnv == nil {
+		p.janitorEnv = []*byte{nil}
+	}
+	return err
 }
 
 // HasJanitor says SetJanitor was called.

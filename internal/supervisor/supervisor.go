@@ -1,8 +1,7 @@
 // Package supervisor is the unconfined process that owns one run of the
-// core and bubblewrap providers (the launcher runs landlock+namespaces
-// itself, package launch). It is a child subreaper, so every descendant of
-// the command stays in its tree; it starts the command (a prepared
-// program, package program, or bwrap), serves the seccomp notifications
+// bubblewrap provider (the launcher runs the other providers itself,
+// package launch). It is a child subreaper, so every descendant of the
+// command stays in its tree; it starts bwrap, serves the seccomp notifications
 // Landlock cannot decide, enforces the wall deadline, and on exit,
 // timeout, cancel or the launcher's death ends every descendant before it
 // reports.
@@ -77,29 +76,12 @@ func run(ctrl *os.File) *plan.Report {
 	if err != nil {
 		return fail(125, "supervisor: %v", err)
 	}
-	// The launcher runs the landlock+namespaces provider itself; here
-	// are the core and bubblewrap.
-	start2 := startCore
-	bw := p.Namespaces != nil
-	if bw {
-		if p.Namespaces.Bwrap == "" {
-			return fail(125, "supervisor: a namespaces plan without bubblewrap")
-		}
-		start2 = startBwrap
+	// The launcher runs the landlock+namespaces and core providers
+	// itself (package launch); only bubblewrap runs under a supervisor.
+	if p.Namespaces == nil || p.Namespaces.Bwrap == "" {
+		return fail(125, "supervisor: only the bubblewrap provider runs under a supervisor")
 	}
-	child, notifyFD, exitPipe, err := start2(p)
-	var nsSkipped string
-	var nse *nsError
-	if errors.As(err, &nse) {
-		reapAll()
-		if p.Namespaces.Required {
-			return fail(125, "the profile requires namespaces, which cannot be set up here: %s", nse.msg)
-		}
-		// The core provider enforces every guarantee without them.
-		nsSkipped = nse.msg
-		p.Namespaces = nil
-		child, notifyFD, exitPipe, err = startCore(p)
-	}
+	child, notifyFD, exitPipe, err := startBwrap(p)
 	if err != nil {
 		var se *startError
 		if errors.As(err, &se) {
@@ -151,7 +133,7 @@ func run(ctrl *os.File) *plan.Report {
 		}
 	}()
 
-	rep := &plan.Report{Namespaces: p.Namespaces != nil, NamespacesSkipped: nsSkipped}
+	rep := &plan.Report{Namespaces: true}
 	deadline := time.NewTimer(p.WallTime - time.Since(start))
 	defer deadline.Stop()
 	var grace <-chan time.Time
@@ -178,11 +160,7 @@ func run(ctrl *os.File) *plan.Report {
 		rep.Killed = true
 		// bwrap itself must not get it: its death SIGKILLs the sandbox
 		// (--die-with-parent) and would cut the grace short.
-		spare := 0
-		if bw {
-			spare = child
-		}
-		if proctree.Signal(self, unix.SIGTERM, spare) == 0 {
+		if proctree.Signal(self, unix.SIGTERM, child) == 0 {
 			startKilling()
 			return
 		}
@@ -202,16 +180,16 @@ func run(ctrl *os.File) *plan.Report {
 			rep.Signal = int(ev.ws.Signal())
 		}
 		if exitPipe != nil {
-			// Stage-2 was the PID namespace's init: the command's own
-			// status is on the pipe, and the kernel killed what outlived
-			// it when init exited.
+			// Our init inside bwrap was the PID namespace's: the
+			// command's own status is on the pipe, and the kernel killed
+			// what outlived it when init exited.
 			if st, ok := readInitStatus(exitPipe); ok {
 				rep.ExitCode, rep.Signal = st.ExitCode, st.Signal
 				if st.Survivors > 0 {
 					rep.Survivors = st.Survivors
 					rep.Killed = true
 				}
-			} else if bw && rep.ExitCode > 128 && rep.ExitCode < 128+65 {
+			} else if rep.ExitCode > 128 && rep.ExitCode < 128+65 {
 				// bwrap reports its child's death by signal N as 128+N.
 				rep.ExitCode, rep.Signal = -1, rep.ExitCode-128
 			}
@@ -327,12 +305,6 @@ type startError struct {
 }
 
 func (e *startError) Error() string { return e.msg }
-
-// nsError says the namespaces could not be set up: the clone failed or
-// stage-2 reported plan.CodeNamespaces.
-type nsError struct{ msg string }
-
-func (e *nsError) Error() string { return e.msg }
 
 // readInitStatus reads what stage-2 reported as init before it exited;
 // false when it died without reporting (SIGKILL).

@@ -1,0 +1,55 @@
+// Package reaper is what a core run's init becomes when its launcher died
+// (package spawn, Program.SetGoneJanitor): a re-exec of the host binary
+// that is still the child subreaper of the command's tree (the attribute
+// survives execve), kills every descendant until none is left, then
+// removes the run's private directory and pids cgroup.
+package reaper
+
+import (
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/confine-sandbox/confine/internal/proctree"
+	"github.com/confine-sandbox/confine/internal/tmpdir"
+)
+
+// Arg0 marks the re-exec. Its arguments are the private directory and the
+// pids cgroup ("" for none).
+const Arg0 = "confine-reaper"
+
+// Main kills the tree and cleans up; it returns the exit status.
+func Main() int {
+	if len(os.Args) != 3 {
+		return 2
+	}
+	self := os.Getpid()
+	for {
+		proctree.Signal(self, unix.SIGKILL)
+		for {
+			var ws unix.WaitStatus
+			pid, err := unix.Wait4(-1, &ws, unix.WNOHANG|unix.WALL, nil)
+			if err == unix.ECHILD {
+				return cleanup(os.Args[1], os.Args[2])
+			}
+			if err != nil && err != unix.EINTR || pid == 0 {
+				break
+			}
+		}
+		// Whatever was still being killed or forked is reparented here
+		// and found by the next scan.
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func cleanup(dir, cgroup string) int {
+	tmpdir.Remove(dir)
+	if cgroup != "" {
+		// This process is in the cgroup: out ("0": the writer) first.
+		_ = os.WriteFile(filepath.Join(filepath.Dir(cgroup), "cgroup.procs"), []byte("0"), 0)
+		_ = os.Remove(cgroup)
+	}
+	return 0
+}
