@@ -23,6 +23,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -344,7 +345,7 @@ func prepare(s *spec.CommandSpec, prof policy.Profile, h host.Info, limits spec.
 		}
 	}
 	ro := landlock.DefaultSystemReadExec()
-	optional := landlock.DefaultSystemReadExec()
+	optional := slices.Clone(ro)
 	for _, r := range append(append([]string(nil), prof.ReadExec...), s.ReadOnly...) {
 		c, err := filepath.EvalSymlinks(r)
 		if err != nil {

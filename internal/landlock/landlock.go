@@ -284,7 +284,17 @@ func (r *Ruleset) addPath(kind ruleKind, path string, rights uint64, optional, d
 	if !filepath.IsAbs(path) {
 		return false, fmt.Errorf("landlock: %s %q is not absolute", kind, path)
 	}
-	fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	// A path without symlinks resolves to itself cleaned: one openat2
+	// then spares the readlink of /proc/self/fd that checkPath needs
+	// otherwise (most of Prepare's time, over sixty paths a run).
+	direct := true
+	fd, err := unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{
+		Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS})
+	if err != nil && !errors.Is(err, unix.ENOENT) {
+		// ELOOP: a symlink on the way; ENOSYS: no openat2 (before 5.6).
+		direct = false
+		fd, err = unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	}
 	if err != nil {
 		if optional && errors.Is(err, unix.ENOENT) {
 			return true, nil
@@ -297,7 +307,7 @@ func (r *Ruleset) addPath(kind ruleKind, path string, rights uint64, optional, d
 	if err := unix.Fstat(fd, &st); err != nil {
 		return false, fmt.Errorf("landlock: %s %q: fstat: %w", kind, path, err)
 	}
-	resolved, err := r.checkPath(kind, path, fd, &st)
+	resolved, err := r.checkPath(kind, path, fd, &st, direct)
 	if err != nil {
 		return false, err
 	}
@@ -323,13 +333,15 @@ func (r *Ruleset) addPath(kind ruleKind, path string, rights uint64, optional, d
 // covers /proc/<pid> of every process and all secrets), /proc wholesale or
 // any per-process /proc entry, writable procfs/sysfs, /dev wholesale and
 // device nodes granted other than one by one through Devices.
-func (r *Ruleset) checkPath(kind ruleKind, path string, fd int, st *unix.Stat_t) (string, error) {
+func (r *Ruleset) checkPath(kind ruleKind, path string, fd int, st *unix.Stat_t, direct bool) (string, error) {
 	typ := st.Mode & unix.S_IFMT
-	resolved, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
-	if err != nil {
+	resolved := filepath.Clean(path)
+	if !direct {
 		// Without /proc we cannot see where a symlink led; the cleaned
 		// name still catches the direct cases.
-		resolved = filepath.Clean(path)
+		if l, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd)); err == nil {
+			resolved = l
+		}
 	}
 	refuse := func(why string) (string, error) {
 		if resolved != path {
