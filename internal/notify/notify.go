@@ -26,6 +26,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -84,6 +85,11 @@ type server struct {
 	done   bool  // guarded by pollMu: stop polling
 	err    error // guarded by pollMu: why polling stopped
 	wg     sync.WaitGroup
+
+	// Workers start as needed (most runs get no notification, and each
+	// worker costs a thread): started so far, and how many are in next.
+	started atomic.Int32
+	waiting atomic.Int32
 }
 
 // Serve answers the notifications arriving on listenerFD, the descriptor
@@ -128,10 +134,9 @@ func Serve(ctx context.Context, listenerFD int, cfg Config) error {
 		notifSize: int(sizes.Notif),
 		respSize:  int(sizes.Resp),
 	}
-	s.wg.Add(workers)
-	for range workers {
-		go s.worker()
-	}
+	s.started.Store(1)
+	s.wg.Add(1)
+	go s.worker()
 	// The descriptors live as long as any handler may still use them.
 	allDone := make(chan struct{})
 	go func() {
@@ -165,6 +170,8 @@ const stopGrace = 100 * time.Millisecond
 // next waits for the next notification and receives it into buf. It reports
 // false when the workers must stop.
 func (s *server) next(buf []uint64) bool {
+	s.waiting.Add(1)
+	defer s.waiting.Add(-1)
 	s.pollMu.Lock()
 	defer s.pollMu.Unlock()
 	for !s.done {
@@ -224,6 +231,26 @@ func (s *server) recv(buf []uint64) (bool, error) {
 	return false, nil
 }
 
+// grow starts another worker when a notification is being handled and no
+// other worker waits for the next one, up to workers.
+func (s *server) grow() {
+	if s.waiting.Load() > 0 {
+		return
+	}
+	for {
+		n := s.started.Load()
+		if n >= workers {
+			return
+		}
+		if s.started.CompareAndSwap(n, n+1) {
+			// The calling worker holds a count: Add may race Wait.
+			s.wg.Add(1)
+			go s.worker()
+			return
+		}
+	}
+}
+
 // worker receives and handles notifications on an OS thread of its own, whose
 // credentials it switches per request. It never unlocks the thread: when the
 // goroutine returns, the Go runtime destroys the thread instead of reusing
@@ -242,6 +269,7 @@ func (s *server) worker() {
 	resp := (*seccompNotifResp)(unsafe.Pointer(&rbuf[0]))
 	h := handler{s: s, tc: tc, status: make([]byte, 4096)}
 	for s.next(nbuf) {
+		s.grow()
 		r := h.handle(n)
 		clear(rbuf)
 		resp.ID = n.ID
