@@ -8,6 +8,7 @@ package program
 
 import (
 	"fmt"
+	"os"
 	"path"
 	"strconv"
 	"strings"
@@ -330,7 +331,7 @@ func (b *Built) confinement(p *plan.Plan, filter []bpf.RawInstruction, privilege
 		// Lock root out of regaining capabilities at exec or on setuid.
 		const secbits = 1<<0 | 1<<1 | 1<<2 | 1<<3 | 1<<5 | 1<<6 | 1<<7
 		add(b.call("set securebits", unix.SYS_PRCTL, unix.PR_SET_SECUREBITS, secbits))
-		for c := uintptr(0); c < 64; c++ {
+		for c := uintptr(0); c <= lastCap(); c++ {
 			add(b.call("drop bounding capability "+strconv.Itoa(int(c)), unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, c).OK(unix.EINVAL))
 		}
 	}
@@ -400,6 +401,20 @@ func (b *Built) confinement(p *plan.Plan, filter []bpf.RawInstruction, privilege
 	add(b.call("close inherited fds", unix.SYS_CLOSE_RANGE, 3, ^uintptr(0), unix.CLOSE_RANGE_CLOEXEC))
 	return ops, nil
 }
+
+// lastCap is the highest capability this kernel knows (EINVAL beyond it,
+// which the drop accepts, so a guess too high costs only calls).
+var lastCap = sync.OnceValue(func() uintptr {
+	b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap")
+	if err != nil {
+		return 63
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || n < 0 || n > 63 {
+		return 63
+	}
+	return uintptr(n)
+})
 
 var rmPath = sync.OnceValue(func() string {
 	for _, p := range []string{"/bin/rm", "/usr/bin/rm"} {

@@ -368,7 +368,11 @@ func report(p *Program) {
 //go:norace
 //go:nocheckptr
 func command(p *Program) {
-	resetSignals(p)
+	if p.Cloneflags&syscall.CLONE_NEWPID == 0 && !p.Subreaper {
+		// Without an init, nothing reset the launcher's handlers (an
+		// init's reset ones are what the command inherited).
+		resetSignals(p)
+	}
 	syscall.RawSyscall6(syscall.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&p.emptyMask)), 0, 8, 0, 0)
 	if !runOps(p, p.Cmd) {
 		exit(1)
