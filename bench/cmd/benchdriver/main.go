@@ -696,7 +696,7 @@ func parseGoBench(out string) map[string][]float64 {
 func (b *bench) library() error {
 	bt := b.knob("LIB_BENCHTIME", "100x")
 	count := b.knobInt("LIB_COUNT", 5)
-	c := exec.Command("go", "test", "-run", "^$", "-bench", "^(BenchmarkRunCommandTrue|BenchmarkExecTrue)$",
+	c := exec.Command("go", "test", "-run", "^$", "-bench", "^(BenchmarkRunCommandTrue|BenchmarkRunCommandTrueCore|BenchmarkExecTrue)$",
 		"-benchtime", bt, "-count", strconv.Itoa(count), ".")
 	c.Dir = b.repo
 	c.Env = append(os.Environ(), "CONFINE_EVENT_LOG="+filepath.Join(b.tmp, "lib-events.jsonl"))
@@ -728,6 +728,13 @@ func (b *bench) library() error {
 	o.Target = "≤ 1 ms"
 	o.Met = verdict(o.Values[confine] <= 1)
 	b.add(o)
+	if core := m["BenchmarkRunCommandTrueCore"]; len(core) > 0 {
+		c := newRow("library_launch_core", "library launch, `Launcher{Backend: \"core\"}` (landlock+seccomp, no namespaces to create), same run", "ms", 3)
+		b.fill(c, map[box][]float64{bare: toMs(ex), confine: toMs(core)})
+		c.Text[bwrap] = "n/a"
+		c.Notes = fmt.Sprintf("overhead %.3f ms", c.Values[confine]-c.Values[bare])
+		b.add(c)
+	}
 	return nil
 }
 
