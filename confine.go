@@ -169,7 +169,7 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 	sel.Provider.Configure(p, prof.RequireNamespaces || (l.Backend != "" && l.Backend != "auto"))
 	res.Backend = sel.Provider.Name()
 	res.Layers = layers(sel.Provider, p)
-	res.Guarantees = provider.Mechanisms(sel.Provider, gs)
+	res.Guarantees = provider.Mechanisms(sel.Provider, pidMaxMechanism(p, gs))
 	res.PathOmitted = omitted
 	res.HiddenCredentials = hidden
 
@@ -235,13 +235,31 @@ func fellBack(res *spec.CommandResult, p *plan.Plan, gs []spec.Guarantee, why st
 	res.Guarantees = gs
 }
 
+// pidMaxMechanism names the PID namespace's pid_max as what bounds the
+// processes of a uid-0 run that has one (the pids cgroup otherwise).
+func pidMaxMechanism(p *plan.Plan, gs []spec.Guarantee) []spec.Guarantee {
+	if p.Namespaces == nil || p.Namespaces.PidMax == 0 {
+		return gs
+	}
+	out := slices.Clone(gs)
+	for i := range out {
+		if out[i].Name == policy.GProcesses && !out[i].Waived {
+			out[i].Mechanism = fmt.Sprintf("pid_max %d of the run's PID namespace (uid 0 is exempt from RLIMIT_NPROC)", p.Namespaces.PidMax)
+		}
+	}
+	return out
+}
+
 // layers names the confinement layers a provider and its plan switch on.
 func layers(prov provider.Provider, p *plan.Plan) []string {
 	ls := prov.Layers()
 	if p.Seccomp.NotifyMetadata || p.Seccomp.NotifyConnect {
 		ls = append(ls, "seccomp-notify")
 	}
-	if p.PidsCgroup != "" {
+	switch {
+	case p.Namespaces != nil && p.Namespaces.PidMax > 0:
+		ls = append(ls, "pid-max")
+	case p.PidsCgroup != "":
 		ls = append(ls, "pids-cgroup")
 	}
 	if p.UID >= 0 {

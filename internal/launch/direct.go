@@ -180,7 +180,7 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 			return nil, &errNamespaces{"namespace set-up failed: " + err.Error()}
 		}
 	}
-	if p.PidsCgroup != "" {
+	if p.PidsCgroup != "" && (!ns || p.Namespaces.PidMax == 0) {
 		// Init waits for the go-ahead below, so it is counted before it
 		// can fork anything.
 		if err := os.WriteFile(p.PidsCgroup+"/cgroup.procs", []byte(strconv.Itoa(pid)), 0); err != nil {

@@ -47,6 +47,43 @@ var (
 	DefaultHide    = []string{"/tmp", "/run", "/var/run"}
 )
 
+// reservedPids are the pids the kernel skips when it wraps around
+// (RESERVED_PIDS), also in a PID namespace.
+const reservedPids = 300
+
+// PidMax returns the pid_max for a PID namespace that may hold at least
+// procs processes (at most procs+300: once the numbers wrap, the first
+// 300 are skipped), or 0 when this kernel has no per-namespace pid_max
+// (before 6.14) or the host's is lower.
+func PidMax(procs int) int {
+	if procs <= 0 || !perNamespacePidMax() {
+		return 0
+	}
+	n := procs + reservedPids + 1
+	b, err := os.ReadFile("/proc/sys/kernel/pid_max")
+	if err != nil {
+		return 0
+	}
+	host, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || n > host {
+		return 0
+	}
+	return n
+}
+
+// perNamespacePidMax: kernel.pid_max is per PID namespace since 6.14.
+func perNamespacePidMax() bool {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return false
+	}
+	var major, minor int
+	if _, err := fmt.Sscanf(unix.ByteSliceToString(u.Release[:]), "%d.%d", &major, &minor); err != nil {
+		return false
+	}
+	return major > 6 || major == 6 && minor >= 14
+}
+
 // MaxTmpfsBytes caps each private tmpfs (it is memory, which RLIMIT_AS
 // does not count).
 const MaxTmpfsBytes = 1 << 30

@@ -66,6 +66,12 @@ type Namespaces struct {
 	TmpfsBytes int64 `json:"tmpfs_bytes"`
 	// Hostname is set in the UTS namespace.
 	Hostname string `json:"hostname,omitempty"`
+	// PidMax, when set, is written to the PID namespace's own
+	// kernel.pid_max (Linux 6.14+) and bounds its processes instead of the
+	// plan's pids cgroup, which the launcher then does not join (joining
+	// one costs an RCU grace period; the cgroup stays for a fall-back to
+	// the core).
+	PidMax int `json:"pid_max,omitempty"`
 	// Bwrap, when set, is the bubblewrap binary that creates the
 	// namespaces and the mount tree (the bubblewrap provider): the
 	// supervisor starts it instead of cloning stage-2, stage-2 runs

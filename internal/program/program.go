@@ -144,6 +144,13 @@ func Namespaced(p *plan.Plan, fds FDs, rs *landlock.Ruleset, layout nsinit.Layou
 	}
 	add(b.call("close bind sources", unix.SYS_CLOSE_RANGE, spawn.FDFree, ^uintptr(0), 0))
 	add(b.call("mount /proc of the new PID namespace", unix.SYS_MOUNT, str("proc"), str("/proc"), str("proc"), unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, 0))
+	if ns.PidMax > 0 {
+		v := []byte(strconv.Itoa(ns.PidMax))
+		prog.Keep(v)
+		add(b.call("open the namespace's pid_max", unix.SYS_OPENAT, spawn.AtFDCWD, str("/proc/sys/kernel/pid_max"), unix.O_WRONLY|unix.O_CLOEXEC).ToSlot(0))
+		add(b.call("set the namespace's pid_max", unix.SYS_WRITE, 0, uintptr(unsafe.Pointer(&v[0])), uintptr(len(v))).FromSlot(0, 0).Want(uintptr(len(v))))
+		add(b.call("close pid_max", unix.SYS_CLOSE, 0).FromSlot(0, 0))
+	}
 	ifr := new([40]byte)
 	copy(ifr[:], "lo")
 	*(*uint16)(unsafe.Pointer(&ifr[unix.IFNAMSIZ])) = unix.IFF_UP

@@ -273,6 +273,9 @@ func (namespaces) Configure(p *plan.Plan, required bool) {
 		TmpfsBytes: size,
 		Hostname:   nsinit.Hostname,
 	}
+	if p.PidsCgroup != "" {
+		p.Namespaces.PidMax = nsinit.PidMax(int(p.Rlimits.NProc))
+	}
 }
 
 func (namespaces) Adds(g string) string {
