@@ -36,7 +36,12 @@ const Hostname = "confine"
 
 // DefaultPrivate are the directories that get a fresh tmpfs the command
 // may write (POSIX shared memory and semaphores live there); DefaultHide
-// those covered by an empty one (the host's sockets and temporary files).
+// those covered by an empty one: the host's sockets and temporary files,
+// and where users, services and add-on software keep their data (homes,
+// mounts, /opt, /srv). Landlock already denies reading them; covered, they
+// cannot even be listed or stat()ed, and the roots of the run that lie
+// beneath (the work directory, a toolchain under /opt or ~) are bound
+// back at their own paths.
 //
 // A tmpfs with roots bound back beneath it is never writable: Landlock
 // rules follow the path through mount points, so a writable /tmp would
@@ -44,7 +49,7 @@ const Hostname = "confine"
 // holds the run's private directory, is hidden rather than private.
 var (
 	DefaultPrivate = []string{"/dev/shm"}
-	DefaultHide    = []string{"/tmp", "/run", "/var/run"}
+	DefaultHide    = []string{"/tmp", "/run", "/var/run", "/var/tmp", "/home", "/root", "/mnt", "/media", "/srv", "/opt"}
 )
 
 // reservedPids are the pids the kernel skips when it wraps around
