@@ -92,10 +92,30 @@ func testBackend(t *testing.T, u testutil.User, container bool) {
 	}
 	t.Logf("check: backend %s, layers %v, user namespaces %v %s", ck.Backend, ck.Layers, ck.Host.UserNS, ck.Host.UserNSErr)
 
-	// A run: its parent, whether this test process exists for it, and the
-	// network interfaces it sees.
-	script := `echo "ppid=$PPID"; if [ -e /proc/$CONFINE_TEST_PID ]; then echo test-visible; else echo test-invisible; fi; "$0" __netifs`
-	o = cli("run", "--json", "--ro", probeDir, "--env", "CONFINE_TEST_PID="+strconv.Itoa(os.Getpid()), "--", "sh", "-c", script, probePath)
+	// A file in another user's home, readable by everyone outside (the
+	// control: this test stats and reads it).
+	homeDir, err := os.MkdirTemp("/home", "confine-test-")
+	if err != nil {
+		t.Fatalf("create a home directory to hide: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(homeDir) })
+	homeFile := filepath.Join(homeDir, "notes.txt")
+	if err := os.WriteFile(homeFile, []byte("someone else's\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(homeDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(homeFile); err != nil || len(b) == 0 {
+		t.Fatalf("control: %s unreadable outside the sandbox: %v", homeFile, err)
+	}
+
+	// A run: its parent, whether this test process exists for it, the
+	// network interfaces it sees, and whether that home file exists.
+	script := `echo "ppid=$PPID"; if [ -e /proc/$CONFINE_TEST_PID ]; then echo test-visible; else echo test-invisible; fi; "$0" __netifs; ` +
+		`if [ -e "$CONFINE_TEST_HOMEFILE" ]; then echo home-visible; else echo home-invisible; fi; cat "$CONFINE_TEST_HOMEFILE" 2>/dev/null || echo home-unreadable`
+	o = cli("run", "--json", "--ro", probeDir, "--env", "CONFINE_TEST_PID="+strconv.Itoa(os.Getpid()),
+		"--env", "CONFINE_TEST_HOMEFILE="+homeFile, "--", "sh", "-c", script, probePath)
 	var res spec.CommandResult
 	if err := json.Unmarshal([]byte(o.stdout), &res); err != nil {
 		t.Fatalf("run --json (exit %d): %v\n%s\n%s", o.code, err, o.stdout, o.stderr)
@@ -105,20 +125,26 @@ func testBackend(t *testing.T, u testutil.User, container bool) {
 		t.Fatalf("run: exit %d backend %q, want 0 and %q; stdout %q stderr %q", res.ExitCode, res.Backend, want, out, res.Stderr.Head)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 3 {
+	if len(lines) != 5 {
 		t.Fatalf("run printed %q", out)
+	}
+	if lines[4] != "home-unreadable" {
+		t.Errorf("another user's home file was read inside the sandbox: %q", lines)
 	}
 	hasLayer := strings.Contains(strings.Join(res.Layers, ","), "pid-ns")
 	switch {
 	case wantNS:
 		// The command's parent is the run's init, the test process has no
-		// pid in the run's namespace, and only loopback exists.
-		if lines[0] != "ppid=1" || lines[1] != "test-invisible" || lines[2] != "lo" || !hasLayer {
-			t.Errorf("namespaces: got %q, layers %v; want ppid=1, test-invisible, lo only, pid-ns layer", lines, res.Layers)
+		// pid in the run's namespace, only loopback exists, and /home is
+		// an empty tmpfs.
+		if lines[0] != "ppid=1" || lines[1] != "test-invisible" || lines[2] != "lo" || lines[3] != "home-invisible" || !hasLayer {
+			t.Errorf("namespaces: got %q, layers %v; want ppid=1, test-invisible, lo only, home-invisible, pid-ns layer", lines, res.Layers)
 		}
 	default:
-		if lines[0] == "ppid=1" || lines[1] != "test-visible" || hasLayer {
-			t.Errorf("core: got %q, layers %v; want a host parent, the test visible (stat only), no namespace layer", lines, res.Layers)
+		// Landlock does not control stat(): the core shows that other
+		// processes and files exist (a documented limit), not what they hold.
+		if lines[0] == "ppid=1" || lines[1] != "test-visible" || lines[3] != "home-visible" || hasLayer {
+			t.Errorf("core: got %q, layers %v; want a host parent, the test and the home file visible (stat only), no namespace layer", lines, res.Layers)
 		}
 		if len(res.SkippedBackends) == 0 || res.SkippedBackends[0].Name != "landlock+namespaces" ||
 			!strings.Contains(res.SkippedBackends[0].Reason, "user namespaces unavailable") {
@@ -152,7 +178,8 @@ func testBackend(t *testing.T, u testutil.User, container bool) {
 		}
 	}
 	_, bwErr := exec.LookPath("bwrap")
-	o = cli("run", "--json", "--backend", "bwrap", "--ro", probeDir, "--env", "CONFINE_TEST_PID="+strconv.Itoa(os.Getpid()), "--", "sh", "-c", script, probePath)
+	o = cli("run", "--json", "--backend", "bwrap", "--ro", probeDir, "--env", "CONFINE_TEST_PID="+strconv.Itoa(os.Getpid()),
+		"--env", "CONFINE_TEST_HOMEFILE="+homeFile, "--", "sh", "-c", script, probePath)
 	switch {
 	case bwErr != nil || !wantNS:
 		// Not installed, or user namespaces blocked (the container).
@@ -167,9 +194,10 @@ func testBackend(t *testing.T, u testutil.User, container bool) {
 		}
 		lines := strings.Split(strings.TrimSpace(string(res.Stdout.Head)), "\n")
 		layers := strings.Join(res.Layers, ",")
-		if len(lines) != 3 || lines[0] != "ppid=1" || lines[1] != "test-invisible" || lines[2] != "lo" ||
+		if len(lines) != 5 || lines[0] != "ppid=1" || lines[1] != "test-invisible" || lines[2] != "lo" ||
+			lines[3] != "home-invisible" || lines[4] != "home-unreadable" ||
 			!strings.Contains(layers, "bwrap") || !strings.Contains(layers, "pid-ns") {
-			t.Errorf("bubblewrap: got %q, layers %v; want ppid=1, test-invisible, lo only, bwrap and pid-ns layers", lines, res.Layers)
+			t.Errorf("bubblewrap: got %q, layers %v; want ppid=1, test-invisible, lo only, home-invisible, home-unreadable, bwrap and pid-ns layers", lines, res.Layers)
 		}
 		for _, g := range res.Guarantees {
 			if g.Name == "tree-kill" && !strings.Contains(g.Mechanism, "bubblewrap") {
