@@ -71,10 +71,10 @@ func Assess(h host.Info, runAsRoot, pidsCgroup bool) []Assessment {
 	need(GNoNetwork, sc, netMech, noSC)
 	need(GCleanEnv, true, "launcher: environment built from scratch", "")
 	need(GCredentials, ll, llm+": credential files inside read-only roots are left out of the grant; a writable root holding one is refused", noLL)
-	need(GNoInheritedFDs, true, "stage-2: close_range(3, ~0) before exec; stdio are fresh pipes", "")
+	need(GNoInheritedFDs, true, "the command marks every descriptor >= 3 close-on-exec (close_range) right before execve; stdio are fresh pipes", "")
 	need(GFSWrite, ll, llm+": writes only in the workdir, the private temp dir and granted roots", noLL)
 	need(GFSRead, ll, llm+": reads only in declared roots; /proc limited to non-process entries", noLL)
-	need(GFSMetadata, ll && sc, "seccomp user notification: chmod/chown/utimes/xattr resolved and performed by the supervisor only inside writable roots", noSC)
+	need(GFSMetadata, ll && sc, "seccomp user notification: chmod/chown/utimes/xattr resolved and performed by the launcher (the supervisor under bubblewrap) only inside writable roots", noSC)
 	unixOK := sc && h.LandlockABI >= 6
 	unixMissing := "Landlock ABI >= 6 (abstract unix socket scoping, kernel 6.12)"
 	if !sc {
@@ -94,7 +94,7 @@ func Assess(h host.Info, runAsRoot, pidsCgroup bool) []Assessment {
 	default:
 		need(GProcesses, false, "", "a writable pids cgroup: the command runs as uid 0, which RLIMIT_NPROC does not bound")
 	}
-	need(GTreeKill, true, "supervisor is a child subreaper: every descendant is killed and reaped, also on launcher death", "")
+	need(GTreeKill, true, "the run's init is a child subreaper: every descendant is killed and reaped, also on launcher death (the init then becomes the reaper)", "")
 	need(GNoPrivilege, true, "no_new_privs; all capabilities dropped from the five sets; securebits locked when root", "")
 	return out
 }

@@ -8,7 +8,7 @@
 // Linux order: landlock+namespaces (the core plus user, PID, mount,
 // network, IPC and UTS namespaces, where unprivileged user namespaces
 // work), landlock+seccomp (the core: Landlock, seccomp with user
-// notification, rlimits, a subreaping supervisor; it works in stock
+// notification, rlimits, a subreaping init; it works in stock
 // Docker and Kubernetes), bubblewrap (the core inside bwrap's namespaces;
 // only when asked for by name), firecracker (tier 3; no microVM backend
 // exists), and a container CLI (never selected automatically).
@@ -192,7 +192,7 @@ func coreAvailable(h host.Info) (bool, string) {
 var coreLayers = []string{"landlock", "seccomp", "rlimits", "subreaper"}
 
 // core is Landlock, seccomp (with user notification), rlimits and the
-// subreaping supervisor: every guarantee, no namespace.
+// subreaping init: every guarantee, no namespace.
 type core struct{}
 
 func (core) Name() string                         { return Core }
@@ -283,7 +283,7 @@ func (namespaces) Adds(g string) string {
 	case policy.GNoNetwork:
 		return "empty network namespace (loopback only)"
 	case policy.GFSWrite:
-		return "mount namespace: /dev/shm is a private per-run tmpfs; the host's /tmp, /dev/shm and /run are hidden"
+		return "mount namespace: /dev/shm is a private per-run tmpfs; the host's /tmp, /var/tmp, /dev/shm, /run, homes, /root, /opt, /srv, /mnt and /media are hidden"
 	case policy.GUnixSockets:
 		return "network namespace (abstract sockets are per namespace) and mount namespace (the host's /run, /tmp and /dev/shm hidden)"
 	case policy.GSignals, policy.GProcInspect:
