@@ -580,7 +580,7 @@ func (b *bench) launch() error {
 	cr := newRow("launch_cpu", "launch `/bin/true`: CPU time (user+sys of the launch tree)", "ms", 2)
 	b.fill(cr, map[box][]float64{bare: cpus["bare"], confine: cpus["confine"]})
 	cr.Text[bwrap] = "n/a"
-	cr.Notes = fmt.Sprintf("the same runs, from wait4's rusage (launcher, supervisor, command; not the kernel's deferred work); empty Go program %.2f ms; "+
+	cr.Notes = fmt.Sprintf("the same runs, from wait4's rusage (launcher, init and command; not the kernel's deferred work); empty Go program %.2f ms; "+
 		"n/a for bwrap: its outer process does not reap the sandboxed tree, so its rusage misses it (%.2f ms seen)",
 		median(cpus["emptygo"]), median(cpus["bwrap"]))
 	b.add(cr)
@@ -1050,7 +1050,7 @@ func (b *bench) build() error {
 	c.Met = verdict(c.Ratio[confine] <= 1.02)
 	flagNoise(c, 1.02, false)
 	c.Notes = fmt.Sprintf("the same runs, measured inside the sandbox (rusage of go and the compilers it reaped); "+
-		"confine's whole tree incl. launcher and supervisor (wait4 from outside): %.1f s", median(treeCPU))
+		"confine's whole tree incl. the launcher and the run's init (wait4 from outside): %.1f s", median(treeCPU))
 	b.add(c)
 	return nil
 }
@@ -1435,7 +1435,7 @@ func (b *bench) kill() error {
 	r.Met = verdict(r.Values[confine] <= 50 && cs == 0)
 	r.Notes = fmt.Sprintf("timeout %s, kill-grace %s, %d runs; survivors found by scanning /proc for the run's sleepers and by the pids they recorded; "+
 		"wall from start to the last sleeper gone, minus the deadline "+
-		"(confine's clock starts in its supervisor, so its figure also holds the launch); confine survivors %.0f in total, "+
+		"(confine's clock starts when its launcher starts the run, so its figure also holds the launch); confine survivors %.0f in total, "+
 		"confine's own duration_ns − T: %.1f ms; counted from the tree's first command (a lower bound): confine %.1f ms", T, grace, reps, cs, median(jsonDur), median(lower[confine]))
 	if b.bwrapOK {
 		r.Notes += fmt.Sprintf("; bwrap (SIGTERM to bwrap after T) survivors %.0f in total", sum(surv[bwrap]))
