@@ -1,12 +1,14 @@
 package spawn
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"runtime"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -193,4 +195,95 @@ func TestJanitor(t *testing.T) {
 	if b, err := os.ReadFile(marker); err != nil || string(b) != "gone\n" || !ws.Exited() || ws.ExitStatus() != 0 {
 		t.Fatalf("janitor: %q %v, init %v", b, err, ws)
 	}
+}
+
+// TestSubreaper: without a PID namespace the init is a child subreaper
+// that never signals; when processes outlive the command it reports
+// Pending, and once the launcher killed them it reports them as survivors.
+func TestSubreaper(t *testing.T) {
+	p := &Program{Subreaper: true}
+	if err := p.SetExec("/bin/sh", []string{"sh", "-c", "setsid sleep 100 & exit 4"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	exitR, exitW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer exitR.Close()
+	p.Init = []Op{
+		Call(1, unix.SYS_DUP3, exitW.Fd(), FDExit, 0),
+		Call(2, unix.SYS_PRCTL, unix.PR_SET_CHILD_SUBREAPER, 1),
+	}
+	_, ws, f := func() (string, syscall.WaitStatus, *Failure) {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		pid, err := p.Start()
+		exitW.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		var b [StatusSize]byte
+		if _, err := io.ReadFull(exitR, b[:]); err != nil {
+			t.Fatalf("no pending report: %v", err)
+		}
+		st, _ := ParseStatus(b[:])
+		if st.Pending != 1 || st.Code != 4 {
+			t.Fatalf("first report %+v, want Pending with exit 4", st)
+		}
+		// The launcher's part: kill what is left below the init (here the
+		// sleep, the init's only child).
+		sleeper := onlyChild(t, pid)
+		if err := unix.Kill(sleeper, unix.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(exitR, b[:]); err != nil {
+			t.Fatalf("no final report: %v", err)
+		}
+		st, _ = ParseStatus(b[:])
+		if st.Pending != 0 || st.Code != 4 || st.Survivors != 1 || st.MaxRSSKB <= 0 {
+			t.Fatalf("final report %+v, want exit 4, 1 survivor, usage", st)
+		}
+		var ws syscall.WaitStatus
+		if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil {
+			t.Fatal(err)
+		}
+		return "", ws, p.Failure()
+	}()
+	if f != nil || !ws.Exited() || ws.ExitStatus() != 0 {
+		t.Fatalf("init: %v, failure %v", ws, f)
+	}
+}
+
+// onlyChild waits for pid to have exactly one child and returns it.
+func onlyChild(t *testing.T, pid int) int {
+	t.Helper()
+	for i := 0; i < 200; i++ {
+		var kids []int
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+			if err != nil {
+				continue
+			}
+			s := string(b)
+			j := strings.LastIndexByte(s, ')')
+			if j < 0 {
+				continue
+			}
+			var state byte
+			var ppid int
+			if _, err := fmt.Sscanf(s[j+2:], "%c %d", &state, &ppid); err == nil && ppid == pid && state != 'Z' {
+				var k int
+				fmt.Sscanf(e.Name(), "%d", &k)
+				kids = append(kids, k)
+			}
+		}
+		if len(kids) == 1 {
+			return kids[0]
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("init %d never had exactly one child", pid)
+	return 0
 }
