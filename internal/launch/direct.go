@@ -85,7 +85,7 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 		Status: int(statusW.Fd()), Exit: int(exitW.Fd()), Notify: -1, Sync: int(syncR.Fd()), Janitor: -1}
 	if p.PrivateTmp != "" {
 		// The janitor reaches the private directory through its parent
-		// (see buildProgram), which the namespace's covers hide.
+		// (see program.Built.janitor), which the namespace's covers hide.
 		if f, err := os.OpenFile(filepath.Dir(p.PrivateTmp), unix.O_PATH|unix.O_DIRECTORY, 0); err == nil {
 			closers = append(closers, f)
 			fds.Janitor = int(f.Fd())

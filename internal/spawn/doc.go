@@ -16,4 +16,10 @@
 // the command's status on a pipe. When the launcher dies first (init's
 // parent-death signal is LauncherGone), init kills everything in the
 // namespace and runs a janitor that removes what the launcher would have.
+//
+// Without namespaces (Program.Subreaper) the init is a child subreaper in
+// the launcher's PID namespace: it only reaps (kill(-1) would reach every
+// process of the uid), reports Pending when processes outlived the command
+// so that the launcher kills them, and if the launcher dies it execs the
+// gone-janitor (the host binary as the reaper), which kills the tree.
 package spawn
