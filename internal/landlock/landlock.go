@@ -412,24 +412,6 @@ func isDigits(s string) bool {
 // WritableDirRights are the rights a read-write directory rule grants.
 func (r *Ruleset) WritableDirRights() uint64 { return r.HandledFS &^ noDeviceNodes }
 
-// FromFD wraps a ruleset descriptor inherited from the process that called
-// Prepare. It checks that fd really is a Landlock ruleset, so that a wrong
-// descriptor number fails here rather than as EBADFD at enforcement.
-func FromFD(fd int) (*Ruleset, error) {
-	abi, _, err := ABI()
-	if err != nil {
-		return nil, err
-	}
-	target, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
-	if err != nil {
-		return nil, fmt.Errorf("landlock: inherited ruleset fd %d: %w", fd, err)
-	}
-	if !strings.Contains(target, "landlock-ruleset") {
-		return nil, fmt.Errorf("landlock: inherited fd %d is %q, not a landlock ruleset", fd, target)
-	}
-	return &Ruleset{FD: fd, ABI: abi}, nil
-}
-
 // Close releases the ruleset descriptor. Enforcement already done stays in
 // force.
 func (r *Ruleset) Close() error {

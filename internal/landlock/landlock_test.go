@@ -228,21 +228,6 @@ func TestRestrictSelfRefusesClosed(t *testing.T) {
 	}
 }
 
-func TestFromFD(t *testing.T) {
-	requireLandlock(t)
-	r, err := Prepare(Policy{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	if _, err := FromFD(r.FD); err != nil {
-		t.Errorf("FromFD(ruleset): %v", err)
-	}
-	if _, err := FromFD(0); err == nil {
-		t.Error("FromFD(0) accepted stdin")
-	}
-}
-
 // childPath is the PATH given to children.
 var childPath = "PATH=/usr/local/go/bin:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
 

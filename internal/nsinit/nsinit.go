@@ -232,14 +232,6 @@ func (c Cover) Dir() string { return c.dir }
 // root bound back beneath it.
 func (c Cover) Writable() bool { return c.private && !c.bound }
 
-// Covers returns the directories of ns.Private and ns.Hide that Setup
-// covers with a tmpfs: real directories (not symlinks) that are neither a
-// root nor inside one (hiding part of a granted root would change what the
-// command may reach there).
-func Covers(ns *plan.Namespaces, roots []string) []Cover {
-	return covers(ns, resolveAll(roots))
-}
-
 // root is a root as given (cleaned) and with its symlinks resolved ("" when
 // it does not exist).
 type root struct{ path, resolved string }

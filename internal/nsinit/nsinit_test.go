@@ -8,8 +8,6 @@ import (
 	"reflect"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/confine-sandbox/confine/internal/plan"
 )
 
@@ -67,9 +65,9 @@ func TestCoversAndRebinds(t *testing.T) {
 		Hide:    []string{hidden, inRoot, filepath.Join(base, "symlinked"), filepath.Join(base, "missing")},
 	}
 	roots := []string{ab, a, file, link, other, filepath.Join(base, "root"), filepath.Join(hidden, "gone")}
-	covers := Covers(ns, roots)
+	l := PlanLayout(ns, roots, nil)
 	var dirs []string
-	for _, c := range covers {
+	for _, c := range l.Covers {
 		dirs = append(dirs, c.Dir())
 	}
 	// inRoot lies in a root; the symlink and the missing path are no
@@ -77,18 +75,14 @@ func TestCoversAndRebinds(t *testing.T) {
 	if want := []string{private, hidden}; !reflect.DeepEqual(dirs, want) {
 		t.Fatalf("covers %v, want %v", dirs, want)
 	}
-	binds, links, err := rebinds(covers, resolveAll(roots))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var got []string
-	for _, b := range binds {
-		got = append(got, b.path)
-		unix.Close(b.fd)
+	for _, b := range l.Binds {
+		got = append(got, b.Path)
 	}
 	if want := []string{a, file}; !reflect.DeepEqual(got, want) {
 		t.Errorf("binds %v, want %v (a/b comes back with a; the link's target is elsewhere)", got, want)
 	}
+	links := l.Links
 	if want := [][2]string{{link, other}}; !reflect.DeepEqual(links, want) {
 		t.Errorf("links %v, want %v", links, want)
 	}

@@ -11,16 +11,13 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/confine-sandbox/confine/internal/bwrap"
-	"github.com/confine-sandbox/confine/internal/nsinit"
 	"github.com/confine-sandbox/confine/internal/plan"
 )
 
-// initMain is stage-2 under the landlock+namespaces provider: pid 1 of the
-// run's PID namespace. It sets the namespaces up (on failure it reports
-// plan.CodeNamespaces, so that the supervisor can fall back to the core),
-// starts stage-3 with the plan (plus the private tmpfs directories as
-// writable roots), hands it the status pipe and the seccomp socket, and
-// then stays as a tiny init: it reaps orphans, forwards SIGTERM, SIGINT,
+// initMain is our init inside bubblewrap: pid 1 of the run's PID
+// namespace, which bwrap set up. It starts stage-3 with the plan (plus the
+// private tmpfs directories as writable roots), hands it the status pipe
+// and the seccomp socket, and then stays as a tiny init: it reaps orphans, forwards SIGTERM, SIGINT,
 // SIGHUP and SIGQUIT to the command, and when the command is over writes
 // its status (and how many processes outlived it) on fd 6 and exits. The
 // kernel then kills whatever is left in the namespace.
@@ -44,25 +41,15 @@ func initMain(p *plan.Plan, status *os.File) int {
 		return code
 	}
 	roots := append(append(append([]string(nil), p.Landlock.ReadExec...), p.Landlock.ReadWrite...), p.Landlock.Devices...)
-	if p.Namespaces.Bwrap != "" {
-		// bwrap made the namespaces, the mounts and this session
-		// (--new-session); only the private tmpfs mounts it made are
-		// left to grant.
-		p.Landlock.ReadWrite = append(p.Landlock.ReadWrite, bwrap.WritablePrivate(p.Namespaces, roots)...)
-	} else {
-		if _, err := unix.Setsid(); err != nil {
-			return fail(plan.CodeNamespaces, "namespaces: setsid: %v", err)
-		}
-		covers, err := nsinit.Setup(p.Namespaces, roots)
-		if err != nil {
-			return fail(plan.CodeNamespaces, "namespaces: %v", err)
-		}
-		for _, c := range covers {
-			if c.Writable() {
-				p.Landlock.ReadWrite = append(p.Landlock.ReadWrite, c.Dir())
-			}
-		}
+	if p.Namespaces.Bwrap == "" {
+		// Only bubblewrap starts this init; the namespaces provider's is
+		// cloned by the launcher (package spawn).
+		return fail(125, "stage-2 init started without bubblewrap")
 	}
+	// bwrap made the namespaces, the mounts and this session
+	// (--new-session); only the private tmpfs mounts it made are left to
+	// grant.
+	p.Landlock.ReadWrite = append(p.Landlock.ReadWrite, bwrap.WritablePrivate(p.Namespaces, roots)...)
 	// The ambient capabilities were for the set-up above; stage-3 drops
 	// every other one itself.
 	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {

@@ -1,16 +1,17 @@
-// Package stage2 is the child side of a launch: a re-exec of the host binary
-// that, on one locked OS thread, confines itself and then execve()s the
-// command from that same thread, so the command starts already confined.
+// Package stage2 is the child side of a bubblewrap run: a re-exec of the
+// host binary inside bwrap that, on one locked OS thread, confines itself
+// and then execve()s the command from that same thread, so the command
+// starts already confined. (The other providers run the same confinement
+// as prepared system calls, packages program and spawn.)
 //
 // Order matters: new session; credentials and capabilities; no_new_privs;
 // Landlock; rlimits; seccomp (last, so its filter need not allow the set-up
 // syscalls); fds >= 3 marked close-on-exec; exec. Any failure is reported on fd 4 as
 // "CODE message" and the command never starts.
 //
-// With the landlock+namespaces provider, stage-2 is cloned into new
-// namespaces and does not become the command: it sets them up, starts a
-// stage-3 re-exec that does all of the above, and stays as the PID
-// namespace's init (see initMain).
+// Started by bwrap as the PID namespace's init, stage-2 does not become the
+// command: it starts a stage-3 re-exec that does all of the above, and
+// stays as the namespace's init (see initMain).
 package stage2
 
 import (
