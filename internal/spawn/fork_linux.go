@@ -55,9 +55,17 @@ func (p *Program) Start() (int, error) {
 		p.report = (*[3]uint32)(unsafe.Pointer(&b[0]))
 	}
 	if cloneShares && p.stack == nil {
-		b, err := unix.Mmap(-1, 0, 2*stackSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_STACK)
+		// [guard][init's stack][guard][the command's stack]: an overflow
+		// faults instead of writing over the other stack.
+		b, err := unix.Mmap(-1, 0, 2*(guardSize+stackSize), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_STACK)
 		if err != nil {
 			return 0, fmt.Errorf("spawn: map child stacks: %w", err)
+		}
+		for _, off := range []int{0, guardSize + stackSize} {
+			if err := unix.Mprotect(b[off:off+guardSize], unix.PROT_NONE); err != nil {
+				_ = unix.Munmap(b)
+				return 0, fmt.Errorf("spawn: guard page: %w", err)
+			}
 		}
 		p.stack = b
 	}
@@ -94,8 +102,11 @@ func (p *Program) Close() {
 }
 
 // stackSize is each child's stack: the nosplit functions they run need
-// a few hundred bytes.
-const stackSize = 32 << 10
+// a few hundred bytes. guardSize is the inaccessible page below each.
+const (
+	stackSize = 32 << 10
+	guardSize = 4 << 10
+)
 
 // stackTop returns the top of the first (init) or second (command) stack.
 //
@@ -105,9 +116,9 @@ const stackSize = 32 << 10
 func (p *Program) stackTop(second bool) uintptr {
 	base := uintptr(unsafe.Pointer(&p.stack[0]))
 	if second {
-		return base + 2*stackSize
+		return base + 2*(guardSize+stackSize)
 	}
-	return base + stackSize
+	return base + guardSize + stackSize
 }
 
 // fork clones the child. Everything after the clone in the child runs
