@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -137,7 +136,7 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 		layout := nsinit.PlanLayout(p.Namespaces, roots, func(path string) string { return rs.Resolved[path] })
 		b, err = program.Namespaced(p, fds, rs, layout, filter)
 	} else {
-		b, err = program.Subreaped(p, fds, filter, program.Privileged(), selfExe())
+		b, err = program.Subreaped(p, fds, filter, program.Privileged(), selfExe)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", spec.ErrLaunch, err)
@@ -196,7 +195,7 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 
 	listener := -1
 	if wantNotify {
-		if fd, err := recvFD(sockParent); err == nil {
+		if fd, err := spawn.RecvFD(sockParent); err == nil {
 			listener = fd
 		}
 	}
@@ -221,19 +220,7 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 		return nil, fmt.Errorf("%w: the command exec'd without handing over its seccomp listener", spec.ErrLaunch)
 	}
 
-	outBuf := capture.New(pio.OutputLimit, pio.Stdout, pio.LiveLimit)
-	errBuf := capture.New(pio.OutputLimit, pio.Stderr, pio.LiveLimit)
-	var wg sync.WaitGroup
-	var outErr, errErr error
-	wg.Add(2)
-	go func() { defer wg.Done(); outErr = capture.Drain(outR, outBuf) }()
-	go func() { defer wg.Done(); errErr = capture.Drain(errR, errBuf) }()
-	if stdinW != nil {
-		go func() {
-			_, _ = io.Copy(stdinW, pio.Stdin)
-			stdinW.Close()
-		}()
-	}
+	streams := startStreams(pio, outR, errR, stdinW)
 	nctx, stopNotify := context.WithCancel(context.Background())
 	notifyDone := make(chan struct{})
 	stats := &notify.Stats{}
@@ -384,10 +371,10 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 	for _, d := range stats.Denials() {
 		rep.Denials = append(rep.Denials, spec.Denial{Syscall: d.Syscall, Path: d.Path, Errno: unix.ErrnoName(d.Errno), Reason: d.Reason})
 	}
-	wg.Wait()
-	out := &Outcome{Report: rep, Stdout: outBuf.Stream(), Stderr: errBuf.Stream(), CleanupDetached: !exited}
-	if err := errors.Join(outErr, errErr); err != nil {
-		return out, fmt.Errorf("%w: capture: %v", spec.ErrLaunch, err)
+	stdout, stderr, cerr := streams()
+	out := &Outcome{Report: rep, Stdout: stdout, Stderr: stderr, CleanupDetached: !exited}
+	if cerr != nil {
+		return out, fmt.Errorf("%w: capture: %v", spec.ErrLaunch, cerr)
 	}
 	return out, nil
 }
@@ -417,25 +404,6 @@ func mapIDs(pid int, ns *plan.Namespaces) error {
 	return nil
 }
 
-// recvFD receives one descriptor sent with SCM_RIGHTS.
-func recvFD(sock *os.File) (int, error) {
-	oob := make([]byte, unix.CmsgSpace(4))
-	buf := make([]byte, 1)
-	_, oobn, _, _, err := unix.Recvmsg(int(sock.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
-	if err != nil {
-		return -1, err
-	}
-	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
-	if err != nil || len(msgs) != 1 {
-		return -1, errors.New("no descriptor received")
-	}
-	fds, err := unix.ParseUnixRights(&msgs[0])
-	if err != nil || len(fds) != 1 {
-		return -1, errors.New("no descriptor received")
-	}
-	return fds[0], nil
-}
-
 // selfExe is this binary as the init sees it (it shares this process's
 // memory, executable included), for it to re-execute as the reaper.
-func selfExe() string { return "/proc/self/exe" }
+const selfExe = "/proc/self/exe"

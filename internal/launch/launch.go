@@ -155,19 +155,7 @@ func runSupervised(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) 
 		f.Close()
 	}
 
-	outBuf := capture.New(pio.OutputLimit, pio.Stdout, pio.LiveLimit)
-	errBuf := capture.New(pio.OutputLimit, pio.Stderr, pio.LiveLimit)
-	var wg sync.WaitGroup
-	var outErr, errErr error
-	wg.Add(2)
-	go func() { defer wg.Done(); outErr = capture.Drain(outR, outBuf) }()
-	go func() { defer wg.Done(); errErr = capture.Drain(errR, errBuf) }()
-	if stdinW != nil {
-		go func() {
-			_, _ = io.Copy(stdinW, pio.Stdin)
-			stdinW.Close()
-		}()
-	}
+	streams := startStreams(pio, outR, errR, stdinW)
 
 	if err := plan.Write(ctrlW, p); err != nil {
 		// The supervisor sees EOF, kills what it started and reports.
@@ -187,17 +175,40 @@ func runSupervised(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) 
 	}
 	ctrlW.Close()
 	state, werr := proc.Wait()
-	wg.Wait()
+	stdout, stderr, cerr := streams()
 
-	out := &Outcome{Stdout: outBuf.Stream(), Stderr: errBuf.Stream()}
+	out := &Outcome{Stdout: stdout, Stderr: stderr}
 	if len(raw) == 0 {
 		return out, fmt.Errorf("%w: supervisor ended without a report (%v %v)", spec.ErrLaunch, state, werr)
 	}
 	if err := json.Unmarshal(raw, &out.Report); err != nil {
 		return out, fmt.Errorf("%w: bad supervisor report: %v", spec.ErrLaunch, err)
 	}
-	if err := errors.Join(outErr, errErr); err != nil {
-		return out, fmt.Errorf("%w: capture: %v", spec.ErrLaunch, err)
+	if cerr != nil {
+		return out, fmt.Errorf("%w: capture: %v", spec.ErrLaunch, cerr)
 	}
 	return out, nil
+}
+
+// startStreams drains the command's stdout and stderr into bounded
+// captures (and the live writers) and copies pio.Stdin into stdinW, when
+// set. The returned function waits for both streams' EOF.
+func startStreams(pio IO, outR, errR, stdinW *os.File) func() (stdout, stderr spec.Stream, err error) {
+	outBuf := capture.New(pio.OutputLimit, pio.Stdout, pio.LiveLimit)
+	errBuf := capture.New(pio.OutputLimit, pio.Stderr, pio.LiveLimit)
+	var wg sync.WaitGroup
+	var outErr, errErr error
+	wg.Add(2)
+	go func() { defer wg.Done(); outErr = capture.Drain(outR, outBuf) }()
+	go func() { defer wg.Done(); errErr = capture.Drain(errR, errBuf) }()
+	if stdinW != nil {
+		go func() {
+			_, _ = io.Copy(stdinW, pio.Stdin)
+			stdinW.Close()
+		}()
+	}
+	return func() (spec.Stream, spec.Stream, error) {
+		wg.Wait()
+		return outBuf.Stream(), errBuf.Stream(), errors.Join(outErr, errErr)
+	}
 }

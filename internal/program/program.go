@@ -45,8 +45,6 @@ func (b *Built) call(desc string, nr uintptr, args ...uintptr) spawn.Op {
 // Describe names step s.
 func (b *Built) Describe(s spawn.Step) string {
 	switch s {
-	case spawn.StepSignals:
-		return "reset signals"
 	case spawn.StepSignalfd:
 		return "signalfd"
 	case spawn.StepFork:

@@ -27,8 +27,7 @@ const LauncherGone = unix.SIGUSR1
 
 // Steps of the fixed part of the child.
 const (
-	StepSignals Step = 0xff00 + iota
-	StepSignalfd
+	StepSignalfd Step = 0xff01 + iota
 	StepFork
 	StepExec
 )

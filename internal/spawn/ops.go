@@ -3,8 +3,11 @@ package spawn
 import (
 	"errors"
 	"fmt"
+	"os"
 	"syscall"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // Step identifies what an op was for in a failure report.
@@ -239,3 +242,24 @@ func (p *Program) SetExec(path string, argv, env []string) error {
 
 // AtFDCWD is AT_FDCWD as a system call argument.
 const AtFDCWD = ^uintptr(99)
+
+// RecvFD receives the one descriptor a child sent with SCM_RIGHTS (its
+// seccomp listener); it fails once every holder of the other end closed it
+// without sending.
+func RecvFD(sock *os.File) (int, error) {
+	oob := make([]byte, unix.CmsgSpace(4))
+	buf := make([]byte, 1)
+	_, oobn, _, _, err := unix.Recvmsg(int(sock.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
+	if err != nil {
+		return -1, err
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		return -1, errors.New("no descriptor received")
+	}
+	fds, err := unix.ParseUnixRights(&msgs[0])
+	if err != nil || len(fds) != 1 {
+		return -1, errors.New("no descriptor received")
+	}
+	return fds[0], nil
+}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/confine-sandbox/confine/internal/bwrap"
 	"github.com/confine-sandbox/confine/internal/plan"
+	"github.com/confine-sandbox/confine/internal/spawn"
 )
 
 // startBwrap starts the command for the bubblewrap provider: bwrap creates the
@@ -122,7 +123,7 @@ func startBwrap(p *plan.Plan) (pid, notifyFD int, exitPipe *os.File, err error) 
 
 	notifyFD = -1
 	if wantNotify && werr == nil {
-		if notifyFD, err = recvFD(sockParent); err != nil {
+		if notifyFD, err = spawn.RecvFD(sockParent); err != nil {
 			notifyFD = -1
 		}
 	}

@@ -321,21 +321,3 @@ func readInitStatus(f *os.File) (plan.InitStatus, bool) {
 func readAll(f *os.File) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(f, 64<<10))
 }
-
-func recvFD(sock *os.File) (int, error) {
-	oob := make([]byte, unix.CmsgSpace(4))
-	buf := make([]byte, 1)
-	_, oobn, _, _, err := unix.Recvmsg(int(sock.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
-	if err != nil {
-		return -1, err
-	}
-	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
-	if err != nil || len(msgs) != 1 {
-		return -1, errors.New("no fd received")
-	}
-	fds, err := unix.ParseUnixRights(&msgs[0])
-	if err != nil || len(fds) != 1 {
-		return -1, errors.New("no fd received")
-	}
-	return fds[0], nil
-}
