@@ -109,13 +109,31 @@ func testBackend(t *testing.T, u testutil.User, container bool) {
 	if b, err := os.ReadFile(homeFile); err != nil || len(b) == 0 {
 		t.Fatalf("control: %s unreadable outside the sandbox: %v", homeFile, err)
 	}
+	// And a file in a directory of / that no root names (the control:
+	// this test stats it).
+	outDir, err := os.MkdirTemp("/", "confine-test-")
+	if err != nil {
+		t.Fatalf("create a directory outside every root: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(outDir) })
+	outFile := filepath.Join(outDir, "data")
+	if err := os.WriteFile(outFile, []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(outDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(outFile); err != nil {
+		t.Fatalf("control: %s cannot be stat()ed outside the sandbox: %v", outFile, err)
+	}
 
 	// A run: its parent, whether this test process exists for it, the
 	// network interfaces it sees, and whether that home file exists.
 	script := `echo "ppid=$PPID"; if [ -e /proc/$CONFINE_TEST_PID ]; then echo test-visible; else echo test-invisible; fi; "$0" __netifs; ` +
-		`if [ -e "$CONFINE_TEST_HOMEFILE" ]; then echo home-visible; else echo home-invisible; fi; cat "$CONFINE_TEST_HOMEFILE" 2>/dev/null || echo home-unreadable`
+		`if [ -e "$CONFINE_TEST_HOMEFILE" ]; then echo home-visible; else echo home-invisible; fi; cat "$CONFINE_TEST_HOMEFILE" 2>/dev/null || echo home-unreadable; ` +
+		`if [ -e "$CONFINE_TEST_OUTFILE" ]; then echo outside-visible; else echo outside-invisible; fi`
 	o = cli("run", "--json", "--ro", probeDir, "--env", "CONFINE_TEST_PID="+strconv.Itoa(os.Getpid()),
-		"--env", "CONFINE_TEST_HOMEFILE="+homeFile, "--", "sh", "-c", script, probePath)
+		"--env", "CONFINE_TEST_HOMEFILE="+homeFile, "--env", "CONFINE_TEST_OUTFILE="+outFile, "--", "sh", "-c", script, probePath)
 	var res spec.CommandResult
 	if err := json.Unmarshal([]byte(o.stdout), &res); err != nil {
 		t.Fatalf("run --json (exit %d): %v\n%s\n%s", o.code, err, o.stdout, o.stderr)
@@ -125,7 +143,7 @@ func testBackend(t *testing.T, u testutil.User, container bool) {
 		t.Fatalf("run: exit %d backend %q, want 0 and %q; stdout %q stderr %q", res.ExitCode, res.Backend, want, out, res.Stderr.Head)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 5 {
+	if len(lines) != 6 {
 		t.Fatalf("run printed %q", out)
 	}
 	if lines[4] != "home-unreadable" {
@@ -135,16 +153,17 @@ func testBackend(t *testing.T, u testutil.User, container bool) {
 	switch {
 	case wantNS:
 		// The command's parent is the run's init, the test process has no
-		// pid in the run's namespace, only loopback exists, and /home is
-		// an empty tmpfs.
-		if lines[0] != "ppid=1" || lines[1] != "test-invisible" || lines[2] != "lo" || lines[3] != "home-invisible" || !hasLayer {
-			t.Errorf("namespaces: got %q, layers %v; want ppid=1, test-invisible, lo only, home-invisible, pid-ns layer", lines, res.Layers)
+		// pid in the run's namespace, only loopback exists, and nothing
+		// outside the roots exists.
+		if lines[0] != "ppid=1" || lines[1] != "test-invisible" || lines[2] != "lo" || lines[3] != "home-invisible" ||
+			lines[5] != "outside-invisible" || !hasLayer {
+			t.Errorf("namespaces: got %q, layers %v; want ppid=1, test-invisible, lo only, home-invisible, outside-invisible, pid-ns layer", lines, res.Layers)
 		}
 	default:
 		// Landlock does not control stat(): the core shows that other
 		// processes and files exist (a documented limit), not what they hold.
-		if lines[0] == "ppid=1" || lines[1] != "test-visible" || lines[3] != "home-visible" || hasLayer {
-			t.Errorf("core: got %q, layers %v; want a host parent, the test and the home file visible (stat only), no namespace layer", lines, res.Layers)
+		if lines[0] == "ppid=1" || lines[1] != "test-visible" || lines[3] != "home-visible" || lines[5] != "outside-visible" || hasLayer {
+			t.Errorf("core: got %q, layers %v; want a host parent, the test, the home and the outside file visible (stat only), no namespace layer", lines, res.Layers)
 		}
 		if len(res.SkippedBackends) == 0 || res.SkippedBackends[0].Name != "landlock+namespaces" ||
 			!strings.Contains(res.SkippedBackends[0].Reason, "user namespaces unavailable") {
@@ -179,7 +198,7 @@ func testBackend(t *testing.T, u testutil.User, container bool) {
 	}
 	_, bwErr := exec.LookPath("bwrap")
 	o = cli("run", "--json", "--backend", "bwrap", "--ro", probeDir, "--env", "CONFINE_TEST_PID="+strconv.Itoa(os.Getpid()),
-		"--env", "CONFINE_TEST_HOMEFILE="+homeFile, "--", "sh", "-c", script, probePath)
+		"--env", "CONFINE_TEST_HOMEFILE="+homeFile, "--env", "CONFINE_TEST_OUTFILE="+outFile, "--", "sh", "-c", script, probePath)
 	switch {
 	case bwErr != nil || !wantNS:
 		// Not installed, or user namespaces blocked (the container).
@@ -194,10 +213,10 @@ func testBackend(t *testing.T, u testutil.User, container bool) {
 		}
 		lines := strings.Split(strings.TrimSpace(string(res.Stdout.Head)), "\n")
 		layers := strings.Join(res.Layers, ",")
-		if len(lines) != 5 || lines[0] != "ppid=1" || lines[1] != "test-invisible" || lines[2] != "lo" ||
-			lines[3] != "home-invisible" || lines[4] != "home-unreadable" ||
+		if len(lines) != 6 || lines[0] != "ppid=1" || lines[1] != "test-invisible" || lines[2] != "lo" ||
+			lines[3] != "home-invisible" || lines[4] != "home-unreadable" || lines[5] != "outside-invisible" ||
 			!strings.Contains(layers, "bwrap") || !strings.Contains(layers, "pid-ns") {
-			t.Errorf("bubblewrap: got %q, layers %v; want ppid=1, test-invisible, lo only, home-invisible, home-unreadable, bwrap and pid-ns layers", lines, res.Layers)
+			t.Errorf("bubblewrap: got %q, layers %v; want ppid=1, test-invisible, lo only, home-invisible, home-unreadable, outside-invisible, bwrap and pid-ns layers", lines, res.Layers)
 		}
 		for _, g := range res.Guarantees {
 			if g.Name == "tree-kill" && !strings.Contains(g.Mechanism, "bubblewrap") {

@@ -19,11 +19,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/confine-sandbox/confine/internal/nsinit"
 	"github.com/confine-sandbox/confine/internal/plan"
 )
 
@@ -68,165 +67,20 @@ func Args(p *plan.Plan) []string {
 	if ns.Hostname != "" {
 		a = append(a, "--hostname", ns.Hostname)
 	}
-	roots := allRoots(p)
-	for _, d := range PrivateDirs(ns, roots) {
-		a = append(a, "--perms", "1777", "--size", strconv.FormatInt(ns.TmpfsBytes, 10), "--tmpfs", d)
+	l := nsinit.PlanLayout(ns, nsinit.PlanRoots(p), nil)
+	for _, c := range l.Private {
+		a = append(a, "--perms", "1777", "--size", strconv.FormatInt(ns.TmpfsBytes, 10), "--tmpfs", c.Dir())
 	}
-	bound := map[string]bool{}
-	var binds []bindOp
-	add := func(paths []string, kind string) {
-		for _, r := range paths {
-			r = filepath.Clean(r)
-			if within(r, "/proc") {
-				continue // the fresh /proc has them
-			}
-			res, err := filepath.EvalSymlinks(r)
-			if err != nil {
-				continue // missing: optional, or Landlock refuses the run
-			}
-			binds = append(binds, bindOp{res, kind})
-		}
+	for _, b := range l.Binds {
+		a = append(a, bindOption[b.Kind], b.Path, b.Path)
 	}
-	add(p.Landlock.ReadExec, "--ro-bind")
-	add(p.Landlock.ReadWrite, "--bind")
-	add(p.Landlock.Devices, "--dev-bind")
-	// Parents before children; an equal path keeps its strongest kind.
-	sort.SliceStable(binds, func(i, j int) bool { return binds[i].path < binds[j].path })
-	var done []bindOp
-	for _, b := range binds {
-		if covered(done, b) {
-			continue
-		}
-		done = append(done, b)
-		bound[b.path] = true
-		a = append(a, b.kind, b.path, b.path)
-	}
-	// Symlinks on the way to a root (/bin -> usr/bin, /etc/resolv.conf ->
-	// /run/...) are recreated, unless a bind already shows them.
-	links := map[string]string{}
-	for _, r := range roots {
-		symlinks(filepath.Clean(r), links, 0)
-	}
-	var lp []string
-	for l := range links {
-		lp = append(lp, l)
-	}
-	sort.Strings(lp)
-	for _, l := range lp {
-		if inBinds(done, l) || within(l, "/proc") {
-			continue
-		}
-		a = append(a, "--symlink", links[l], l)
-	}
-	// What /dev always has, as links into the process's own /proc.
-	for l, t := range map[string]string{"/dev/fd": "/proc/self/fd", "/dev/stdin": "/proc/self/fd/0",
-		"/dev/stdout": "/proc/self/fd/1", "/dev/stderr": "/proc/self/fd/2"} {
-		if !inBinds(done, l) && links[l] == "" {
-			a = append(a, "--symlink", t, l)
-		}
+	for _, lk := range l.Links {
+		a = append(a, "--symlink", lk[1], lk[0])
 	}
 	return append(a, "--ro-bind-fd", strconv.Itoa(ExeFD), InitPath, "--", InitPath)
 }
 
-type bindOp struct{ path, kind string }
-
-// covered says b adds nothing: it lies within a root bound before it with
-// a kind at least as strong (a writable root inside a read-only one, or a
-// device node, still needs its own bind).
-func covered(done []bindOp, b bindOp) bool {
-	for _, d := range done {
-		if within(b.path, d.path) && (b.kind == "--ro-bind" || d.kind == b.kind || d.kind == "--bind" && b.kind != "--dev-bind") {
-			return true
-		}
-	}
-	return false
-}
-
-func inBinds(done []bindOp, p string) bool {
-	for _, d := range done {
-		if within(p, d.path) {
-			return true
-		}
-	}
-	return false
-}
-
-// symlinks records, as link -> target, the first symlink on the way to p
-// and, recursively, those on the way to its target.
-func symlinks(p string, out map[string]string, depth int) {
-	if depth > 40 || !filepath.IsAbs(p) {
-		return
-	}
-	parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
-	cur := ""
-	for i, part := range parts {
-		cur += "/" + part
-		st, err := os.Lstat(cur)
-		if err != nil {
-			return
-		}
-		if st.Mode()&os.ModeSymlink == 0 {
-			continue
-		}
-		t, err := os.Readlink(cur)
-		if err != nil {
-			return
-		}
-		out[cur] = t
-		abs := t
-		if !filepath.IsAbs(t) {
-			abs = filepath.Join(filepath.Dir(cur), t)
-		}
-		symlinks(filepath.Join(append([]string{abs}, parts[i+1:]...)...), out, depth+1)
-		return
-	}
-}
-
-func allRoots(p *plan.Plan) []string {
-	return append(append(append([]string(nil), p.Landlock.ReadExec...), p.Landlock.ReadWrite...), p.Landlock.Devices...)
-}
-
-// PrivateDirs are the directories of ns.Private that get a private tmpfs:
-// those not within a root (a root's own content stays as granted), as
-// nsinit does. ns.Hide needs nothing: what is not bound does not exist.
-func PrivateDirs(ns *plan.Namespaces, roots []string) []string {
-	var out []string
-	for _, d := range ns.Private {
-		in := false
-		for _, r := range roots {
-			in = in || within(d, filepath.Clean(r))
-		}
-		if !in {
-			out = append(out, d)
-		}
-	}
-	return out
-}
-
-// WritablePrivate are the PrivateDirs the command may write: those with no
-// root bound beneath them (Landlock follows paths through mount points, so
-// a writable tmpfs would make every root inside it writable).
-func WritablePrivate(ns *plan.Namespaces, roots []string) []string {
-	var out []string
-	for _, d := range PrivateDirs(ns, roots) {
-		bound := false
-		for _, r := range roots {
-			r = filepath.Clean(r)
-			bound = bound || r != d && within(r, d)
-		}
-		if !bound {
-			out = append(out, d)
-		}
-	}
-	return out
-}
-
-func within(p, dir string) bool {
-	if dir == "/" {
-		return strings.HasPrefix(p, "/")
-	}
-	return p == dir || strings.HasPrefix(p, dir+"/")
-}
+var bindOption = map[nsinit.Kind]string{nsinit.ReadOnly: "--ro-bind", nsinit.ReadWrite: "--bind", nsinit.Device: "--dev-bind"}
 
 // probeTarget is what the probe asks bwrap to exec: it does not exist, so
 // bwrap's execvp error proves every step before it worked.

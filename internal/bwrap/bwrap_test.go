@@ -98,25 +98,6 @@ func TestArgs(t *testing.T) {
 	}
 }
 
-func TestPrivateDirs(t *testing.T) {
-	ns := &plan.Namespaces{Private: []string{"/dev/shm"}}
-	if got := WritablePrivate(ns, []string{"/usr", "/tmp/wd"}); len(got) != 1 || got[0] != "/dev/shm" {
-		t.Errorf("plain: %q", got)
-	}
-	// A root beneath it: mounted, but never writable (Landlock follows
-	// paths through mounts).
-	if got := PrivateDirs(ns, []string{"/dev/shm/x"}); len(got) != 1 {
-		t.Errorf("root beneath: private dirs %q", got)
-	}
-	if got := WritablePrivate(ns, []string{"/dev/shm/x"}); len(got) != 0 {
-		t.Errorf("root beneath: writable %q", got)
-	}
-	// Within a root: left as granted.
-	if got := PrivateDirs(ns, []string{"/dev"}); len(got) != 0 {
-		t.Errorf("within a root: %q", got)
-	}
-}
-
 func TestProbe(t *testing.T) {
 	path, err := exec.LookPath("bwrap")
 	if err != nil {

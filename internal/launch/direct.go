@@ -81,13 +81,19 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 		return nil, fmt.Errorf("%w: stdin", spec.ErrLaunch)
 	}
 	fds := program.FDs{Stdin: int(stdin.Fd()), Stdout: int(outW.Fd()), Stderr: int(errW.Fd()),
-		Status: int(statusW.Fd()), Exit: int(exitW.Fd()), Notify: -1, Sync: int(syncR.Fd()), Janitor: -1}
+		Status: int(statusW.Fd()), Exit: int(exitW.Fd()), Notify: -1, Sync: int(syncR.Fd()), Janitor: -1, Cgroup: -1}
 	if p.PrivateTmp != "" {
 		// The janitor reaches the private directory through its parent
 		// (see program.Built.janitor), which the namespace's covers hide.
 		if f, err := os.OpenFile(filepath.Dir(p.PrivateTmp), unix.O_PATH|unix.O_DIRECTORY, 0); err == nil {
 			closers = append(closers, f)
 			fds.Janitor = int(f.Fd())
+		}
+	}
+	if p.PidsCgroup != "" {
+		if f, err := os.OpenFile(filepath.Dir(p.PidsCgroup), unix.O_PATH|unix.O_DIRECTORY, 0); err == nil {
+			closers = append(closers, f)
+			fds.Cgroup = int(f.Fd())
 		}
 	}
 	wantNotify := p.Seccomp.NotifyMetadata || p.Seccomp.NotifyConnect
@@ -132,8 +138,11 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 	}
 	var b *program.Built
 	if ns {
-		roots := append(append(append([]string(nil), p.Landlock.ReadExec...), p.Landlock.ReadWrite...), p.Landlock.Devices...)
-		layout := nsinit.PlanLayout(p.Namespaces, roots, func(path string) string { return rs.Resolved[path] })
+		layout := nsinit.PlanLayout(p.Namespaces, nsinit.PlanRoots(p), func(path string) string { return rs.Resolved[path] })
+		var lerr error
+		if layout.Stage, lerr = nsinit.FindStage(); lerr != nil {
+			return nil, &errNamespaces{"namespace set-up failed: " + lerr.Error()}
+		}
 		b, err = program.Namespaced(p, fds, rs, layout, filter)
 	} else {
 		b, err = program.Subreaped(p, fds, filter, program.Privileged(), selfExe)

@@ -1,10 +1,12 @@
 //go:build linux
 
-// Package nsinit is the namespaces layer of the landlock+namespaces
-// provider: how the supervisor clones stage-2 into new user, PID, mount,
-// network, IPC and UTS namespaces, and how stage-2, as the PID namespace's
-// init, sets up the mount and network namespaces before the command's
-// stage-3 confines itself.
+// Package nsinit is the namespaces layer of the landlock+namespaces and
+// bubblewrap providers: the namespaces the run's init is cloned into, how
+// ids are mapped, and the mount namespace's layout (PlanLayout): an empty
+// root holding only the run's roots, private tmpfs directories and a
+// /proc of the new PID namespace. The launcher's prepared init (package
+// program) carries the layout out with raw system calls; bubblewrap is
+// given the same layout as options.
 //
 // The namespaces add to the Landlock + seccomp core, they replace none of
 // it: every guarantee is still enforced inside by the same Landlock
@@ -16,8 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -35,22 +35,10 @@ const Flags = unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNS |
 const Hostname = "confine"
 
 // DefaultPrivate are the directories that get a fresh tmpfs the command
-// may write (POSIX shared memory and semaphores live there); DefaultHide
-// those covered by an empty one: the host's sockets and temporary files,
-// and where users, services and add-on software keep their data (homes,
-// mounts, /opt, /srv). Landlock already denies reading them; covered, they
-// cannot even be listed or stat()ed, and the roots of the run that lie
-// beneath (the work directory, a toolchain under /opt or ~) are bound
-// back at their own paths.
-//
-// A tmpfs with roots bound back beneath it is never writable: Landlock
-// rules follow the path through mount points, so a writable /tmp would
-// make every root bound under it writable too. That is why /tmp, which
-// holds the run's private directory, is hidden rather than private.
-var (
-	DefaultPrivate = []string{"/dev/shm"}
-	DefaultHide    = []string{"/tmp", "/run", "/var/run", "/var/tmp", "/home", "/root", "/mnt", "/media", "/srv", "/opt"}
-)
+// may write (POSIX shared memory and semaphores live there). Nothing else
+// of the host exists in the mount namespace but the run's roots (see
+// PlanLayout).
+var DefaultPrivate = []string{"/dev/shm"}
 
 // reservedPids are the pids the kernel skips when it wraps around
 // (RESERVED_PIDS), also in a PID namespace.
@@ -152,302 +140,6 @@ func CloneWorks() error {
 	return fmt.Errorf("clone(CLONE_NEWUSER): %w", err)
 }
 
-// Setup prepares the namespaces stage-2 was cloned into; it must run in
-// the new PID namespace's init (mounting its /proc needs that). roots are
-// every path the command's Landlock ruleset names: those beneath a
-// private or hidden directory are bind-mounted back at their own paths,
-// so the command sees exactly what it saw without namespaces there.
-//
-// Mounts: / recursively private (nothing propagates to or from the host),
-// a fresh tmpfs on ns.Private and ns.Hide, the roots back, then a /proc of
-// the new PID namespace. Network: the loopback interface up (the namespace
-// has no other). UTS: the host name. It returns the directories it
-// covered.
-func Setup(ns *plan.Namespaces, roots []string) ([]Cover, error) {
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return nil, fmt.Errorf("make / private: %w", err)
-	}
-	rs := resolveAll(roots)
-	covers := covers(ns, rs)
-	binds, links, err := rebinds(covers, rs)
-	if err != nil {
-		return nil, err
-	}
-	for i := range covers {
-		for _, b := range binds {
-			covers[i].bound = covers[i].bound || within(b.path, covers[i].dir)
-		}
-		for _, l := range links {
-			covers[i].bound = covers[i].bound || within(l[0], covers[i].dir)
-		}
-	}
-	defer func() {
-		for _, b := range binds {
-			unix.Close(b.fd)
-		}
-	}()
-	for _, c := range covers {
-		if err := unix.Mount("tmpfs", c.dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, c.TmpfsOptions(ns)); err != nil {
-			return nil, fmt.Errorf("mount tmpfs on %s: %w", c.dir, err)
-		}
-	}
-	for _, b := range binds {
-		if err := b.mount(); err != nil {
-			return nil, err
-		}
-	}
-	for _, l := range links {
-		if err := os.MkdirAll(filepath.Dir(l[0]), 0o755); err != nil {
-			return nil, fmt.Errorf("recreate symlink %s: %w", l[0], err)
-		}
-		if err := os.Symlink(l[1], l[0]); err != nil && !errors.Is(err, os.ErrExist) {
-			return nil, fmt.Errorf("recreate symlink %s: %w", l[0], err)
-		}
-	}
-	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return nil, fmt.Errorf("mount /proc of the new PID namespace: %w", err)
-	}
-	if err := LoopbackUp(); err != nil {
-		return nil, err
-	}
-	if ns.Hostname != "" {
-		if err := unix.Sethostname([]byte(ns.Hostname)); err != nil {
-			return nil, fmt.Errorf("sethostname: %w", err)
-		}
-	}
-	return covers, nil
-}
-
-// Cover is a directory Setup mounts a tmpfs on.
-type Cover struct {
-	dir     string
-	private bool
-	bound   bool // roots were bound back beneath it
-}
-
-// Dir is the covered directory.
-func (c Cover) Dir() string { return c.dir }
-
-// Writable says the command may write the tmpfs: a private one with no
-// root bound back beneath it.
-func (c Cover) Writable() bool { return c.private && !c.bound }
-
-// root is a root as given (cleaned) and with its symlinks resolved ("" when
-// it does not exist).
-type root struct{ path, resolved string }
-
-func resolveAll(roots []string) []root {
-	return resolveWith(roots, resolved)
-}
-
-func resolveWith(roots []string, resolve func(string) string) []root {
-	out := make([]root, len(roots))
-	for i, r := range roots {
-		out[i] = root{filepath.Clean(r), resolve(r)}
-	}
-	return out
-}
-
-func covers(ns *plan.Namespaces, roots []root) []Cover {
-	var out []Cover
-	add := func(dirs []string, private bool) {
-		for _, d := range dirs {
-			var st unix.Stat_t
-			if unix.Lstat(d, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
-				continue
-			}
-			inRoot := false
-			for _, r := range roots {
-				if within(d, r.path) || within(d, r.resolved) {
-					inRoot = true
-					break
-				}
-			}
-			if !inRoot {
-				out = append(out, Cover{dir: d, private: private})
-			}
-		}
-	}
-	add(ns.Private, true)
-	add(ns.Hide, false)
-	return out
-}
-
-// bind is a root to mount back once its directory is covered.
-type bind struct {
-	path string // where, the root with symlinks resolved
-	fd   int    // O_PATH descriptor opened before the cover
-	dir  bool
-}
-
-func (b bind) mount() error {
-	if err := os.MkdirAll(filepath.Dir(b.path), 0o755); err != nil {
-		return fmt.Errorf("bind %s back: %w", b.path, err)
-	}
-	if b.dir {
-		if err := os.Mkdir(b.path, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-			return fmt.Errorf("bind %s back: %w", b.path, err)
-		}
-	} else {
-		f, err := os.OpenFile(b.path, os.O_CREATE|os.O_WRONLY, 0o644)
-		if err != nil {
-			return fmt.Errorf("bind %s back: %w", b.path, err)
-		}
-		f.Close()
-	}
-	// The descriptor's magic link reaches the root through the mount it
-	// was opened on, which the tmpfs now hides.
-	src := "/proc/self/fd/" + strconv.Itoa(b.fd)
-	if err := unix.Mount(src, b.path, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-		return fmt.Errorf("bind %s back: %w", b.path, err)
-	}
-	return nil
-}
-
-// rebinds opens every root that lies beneath a covered directory (the
-// outermost ones: a root inside another comes back with it) and lists the
-// roots that are symlinks there, as [link, target] pairs to recreate.
-func rebinds(covers []Cover, roots []root) (binds []bind, links [][2]string, err error) {
-	paths, links := bindPaths(covers, roots)
-	for _, p := range paths {
-		fd, err := unix.Open(p, unix.O_PATH|unix.O_CLOEXEC, 0)
-		if err != nil {
-			if errors.Is(err, unix.ENOENT) {
-				continue
-			}
-			for _, b := range binds {
-				unix.Close(b.fd)
-			}
-			return nil, nil, fmt.Errorf("open %s to bind it back: %w", p, err)
-		}
-		var st unix.Stat_t
-		if err := unix.Fstat(fd, &st); err != nil {
-			unix.Close(fd)
-			continue
-		}
-		binds = append(binds, bind{path: p, fd: fd, dir: st.Mode&unix.S_IFMT == unix.S_IFDIR})
-	}
-	return binds, links, nil
-}
-
-// bindPaths lists the outermost resolved roots beneath a covered directory
-// and the roots that are symlinks there.
-func bindPaths(covers []Cover, roots []root) (paths []string, links [][2]string) {
-	under := func(p string) bool {
-		for _, c := range covers {
-			if within(p, c.dir) && p != c.dir {
-				return true
-			}
-		}
-		return false
-	}
-	var all []string
-	seen := map[string]bool{}
-	for _, r := range roots {
-		if under(r.path) {
-			var st unix.Stat_t
-			if unix.Lstat(r.path, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
-				if t, err := os.Readlink(r.path); err == nil {
-					links = append(links, [2]string{r.path, t})
-				}
-			}
-		}
-		t := r.resolved
-		if t == "" || !under(t) || seen[t] {
-			continue
-		}
-		seen[t] = true
-		all = append(all, t)
-	}
-	sort.Strings(all)
-	for _, p := range all {
-		if len(paths) > 0 && within(p, paths[len(paths)-1]) {
-			continue
-		}
-		paths = append(paths, p)
-	}
-	return paths, links
-}
-
-// Layout is what Setup would mount, decided without mounting anything: a
-// launcher that forks the init itself prepares it, and the init carries it
-// out with prepared system calls.
-type Layout struct {
-	Covers []Cover
-	// Binds are the roots to bind back, outermost first.
-	Binds []BindPath
-	// Links are [link, target] pairs to recreate beneath the covers.
-	Links [][2]string
-}
-
-// BindPath is a root to bind back at its own path once its directory is
-// covered.
-type BindPath struct {
-	Path string
-	Dir  bool
-}
-
-// PlanLayout computes the Layout for ns and roots. resolve returns a root
-// with its symlinks resolved, or "" when it does not exist (nil: resolve
-// them here).
-func PlanLayout(ns *plan.Namespaces, roots []string, resolve func(string) string) Layout {
-	if resolve == nil {
-		resolve = resolved
-	}
-	rs := resolveWith(roots, resolve)
-	l := Layout{Covers: covers(ns, rs)}
-	paths, links := bindPaths(l.Covers, rs)
-	for _, p := range paths {
-		var st unix.Stat_t
-		if unix.Stat(p, &st) != nil {
-			continue
-		}
-		l.Binds = append(l.Binds, BindPath{Path: p, Dir: st.Mode&unix.S_IFMT == unix.S_IFDIR})
-	}
-	l.Links = links
-	for i := range l.Covers {
-		for _, b := range l.Binds {
-			l.Covers[i].bound = l.Covers[i].bound || within(b.Path, l.Covers[i].dir)
-		}
-		for _, lk := range l.Links {
-			l.Covers[i].bound = l.Covers[i].bound || within(lk[0], l.Covers[i].dir)
-		}
-	}
-	return l
-}
-
-// Private says the cover is a private, writable-size tmpfs (not a hiding
-// one).
-func (c Cover) Private() bool { return c.private }
-
-// TmpfsOptions are the mount options of the cover's tmpfs.
-func (c Cover) TmpfsOptions(ns *plan.Namespaces) string {
-	if c.private {
-		return fmt.Sprintf("mode=1777,size=%d,nr_inodes=65536", ns.TmpfsBytes)
-	}
-	return fmt.Sprintf("mode=0755,size=%d,nr_inodes=4096", 1<<20)
-}
-
-// resolved is p with every symlink resolved, or "" when it does not exist.
-func resolved(p string) string {
-	r, err := filepath.EvalSymlinks(p)
-	if err != nil {
-		return ""
-	}
-	return r
-}
-
-// within reports whether p is dir or lies beneath it.
-func within(p, dir string) bool {
-	if dir == "" {
-		return false
-	}
-	if dir == "/" {
-		return strings.HasPrefix(p, "/")
-	}
-	return p == dir || strings.HasPrefix(p, dir+"/")
-}
-
 // LoopbackUp brings up "lo" in the calling thread's network namespace.
 // Any socket reaches the interface ioctls; AF_UNIX always exists.
 func LoopbackUp() error {
@@ -474,12 +166,17 @@ func LoopbackUp() error {
 // stage-2 would be; the launch package runs Probe for it.
 const ProbeArg0 = "confine-ns-probe"
 
-// Probe is the body of the ProbeArg0 re-exec: Setup with the default
-// directories and no roots. It prints why on stderr and returns 1 when a
-// step fails.
+// Probe is the body of the ProbeArg0 re-exec: Setup of an empty root
+// (no roots, the default private directories). It prints why on stderr
+// and returns 1 when a step fails.
 func Probe() int {
-	ns := &plan.Namespaces{Private: DefaultPrivate, Hide: DefaultHide, TmpfsBytes: 1 << 20, Hostname: Hostname}
-	if _, err := Setup(ns, nil); err != nil {
+	ns := &plan.Namespaces{Private: DefaultPrivate, TmpfsBytes: 1 << 20, Hostname: Hostname}
+	l := PlanLayout(ns, Roots{}, nil)
+	var err error
+	if l.Stage, err = FindStage(); err == nil {
+		err = Setup(ns, l)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

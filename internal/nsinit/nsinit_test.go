@@ -3,9 +3,12 @@
 package nsinit
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/confine-sandbox/confine/internal/plan"
@@ -29,10 +32,10 @@ func TestMappings(t *testing.T) {
 	}
 }
 
-// Which directories get a tmpfs, and which roots come back beneath them:
-// the outermost ones only, resolved, and none when a root holds the
-// directory itself.
-func TestCoversAndRebinds(t *testing.T) {
+// The new root holds the roots (resolved, outermost, a writable one
+// again inside a read-only one), the symlinks on the way to them, the /dev
+// links, and the private directories not within a root.
+func TestPlanLayout(t *testing.T) {
 	base, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -44,46 +47,111 @@ func TestCoversAndRebinds(t *testing.T) {
 		}
 		return p
 	}
-	hidden := mk("hidden")
-	private := mk("private")
-	inRoot := mk("root/inside")
-	a, ab := mk("hidden/a"), mk("hidden/a/b")
-	file := filepath.Join(hidden, "file")
+	a, ab, inner := mk("a"), mk("a/b"), mk("a/inner")
+	file := filepath.Join(base, "file")
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	other := mk("elsewhere")
-	link := filepath.Join(hidden, "link")
-	if err := os.Symlink(other, link); err != nil {
+	real := mk("real/sub")
+	link := filepath.Join(base, "link")
+	if err := os.Symlink("real", link); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(hidden, filepath.Join(base, "symlinked")); err != nil {
-		t.Fatal(err)
+	ns := &plan.Namespaces{Private: []string{"/dev/shm", filepath.Join(base, "a/private"), filepath.Join(base, "shm")}}
+	roots := Roots{
+		ReadExec:  []string{ab, a, file, filepath.Join(link, "sub"), "/proc/cpuinfo", filepath.Join(base, "missing")},
+		ReadWrite: []string{inner, filepath.Join(base, "shm/x")},
+		Devices:   []string{"/dev/null"},
 	}
-	ns := &plan.Namespaces{
-		Private: []string{private},
-		Hide:    []string{hidden, inRoot, filepath.Join(base, "symlinked"), filepath.Join(base, "missing")},
-	}
-	roots := []string{ab, a, file, link, other, filepath.Join(base, "root"), filepath.Join(hidden, "gone")}
+	mk("shm/x")
 	l := PlanLayout(ns, roots, nil)
-	var dirs []string
-	for _, c := range l.Covers {
-		dirs = append(dirs, c.Dir())
-	}
-	// inRoot lies in a root; the symlink and the missing path are no
-	// directories.
-	if want := []string{private, hidden}; !reflect.DeepEqual(dirs, want) {
-		t.Fatalf("covers %v, want %v", dirs, want)
-	}
 	var got []string
 	for _, b := range l.Binds {
-		got = append(got, b.Path)
+		got = append(got, fmt.Sprintf("%s %d %v", b.Path, b.Kind, b.Dir))
 	}
-	if want := []string{a, file}; !reflect.DeepEqual(got, want) {
-		t.Errorf("binds %v, want %v (a/b comes back with a; the link's target is elsewhere)", got, want)
+	want := []string{
+		"/dev/null 2 false",
+		a + " 0 true", // a/b comes with a
+		inner + " 1 true",
+		file + " 0 false",
+		real + " 0 true",
+		filepath.Join(base, "shm/x") + " 1 true",
 	}
-	links := l.Links
-	if want := [][2]string{{link, other}}; !reflect.DeepEqual(links, want) {
-		t.Errorf("links %v, want %v", links, want)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("binds\n%q\nwant\n%q", got, want)
+	}
+	wantLinks := [][2]string{{"/dev/fd", "/proc/self/fd"}, {"/dev/stderr", "/proc/self/fd/2"},
+		{"/dev/stdin", "/proc/self/fd/0"}, {"/dev/stdout", "/proc/self/fd/1"}, {link, "real"}}
+	if !reflect.DeepEqual(l.Links, wantLinks) {
+		t.Errorf("links %q, want %q", l.Links, wantLinks)
+	}
+	// a/private lies within a root: left as granted. shm has a root
+	// beneath it: a tmpfs, but not writable (Landlock follows paths
+	// through mounts).
+	var dirs []string
+	for _, c := range l.Private {
+		dirs = append(dirs, c.Dir())
+	}
+	if want := []string{"/dev/shm", filepath.Join(base, "shm")}; !reflect.DeepEqual(dirs, want) {
+		t.Errorf("private %q, want %q", dirs, want)
+	}
+	if w := l.WritablePrivate(); !reflect.DeepEqual(w, []string{"/dev/shm"}) {
+		t.Errorf("writable private %q", w)
+	}
+	if !l.Shows(filepath.Join(a, "b/c")) || l.Shows(filepath.Join(base, "real")) || l.Shows("/etc") {
+		t.Errorf("Shows: wrong for %s/b/c, %s/real or /etc", a, base)
+	}
+}
+
+func TestParents(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want []string
+	}{
+		{"/", nil},
+		{"/a", nil},
+		{"/a/b/c", []string{"/a", "/a/b"}},
+	} {
+		if got := Parents(tt.in); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("Parents(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// Setup in new namespaces, as the host's probe does it: an empty root with
+// only /proc, /dev/shm and the /dev links.
+func TestProbeSetup(t *testing.T) {
+	if err := CloneWorks(); err != nil {
+		t.Skipf("not applicable on this host: user namespaces unavailable: %v", err)
+	}
+	cmd := exec.Command("/proc/self/exe", "-test.run=^TestHelperProbe$")
+	cmd.Env = []string{"CONFINE_NSINIT_PROBE=1"}
+	uids, gids, sg := Mappings(os.Geteuid(), os.Getegid(), -1, -1)
+	cmd.SysProcAttr = SysProcAttr(&plan.Namespaces{UIDs: uids, GIDs: gids, Setgroups: sg})
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "root: dev proc") {
+		t.Fatalf("probe set-up: %v\n%s", err, out)
+	}
+	t.Logf("inside: %s", strings.Split(string(out), "\n")[0])
+}
+
+func TestHelperProbe(t *testing.T) {
+	if os.Getenv("CONFINE_NSINIT_PROBE") != "1" {
+		t.Skip("helper process for TestProbeSetup")
+	}
+	if code := Probe(); code != 0 {
+		t.Fatalf("Probe: %d", code)
+	}
+	ents, err := os.ReadDir("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	fmt.Printf("root: %s\n", strings.Join(names, " "))
+	if err := os.WriteFile("/x", nil, 0o644); err == nil {
+		t.Errorf("the new root is writable")
 	}
 }

@@ -56,12 +56,10 @@ type Namespaces struct {
 	// privileged supervisor may write a multi-id map with it allowed).
 	Setgroups bool `json:"setgroups,omitempty"`
 	// Private are directories that get a fresh, per-run tmpfs the command
-	// may write (/tmp, /dev/shm); Hide are directories covered by an
-	// empty one (/run). Roots of the plan that lie beneath either are
-	// bind-mounted back at their own paths; a directory that lies within
-	// a root is left alone.
+	// may write (/dev/shm) in the mount namespace's root, which otherwise
+	// holds only the plan's roots; a directory that lies within a root is
+	// left as the root has it.
 	Private []string `json:"private,omitempty"`
-	Hide    []string `json:"hide,omitempty"`
 	// TmpfsBytes caps each of those tmpfs mounts.
 	TmpfsBytes int64 `json:"tmpfs_bytes"`
 	// Hostname is set in the UTS namespace.
@@ -76,7 +74,7 @@ type Namespaces struct {
 	// namespaces and the mount tree (the bubblewrap provider): the
 	// supervisor starts it instead of cloning stage-2, stage-2 runs
 	// inside as the PID namespace's init without setting anything up,
-	// and the IDs and Hide above are unused (only the roots are bound).
+	// and the IDs above are unused.
 	// Such a run never falls back to the core.
 	Bwrap string `json:"bwrap,omitempty"`
 }

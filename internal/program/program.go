@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -66,7 +67,7 @@ func (b *Built) InInit(s spawn.Step) bool {
 // FDs are the parent's descriptors the child arranges at the fixed
 // numbers of package spawn (-1: absent).
 type FDs struct {
-	Stdin, Stdout, Stderr, Status, Exit, Notify, Sync, Ruleset, Janitor int
+	Stdin, Stdout, Stderr, Status, Exit, Notify, Sync, Ruleset, Janitor, Cgroup int
 }
 
 // fdMsg is a prepared sendmsg(2) of one descriptor with SCM_RIGHTS.
@@ -109,39 +110,58 @@ func Namespaced(p *plan.Plan, fds FDs, rs *landlock.Ruleset, layout nsinit.Layou
 	init = b.initStart(fds)
 	add(b.call("setsid", unix.SYS_SETSID))
 	add(b.call("make / private", unix.SYS_MOUNT, str(""), str("/"), str(""), unix.MS_REC|unix.MS_PRIVATE, 0))
-	// Roots beneath a cover are opened before it hides them; with every
-	// other descriptor closed they get FDFree, FDFree+1, ...
+	// Each root's mounts are cloned before the new root exists; with
+	// every other descriptor closed they get FDFree, FDFree+1, ...
+	ro := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
+	prog.Keep(ro)
 	for i, bp := range layout.Binds {
-		add(b.call("open "+bp.Path+" to bind it back", unix.SYS_OPENAT, spawn.AtFDCWD, str(bp.Path), unix.O_PATH|unix.O_CLOEXEC).Want(uintptr(spawn.FDFree + i)))
-	}
-	for _, c := range layout.Covers {
-		add(b.call("mount tmpfs on "+c.Dir(), unix.SYS_MOUNT, str("tmpfs"), str(c.Dir()), str("tmpfs"), unix.MS_NOSUID|unix.MS_NODEV, str(c.TmpfsOptions(ns))))
-	}
-	mkdirs := func(dir string) {
-		// Parents beneath a cover are gone once it is mounted.
-		parts := strings.Split(strings.TrimPrefix(dir, "/"), "/")
-		for i := range parts {
-			d := "/" + strings.Join(parts[:i+1], "/")
-			add(b.call("create "+d, unix.SYS_MKDIRAT, spawn.AtFDCWD, str(d), 0o755).OK(unix.EEXIST))
+		fd := uintptr(spawn.FDFree + i)
+		add(b.call("clone the mount of "+bp.Path, unix.SYS_OPEN_TREE, spawn.AtFDCWD, str(bp.Path),
+			unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE).Want(fd))
+		if bp.Kind == nsinit.ReadOnly {
+			add(b.call("make "+bp.Path+" read-only", unix.SYS_MOUNT_SETATTR, fd, str(""),
+				unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, uintptr(unsafe.Pointer(ro)), unsafe.Sizeof(*ro)))
 		}
+	}
+	st := layout.Stage
+	add(b.call("mount the new root's tmpfs on "+st, unix.SYS_MOUNT, str("tmpfs"), str(st), str("tmpfs"), unix.MS_NOSUID|unix.MS_NODEV, str(nsinit.RootTmpfsOptions)))
+	made := map[string]bool{}
+	mkdirs := func(dir string) {
+		for _, d := range append(nsinit.Parents(dir), dir) {
+			if d != "/" && !made[d] {
+				made[d] = true
+				add(b.call("create "+d, unix.SYS_MKDIRAT, spawn.AtFDCWD, str(st+d), 0o755).OK(unix.EEXIST))
+			}
+		}
+	}
+	for _, c := range layout.Private {
+		mkdirs(c.Dir())
+		add(b.call("mount tmpfs on "+c.Dir(), unix.SYS_MOUNT, str("tmpfs"), str(st+c.Dir()), str("tmpfs"), unix.MS_NOSUID|unix.MS_NODEV, str(nsinit.TmpfsOptions(ns))))
 	}
 	for i, bp := range layout.Binds {
 		mkdirs(parentDir(bp.Path))
 		if bp.Dir {
-			add(b.call("create "+bp.Path, unix.SYS_MKDIRAT, spawn.AtFDCWD, str(bp.Path), 0o755).OK(unix.EEXIST))
+			mkdirs(bp.Path)
 		} else {
-			add(b.call("create "+bp.Path, unix.SYS_OPENAT, spawn.AtFDCWD, str(bp.Path), unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o644).ToSlot(0))
+			add(b.call("create "+bp.Path, unix.SYS_OPENAT, spawn.AtFDCWD, str(st+bp.Path), unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o644).ToSlot(0))
 			add(b.call("close "+bp.Path, unix.SYS_CLOSE, 0).FromSlot(0, 0))
 		}
-		src := "/proc/self/fd/" + strconv.Itoa(spawn.FDFree+i)
-		add(b.call("bind "+bp.Path+" back", unix.SYS_MOUNT, str(src), str(bp.Path), str(""), unix.MS_BIND|unix.MS_REC, 0))
+		add(b.call("bind "+bp.Path, unix.SYS_MOVE_MOUNT, uintptr(spawn.FDFree+i), str(""), spawn.AtFDCWD, str(st+bp.Path), unix.MOVE_MOUNT_F_EMPTY_PATH))
 	}
 	for _, l := range layout.Links {
 		mkdirs(parentDir(l[0]))
-		add(b.call("recreate symlink "+l[0], unix.SYS_SYMLINKAT, str(l[1]), spawn.AtFDCWD, str(l[0])).OK(unix.EEXIST))
+		add(b.call("recreate symlink "+l[0], unix.SYS_SYMLINKAT, str(l[1]), spawn.AtFDCWD, str(st+l[0])).OK(unix.EEXIST))
 	}
-	add(b.call("close bind sources", unix.SYS_CLOSE_RANGE, spawn.FDFree, ^uintptr(0), 0))
-	add(b.call("mount /proc of the new PID namespace", unix.SYS_MOUNT, str("proc"), str("/proc"), str("proc"), unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, 0))
+	add(b.call("close the cloned mounts", unix.SYS_CLOSE_RANGE, spawn.FDFree, ^uintptr(0), 0))
+	mkdirs("/proc")
+	add(b.call("mount /proc of the new PID namespace", unix.SYS_MOUNT, str("proc"), str(st+"/proc"), str("proc"), unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, 0))
+	// The idiom of pivot_root(2): the host's root ends up stacked on the
+	// new one and is detached from the namespace.
+	add(b.call("enter the new root", unix.SYS_CHDIR, str(st)))
+	add(b.call("pivot_root", unix.SYS_PIVOT_ROOT, str("."), str(".")))
+	add(b.call("detach the host's root", unix.SYS_UMOUNT2, str("."), unix.MNT_DETACH))
+	add(b.call("chdir /", unix.SYS_CHDIR, str("/")))
+	add(b.call("make the new root read-only", unix.SYS_MOUNT, str(""), str("/"), str(""), unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, 0))
 	if ns.PidMax > 0 {
 		v := []byte(strconv.Itoa(ns.PidMax))
 		prog.Keep(v)
@@ -161,7 +181,7 @@ func Namespaced(p *plan.Plan, fds FDs, rs *landlock.Ruleset, layout nsinit.Layou
 	// Rules for what exists only in here: the new /proc's entries and the
 	// private tmpfs the command may write.
 	deferred := rs.Deferred
-	for _, c := range layout.Covers {
+	for _, c := range layout.Private {
 		if c.Writable() {
 			deferred = append(deferred, landlock.Deferred{Path: c.Dir(), Rights: rs.WritableDirRights()})
 		}
@@ -180,7 +200,9 @@ func Namespaced(p *plan.Plan, fds FDs, rs *landlock.Ruleset, layout nsinit.Layou
 	prog.Init = init
 	b.initSteps = len(b.desc)
 
-	if err := b.janitor(p, fds); err != nil {
+	// rm runs in the new root only when it (with its loader and
+	// libraries, which the same system roots hold) is bound there.
+	if err := b.janitor(p, fds, func(rm string) bool { return layout.Shows(rm) }); err != nil {
 		return nil, err
 	}
 
@@ -211,7 +233,8 @@ func (b *Built) initStart(fds FDs) []spawn.Op {
 	}
 	moves := []move{{fds.Stdin, 0, false}, {fds.Stdout, 1, false}, {fds.Stderr, 2, false},
 		{fds.Status, spawn.FDStatus, true}, {fds.Exit, spawn.FDExit, true}, {fds.Notify, spawn.FDNotify, true},
-		{fds.Sync, spawn.FDSync, true}, {fds.Ruleset, spawn.FDRuleset, true}, {fds.Janitor, spawn.FDJanitor, false}}
+		{fds.Sync, spawn.FDSync, true}, {fds.Ruleset, spawn.FDRuleset, true}, {fds.Janitor, spawn.FDJanitor, false},
+		{fds.Cgroup, spawn.FDCgroup, true}}
 	for i := range moves {
 		if moves[i].src < 0 {
 			// Every number up to FDFree must be taken: the opens of the
@@ -237,27 +260,28 @@ func (b *Built) initStart(fds FDs) []spawn.Op {
 }
 
 // janitor sets what init removes when the launcher does not: the private
-// directory (through the descriptor of its parent, which covers may hide)
-// and the pids cgroup.
-func (b *Built) janitor(p *plan.Plan, fds FDs) error {
+// directory (through the descriptor of its parent, which the namespace
+// does not show), when rm can run where init is, and the pids cgroup
+// (through the descriptor of its parent).
+func (b *Built) janitor(p *plan.Plan, fds FDs, rmRuns func(string) bool) error {
 	prog, str := b.P, b.P.Str
 	if p.PrivateTmp != "" && fds.Janitor >= 0 {
-		if rm := rmPath(); rm != "" {
+		if rm := rmPath(); rm != "" && rmRuns(rm) {
 			target := "/proc/self/fd/" + strconv.Itoa(spawn.FDJanitor) + "/" + path.Base(p.PrivateTmp)
 			if err := prog.SetJanitor(rm, []string{"rm", "-rf", "--", target}); err != nil {
 				return err
 			}
 		}
 	}
-	if p.PidsCgroup != "" {
+	if p.PidsCgroup != "" && fds.Cgroup >= 0 {
 		// Init is in the cgroup itself: out first ("0": the writer), then
 		// remove it.
 		zero := []byte("0")
 		prog.Keep(zero)
 		prog.Janitor = append(prog.Janitor,
-			spawn.Call(0, unix.SYS_OPENAT, spawn.AtFDCWD, str(path.Dir(p.PidsCgroup)+"/cgroup.procs"), unix.O_WRONLY|unix.O_CLOEXEC).ToSlot(0).Ignore(),
+			spawn.Call(0, unix.SYS_OPENAT, spawn.FDCgroup, str("cgroup.procs"), unix.O_WRONLY|unix.O_CLOEXEC).ToSlot(0).Ignore(),
 			spawn.Call(0, unix.SYS_WRITE, 0, uintptr(unsafe.Pointer(&zero[0])), 1).FromSlot(0, 0).Ignore(),
-			spawn.Call(0, unix.SYS_UNLINKAT, spawn.AtFDCWD, str(p.PidsCgroup), unix.AT_REMOVEDIR).Ignore())
+			spawn.Call(0, unix.SYS_UNLINKAT, spawn.FDCgroup, str(path.Base(p.PidsCgroup)), unix.AT_REMOVEDIR).Ignore())
 	}
 	return nil
 }
@@ -292,7 +316,7 @@ func Subreaped(p *plan.Plan, fds FDs, filter []bpf.RawInstruction, privileged bo
 		b.call("getpid", unix.SYS_GETPID).ToSlot(15))
 	prog.Init = init
 	b.initSteps = len(b.desc)
-	if err := b.janitor(p, fds); err != nil {
+	if err := b.janitor(p, fds, func(string) bool { return true }); err != nil {
 		return nil, err
 	}
 	if err := prog.SetGoneJanitor(reaper, []string{"confine-reaper", p.PrivateTmp, p.PidsCgroup}); err != nil {
@@ -421,10 +445,13 @@ var lastCap = sync.OnceValue(func() uintptr {
 	return uintptr(n)
 })
 
+// rmPath is rm with its symlinks resolved (as the layout binds it), or "".
 var rmPath = sync.OnceValue(func() string {
 	for _, p := range []string{"/bin/rm", "/usr/bin/rm"} {
 		if unix.Access(p, unix.X_OK) == nil {
-			return p
+			if r, err := filepath.EvalSymlinks(p); err == nil {
+				return r
+			}
 		}
 	}
 	return ""

@@ -269,7 +269,6 @@ func (namespaces) Configure(p *plan.Plan, required bool) {
 		GIDs:       gids,
 		Setgroups:  setgroups,
 		Private:    append([]string(nil), nsinit.DefaultPrivate...),
-		Hide:       append([]string(nil), nsinit.DefaultHide...),
 		TmpfsBytes: size,
 		Hostname:   nsinit.Hostname,
 	}
@@ -283,9 +282,11 @@ func (namespaces) Adds(g string) string {
 	case policy.GNoNetwork:
 		return "empty network namespace (loopback only)"
 	case policy.GFSWrite:
-		return "mount namespace: /dev/shm is a private per-run tmpfs; the host's /tmp, /var/tmp, /dev/shm, /run, homes, /root, /opt, /srv, /mnt and /media are hidden"
+		return "mount namespace: a read-only empty root holding only the granted roots (read-only ones bound read-only), /dev holds only the granted device nodes, /dev/shm is a private per-run tmpfs"
+	case policy.GFSRead:
+		return "mount namespace: nothing but the granted roots exists (what Landlock refuses cannot even be stat()ed)"
 	case policy.GUnixSockets:
-		return "network namespace (abstract sockets are per namespace) and mount namespace (the host's /run, /tmp and /dev/shm hidden)"
+		return "network namespace (abstract sockets are per namespace) and mount namespace (the host's /run, /tmp and /dev/shm absent)"
 	case policy.GSignals, policy.GProcInspect:
 		return "PID namespace (no process outside the run is visible) with its own /proc"
 	case policy.GTreeKill:

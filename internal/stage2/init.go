@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/confine-sandbox/confine/internal/bwrap"
+	"github.com/confine-sandbox/confine/internal/nsinit"
 	"github.com/confine-sandbox/confine/internal/plan"
 )
 
@@ -40,7 +40,6 @@ func initMain(p *plan.Plan, status *os.File) int {
 		fmt.Fprintf(status, "%d "+format, append([]any{code}, a...)...)
 		return code
 	}
-	roots := append(append(append([]string(nil), p.Landlock.ReadExec...), p.Landlock.ReadWrite...), p.Landlock.Devices...)
 	if p.Namespaces.Bwrap == "" {
 		// Only bubblewrap starts this init; the namespaces provider's is
 		// cloned by the launcher (package spawn).
@@ -49,7 +48,7 @@ func initMain(p *plan.Plan, status *os.File) int {
 	// bwrap made the namespaces, the mounts and this session
 	// (--new-session); only the private tmpfs mounts it made are left to
 	// grant.
-	p.Landlock.ReadWrite = append(p.Landlock.ReadWrite, bwrap.WritablePrivate(p.Namespaces, roots)...)
+	p.Landlock.ReadWrite = append(p.Landlock.ReadWrite, nsinit.PlanLayout(p.Namespaces, nsinit.PlanRoots(p), nil).WritablePrivate()...)
 	// The ambient capabilities were for the set-up above; stage-3 drops
 	// every other one itself.
 	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
