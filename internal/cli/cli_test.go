@@ -242,6 +242,38 @@ func TestDaemonLeftAfterSuccessIsKilled(t *testing.T) {
 	assertGone(t, filepath.Join(wd, "pids"), 1, tok)
 }
 
+// The CLI returns before the run's private directory is removed (the
+// run's init does it): whether the command left it empty (rmdir) or full
+// of files it made unreadable to itself (rm -rf), it is gone shortly.
+func TestPrivateDirRemovedAfterReturn(t *testing.T) {
+	for _, u := range testutil.Users(t) {
+		t.Run(u.Name, func(t *testing.T) {
+			wd := testutil.Workdir(t, u.UID)
+			for _, tc := range []struct{ name, script string }{
+				{"untouched", `echo "$TMPDIR"`},
+				{"filled", `echo "$TMPDIR"; mkdir -p "$HOME/.cache/a" "$TMPDIR/b"; echo x > "$TMPDIR/b/f"; chmod 0 "$HOME/.cache" "$TMPDIR/b"`},
+			} {
+				r := cli(t, u, wd, "run", "--", "sh", "-c", tc.script)
+				tmp := strings.TrimSpace(r.Stdout)
+				if r.Code != 0 || !strings.HasPrefix(tmp, "/") {
+					t.Fatalf("%s: exit %d, stdout %q: %s", tc.name, r.Code, r.Stdout, r.Stderr)
+				}
+				root := filepath.Dir(tmp)
+				var err error
+				for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+					if _, err = os.Lstat(root); os.IsNotExist(err) {
+						break
+					}
+				}
+				if !os.IsNotExist(err) {
+					t.Errorf("%s: private directory %s still there 5s after the run (%v)", tc.name, root, err)
+					os.RemoveAll(root)
+				}
+			}
+		})
+	}
+}
+
 func TestStdinAndLiveOutput(t *testing.T) {
 	u := testutil.Users(t)[0]
 	wd := testutil.Workdir(t, u.UID)

@@ -137,6 +137,7 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 		return nil, fmt.Errorf("%w: seccomp: %v", spec.ErrLaunch, err)
 	}
 	var b *program.Built
+	privileged := program.Privileged()
 	if ns {
 		layout := nsinit.PlanLayout(p.Namespaces, nsinit.PlanRoots(p), func(path string) string { return rs.Resolved[path] })
 		var lerr error
@@ -145,7 +146,7 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 		}
 		b, err = program.Namespaced(p, fds, rs, layout, filter)
 	} else {
-		b, err = program.Subreaped(p, fds, filter, program.Privileged(), selfExe)
+		b, err = program.Subreaped(p, fds, filter, privileged, selfExe)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", spec.ErrLaunch, err)
@@ -158,7 +159,9 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 			prog.Close()
 		}
 	}()
-	detach := pio.DetachCleanup && prog.HasJanitor()
+	// Without namespaces, an unprivileged init's rm could not remove what
+	// the command made unreadable to itself: the launcher does it.
+	detach := pio.DetachCleanup && prog.HasJanitor() && (ns || privileged)
 	prog.JanitorAfterReport = detach
 
 	// PR_SET_PDEATHSIG follows the thread that forks: keep it for the run.

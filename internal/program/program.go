@@ -25,6 +25,7 @@ import (
 	"github.com/confine-sandbox/confine/internal/rlimit"
 	"github.com/confine-sandbox/confine/internal/seccomp"
 	"github.com/confine-sandbox/confine/internal/spawn"
+	"github.com/confine-sandbox/confine/internal/tmpdir"
 )
 
 // Built is a prepared spawn.Program that remembers what each step was
@@ -205,6 +206,9 @@ func Namespaced(p *plan.Plan, fds FDs, rs *landlock.Ruleset, layout nsinit.Layou
 	if err := b.janitor(p, fds, func(rm string) bool { return layout.Shows(rm) }); err != nil {
 		return nil, err
 	}
+	if prog.HasJanitor() {
+		b.janitorCaps()
+	}
 
 	// The command is a child of init in a user namespace init created:
 	// it holds every capability there until it drops them.
@@ -267,10 +271,20 @@ func (b *Built) janitor(p *plan.Plan, fds FDs, rmRuns func(string) bool) error {
 	prog, str := b.P, b.P.Str
 	if p.PrivateTmp != "" && fds.Janitor >= 0 {
 		if rm := rmPath(); rm != "" && rmRuns(rm) {
-			target := "/proc/self/fd/" + strconv.Itoa(spawn.FDJanitor) + "/" + path.Base(p.PrivateTmp)
+			name := path.Base(p.PrivateTmp)
+			target := "/proc/self/fd/" + strconv.Itoa(spawn.FDJanitor) + "/" + name
 			if err := prog.SetJanitor(rm, []string{"rm", "-rf", "--", target}); err != nil {
 				return err
 			}
+			// The command often leaves its private directory as it found
+			// it: then rmdir does, and no rm starts. getpid (never 0)
+			// marks the slot undone until the last rmdir succeeds.
+			prog.JanitorDone = true
+			prog.Janitor = append(prog.Janitor,
+				spawn.Call(0, unix.SYS_GETPID).ToSlot(spawn.SlotJanitorDone),
+				spawn.Call(0, unix.SYS_UNLINKAT, spawn.FDJanitor, str(name+"/"+tmpdir.TmpName), unix.AT_REMOVEDIR).Ignore(),
+				spawn.Call(0, unix.SYS_UNLINKAT, spawn.FDJanitor, str(name+"/"+tmpdir.HomeName), unix.AT_REMOVEDIR).Ignore(),
+				spawn.Call(0, unix.SYS_UNLINKAT, spawn.FDJanitor, str(name), unix.AT_REMOVEDIR).Ignore().ToSlot(spawn.SlotJanitorDone))
 		}
 	}
 	if p.PidsCgroup != "" && fds.Cgroup >= 0 {
@@ -284,6 +298,34 @@ func (b *Built) janitor(p *plan.Plan, fds FDs, rmRuns func(string) bool) error {
 			spawn.Call(0, unix.SYS_UNLINKAT, spawn.FDCgroup, str(path.Base(p.PidsCgroup)), unix.AT_REMOVEDIR).Ignore())
 	}
 	return nil
+}
+
+// janitorCaps lets rm, run by a non-root init, remove what the command
+// made unreadable to itself: init holds every capability of its user
+// namespace, and keeps those rm needs across the exec as ambient ones
+// (they reach only files of the ids mapped there: the run's).
+func (b *Built) janitorCaps() {
+	prog := b.P
+	hdr := &unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	data := new([2]unix.CapUserData)
+	full := uint64(1)<<(lastCap()+1) - 1
+	need := []uintptr{unix.CAP_DAC_OVERRIDE, unix.CAP_DAC_READ_SEARCH, unix.CAP_FOWNER}
+	var inh uint64
+	for _, c := range need {
+		inh |= 1 << c
+	}
+	for i := range data {
+		data[i].Effective = uint32(full >> (32 * i))
+		data[i].Permitted = uint32(full >> (32 * i))
+		data[i].Inheritable = uint32(inh >> (32 * i))
+	}
+	prog.Keep(hdr)
+	prog.Keep(data)
+	ops := []spawn.Op{spawn.Call(0, unix.SYS_CAPSET, uintptr(unsafe.Pointer(hdr)), uintptr(unsafe.Pointer(&data[0]))).Ignore()}
+	for _, c := range need {
+		ops = append(ops, spawn.Call(0, unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_RAISE, c, 0, 0).Ignore())
+	}
+	prog.Janitor = append(ops, prog.Janitor...)
 }
 
 // Privileged says this process holds CAP_SETPCAP: the command may then

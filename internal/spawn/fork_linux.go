@@ -220,7 +220,7 @@ func child(p *Program) {
 	if gone && p.gonePath != nil {
 		syscall.RawSyscall(syscall.SYS_EXECVE, uintptr(unsafe.Pointer(p.gonePath)), uintptr(unsafe.Pointer(&p.goneArgv[0])), uintptr(unsafe.Pointer(&p.janitorEnv[0])))
 	}
-	if p.janitorPath != nil {
+	if p.janitorPath != nil && !(p.JanitorDone && p.slots[SlotJanitorDone] == 0) {
 		syscall.RawSyscall6(syscall.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&p.emptyMask)), 0, 8, 0, 0)
 		syscall.RawSyscall(syscall.SYS_EXECVE, uintptr(unsafe.Pointer(p.janitorPath)), uintptr(unsafe.Pointer(&p.janitorArgv[0])), uintptr(unsafe.Pointer(&p.janitorEnv[0])))
 	}

@@ -57,6 +57,10 @@ type Program struct {
 	// report is written: a launcher that does not wait for init's exit
 	// leaves the clean-up to it.
 	JanitorAfterReport bool
+	// JanitorDone lets the Janitor ops spare the exec: it is skipped when
+	// they leave 0 in slot SlotJanitorDone (a removal they could do by
+	// themselves, e.g. of empty directories, succeeded).
+	JanitorDone bool
 	// Subreaper makes the child an init without a PID namespace: a child
 	// subreaper (its Init ops must set PR_SET_CHILD_SUBREAPER) that
 	// reaps, never signals, and reports Pending when processes outlived
@@ -194,6 +198,9 @@ func (p *Program) Ptr(v unsafe.Pointer, keep any) uintptr {
 	p.Keep(keep)
 	return uintptr(v)
 }
+
+// SlotJanitorDone is the slot JanitorDone reads.
+const SlotJanitorDone = 14
 
 // SetJanitor sets what init execs after the launcher died.
 func (p *Program) SetJanitor(path string, argv []string) error {

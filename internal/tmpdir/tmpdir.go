@@ -9,6 +9,12 @@ import (
 	"path/filepath"
 )
 
+// HomeName and TmpName are the subdirectories Create makes.
+const (
+	HomeName = "home"
+	TmpName  = "tmp"
+)
+
 // Dir is one run's private directory.
 type Dir struct {
 	Root, Home, Tmp string
@@ -24,7 +30,7 @@ func Create(uid, gid int) (Dir, error) {
 	if r, err := filepath.EvalSymlinks(root); err == nil {
 		root = r
 	}
-	d := Dir{Root: root, Home: filepath.Join(root, "home"), Tmp: filepath.Join(root, "tmp")}
+	d := Dir{Root: root, Home: filepath.Join(root, HomeName), Tmp: filepath.Join(root, TmpName)}
 	for _, p := range []string{d.Home, d.Tmp} {
 		if err := os.Mkdir(p, 0o700); err != nil {
 			Remove(root)
