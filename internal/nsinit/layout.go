@@ -344,7 +344,7 @@ func Setup(ns *plan.Namespaces, l Layout) error {
 			if err := unix.Mkdir(st+b.Path, 0o755); err != nil && err != unix.EEXIST {
 				return fmt.Errorf("create %s: %w", b.Path, err)
 			}
-		} else if fd, err := unix.Open(st+b.Path, unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o644); err == nil {
+		} else if fd, err := unix.Open(st+b.Path, unix.O_CREAT|unix.O_EXCL|unix.O_RDONLY|unix.O_CLOEXEC, 0o644); err == nil {
 			unix.Close(fd)
 		} else if err != unix.EEXIST {
 			return fmt.Errorf("create %s: %w", b.Path, err)

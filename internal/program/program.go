@@ -144,7 +144,9 @@ func Namespaced(p *plan.Plan, fds FDs, rs *landlock.Ruleset, layout nsinit.Layou
 		if bp.Dir {
 			mkdirs(bp.Path)
 		} else {
-			add(b.call("create "+bp.Path, unix.SYS_OPENAT, spawn.AtFDCWD, str(st+bp.Path), unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o644).ToSlot(0))
+			// It may exist already: inside a read-only bind, a device
+			// node granted on its own.
+			add(b.call("create "+bp.Path, unix.SYS_OPENAT, spawn.AtFDCWD, str(st+bp.Path), unix.O_CREAT|unix.O_EXCL|unix.O_RDONLY|unix.O_CLOEXEC, 0o644).ToSlot(0).SkipOn(unix.EEXIST, 1))
 			add(b.call("close "+bp.Path, unix.SYS_CLOSE, 0).FromSlot(0, 0))
 		}
 		add(b.call("bind "+bp.Path, unix.SYS_MOVE_MOUNT, uintptr(spawn.FDFree+i), str(""), spawn.AtFDCWD, str(st+bp.Path), unix.MOVE_MOUNT_F_EMPTY_PATH))
