@@ -191,7 +191,8 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 			return nil, &errNamespaces{"namespace set-up failed: " + err.Error()}
 		}
 	}
-	if p.PidsCgroup != "" && (!ns || p.Namespaces.PidMax == 0) {
+	joined := p.PidsCgroup != "" && (!ns || p.Namespaces.PidMax == 0)
+	if joined {
 		// Init waits for the go-ahead below, so it is counted before it
 		// can fork anything.
 		if err := os.WriteFile(p.PidsCgroup+"/cgroup.procs", []byte(strconv.Itoa(pid)), 0); err != nil {
@@ -327,9 +328,12 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 	var w waited
 	var r reported
 	exited, reportDone := false, false
+	// Once init has reported, the tree is gone; init's exit (for a
+	// namespace, its teardown: an RCU grace period for the mounts) need
+	// not be waited for, unless init is in the pids cgroup this run
+	// removes. Detached, init's janitor cleans up after us.
 	for !exited || !reportDone {
-		if reportDone && r.ok && detach {
-			// The tree is gone; init's janitor cleans up after us.
+		if reportDone && r.ok && (detach || !joined) {
 			break
 		}
 		select {
@@ -384,7 +388,7 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 		rep.Denials = append(rep.Denials, spec.Denial{Syscall: d.Syscall, Path: d.Path, Errno: unix.ErrnoName(d.Errno), Reason: d.Reason})
 	}
 	stdout, stderr, cerr := streams()
-	out := &Outcome{Report: rep, Stdout: stdout, Stderr: stderr, CleanupDetached: !exited}
+	out := &Outcome{Report: rep, Stdout: stdout, Stderr: stderr, CleanupDetached: !exited && detach}
 	if cerr != nil {
 		return out, fmt.Errorf("%w: capture: %v", spec.ErrLaunch, cerr)
 	}
