@@ -181,10 +181,17 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 	case s.Stdin != nil:
 		pio.Stdin = strings.NewReader(string(s.Stdin))
 	}
+	if err := tmp.Wait(); err != nil {
+		return res, fmt.Errorf("%w: %v", spec.ErrLaunch, err)
+	}
 	start := time.Now()
 	out, err := launch.Run(ctx, p, pio)
 	res.Duration = time.Since(start)
 	detached = out != nil && out.CleanupDetached
+	if cgroup != "" && p.PidsCgroup == "" {
+		// Waived, and it could not be created.
+		res.Layers = slices.DeleteFunc(res.Layers, func(l string) bool { return l == "pids-cgroup" })
+	}
 	if out != nil {
 		res.Stdout, res.Stderr = out.Stdout, out.Stderr
 	}
@@ -323,10 +330,10 @@ func mergeLimits(prof, s spec.Limits) spec.Limits {
 // prepare turns a validated spec into a launch plan: canonical roots, the
 // run-as identity, the guarantees this host enforces, a private temp dir
 // and the environment.
-func prepare(s *spec.CommandSpec, prof policy.Profile, h host.Info, limits spec.Limits) (p *plan.Plan, tmp, cgroup string, gs []spec.Guarantee, omitted, hidden []string, err error) {
-	fail := func(e error) (*plan.Plan, string, string, []spec.Guarantee, []string, []string, error) {
+func prepare(s *spec.CommandSpec, prof policy.Profile, h host.Info, limits spec.Limits) (p *plan.Plan, tmp *tmpdir.Dir, cgroup string, gs []spec.Guarantee, omitted, hidden []string, err error) {
+	fail := func(e error) (*plan.Plan, *tmpdir.Dir, string, []spec.Guarantee, []string, []string, error) {
 		cleanup(tmp, cgroup)
-		return nil, "", "", nil, nil, nil, e
+		return nil, nil, "", nil, nil, nil, e
 	}
 	worktree, err := canonicalDir(s.Worktree)
 	if err != nil {
@@ -398,16 +405,15 @@ func prepare(s *spec.CommandSpec, prof policy.Profile, h host.Info, limits spec.
 	if err != nil {
 		return fail(fmt.Errorf("%w: %v", spec.ErrLaunch, err))
 	}
-	tmp = td.Root
+	tmp = td
 	home := td.Home
-	rw = append(rw, tmp)
+	rw = append(rw, td.Root)
 
+	var pidsMax int64
 	if runAsRoot && limits.MaxProcs > 0 && h.PidsCgroupRoot != "" {
-		// The stage-2 child's own threads are counted until it execs.
-		cgroup, err = host.NewPidsCgroup(h.PidsCgroupRoot, "confine-"+randHex(), limits.MaxProcs+16)
-		if err != nil && !waived(prof.Waive, policy.GProcesses) {
-			return fail(fmt.Errorf("%w: %s: cannot create a pids cgroup: %v", spec.ErrUnavailable, policy.GProcesses, err))
-		}
+		// Created by the launch if the run joins it. The init's own
+		// threads are counted too.
+		cgroup, pidsMax = filepath.Join(h.PidsCgroupRoot, "confine-"+randHex()), limits.MaxProcs+16
 	}
 
 	// The same rules hold for library callers as for the CLI: refused
@@ -458,7 +464,9 @@ func prepare(s *spec.CommandSpec, prof policy.Profile, h host.Info, limits spec.
 		},
 		Seccomp:       plan.Seccomp{NotifyMetadata: true, NotifyConnect: true},
 		PidsCgroup:    cgroup,
-		PrivateTmp:    tmp,
+		PidsMax:       pidsMax,
+		PidsOptional:  waived(prof.Waive, policy.GProcesses),
+		PrivateTmp:    td.Root,
 		WritableRoots: rw,
 		WallTime:      limits.WallTime,
 		KillGrace:     limits.KillGrace,
@@ -475,8 +483,8 @@ func waived(ws []string, g string) bool {
 	return false
 }
 
-func cleanup(tmp, cgroup string) {
-	tmpdir.Remove(tmp)
+func cleanup(tmp *tmpdir.Dir, cgroup string) {
+	tmp.Remove()
 	if cgroup != "" {
 		_ = host.RemoveCgroup(cgroup)
 	}

@@ -4,7 +4,6 @@
 package host
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -194,20 +193,17 @@ func containsWord(s, w string) bool {
 	return false
 }
 
-// NewPidsCgroup creates a per-run pids cgroup limited to max tasks.
-func NewPidsCgroup(root, name string, max int64) (string, error) {
-	if root == "" {
-		return "", errors.New("no writable pids cgroup hierarchy")
-	}
-	dir := filepath.Join(root, name)
+// CreatePidsCgroup creates the per-run pids cgroup dir limited to max
+// tasks.
+func CreatePidsCgroup(dir string, max int64) error {
 	if err := os.Mkdir(dir, 0o700); err != nil {
-		return "", err
+		return err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "pids.max"), []byte(strconv.FormatInt(max, 10)), 0); err != nil {
 		_ = os.Remove(dir)
-		return "", err
+		return err
 	}
-	return dir, nil
+	return nil
 }
 
 // RemoveCgroup removes a per-run cgroup once it is empty.

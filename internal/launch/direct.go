@@ -45,6 +45,15 @@ func (e *errNamespaces) Error() string { return e.msg }
 // dies the init turns into the reaper (package reaper), which kills them.
 func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 	ns := p.Namespaces != nil
+	// A namespaced run bounded by its pid_max does not join the pids
+	// cgroup, which is then not even created.
+	joined := p.PidsCgroup != "" && (!ns || p.Namespaces.PidMax == 0)
+	if joined {
+		if err := pidsCgroup(p); err != nil {
+			return nil, err
+		}
+		joined = p.PidsCgroup != ""
+	}
 	var closers []*os.File
 	defer func() {
 		for _, f := range closers {
@@ -191,7 +200,6 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 			return nil, &errNamespaces{"namespace set-up failed: " + err.Error()}
 		}
 	}
-	joined := p.PidsCgroup != "" && (!ns || p.Namespaces.PidMax == 0)
 	if joined {
 		// Init waits for the go-ahead below, so it is counted before it
 		// can fork anything.

@@ -14,16 +14,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"sync"
 
 	"github.com/confine-sandbox/confine/internal/bwrap"
 	"github.com/confine-sandbox/confine/internal/capture"
+	"github.com/confine-sandbox/confine/internal/host"
 	"github.com/confine-sandbox/confine/internal/nsinit"
 	"github.com/confine-sandbox/confine/internal/plan"
 	"github.com/confine-sandbox/confine/internal/reaper"
 	"github.com/confine-sandbox/confine/internal/stage2"
 	"github.com/confine-sandbox/confine/internal/supervisor"
+	"github.com/confine-sandbox/confine/policy"
 	"github.com/confine-sandbox/confine/spec"
 )
 
@@ -92,7 +95,29 @@ func Run(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 		}
 		return out, err
 	}
+	if err := pidsCgroup(p); err != nil {
+		return nil, err
+	}
 	return runSupervised(ctx, p, pio)
+}
+
+// pidsCgroup creates p's pids cgroup for a run that joins it. Where it
+// cannot be created, a run whose guarantee is waived goes without;
+// others are refused.
+func pidsCgroup(p *plan.Plan) error {
+	if p.PidsCgroup == "" {
+		return nil
+	}
+	err := host.CreatePidsCgroup(p.PidsCgroup, p.PidsMax)
+	switch {
+	case err == nil || errors.Is(err, fs.ErrExist):
+		// Exists: created for a namespaces attempt this run fell back from.
+		return nil
+	case p.PidsOptional:
+		p.PidsCgroup = ""
+		return nil
+	}
+	return fmt.Errorf("%w: %s: cannot create a pids cgroup: %v", spec.ErrUnavailable, policy.GProcesses, err)
 }
 
 // runSupervised runs p under a supervisor process.

@@ -90,9 +90,14 @@ type Plan struct {
 	// UID/GID the command runs as; -1 keeps the launcher's.
 	UID int `json:"uid"`
 	GID int `json:"gid"`
-	// PidsCgroup, when set, is a cgroup directory (pids controller) the
-	// supervisor joins the command to before it runs.
-	PidsCgroup string `json:"pids_cgroup,omitempty"`
+	// PidsCgroup, when set, is a cgroup directory (pids controller, at
+	// most PidsMax tasks) the command is joined to before it runs. It is
+	// created only when a run joins it: a namespaced run bounded by its
+	// PID namespace's pid_max does not. PidsOptional (the guarantee is
+	// waived) runs without it when it cannot be created.
+	PidsCgroup   string `json:"pids_cgroup,omitempty"`
+	PidsMax      int64  `json:"pids_max,omitempty"`
+	PidsOptional bool   `json:"pids_optional,omitempty"`
 	// PrivateTmp is the run's private directory; the supervisor removes
 	// it, and the cgroup, once the tree is gone (also when the launcher
 	// died and cannot).

@@ -3,12 +3,16 @@ package tmpdir
 import (
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 )
 
 func TestCreateAndRemove(t *testing.T) {
 	d, err := Create(-1, -1)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Wait(); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []string{d.Root, d.Home, d.Tmp} {
@@ -31,8 +35,44 @@ func TestCreateAndRemove(t *testing.T) {
 	if err := os.Chmod(locked, 0); err != nil {
 		t.Fatal(err)
 	}
-	Remove(d.Root)
+	d.Remove()
 	if _, err := os.Stat(d.Root); !os.IsNotExist(err) {
 		t.Fatalf("%s still exists: %v", d.Root, err)
+	}
+}
+
+// Removed at once after Create: Remove waits for the subdirectories, so
+// none is made after the removal.
+func TestRemoveRightAfterCreate(t *testing.T) {
+	for range 20 {
+		d, err := Create(os.Geteuid(), os.Getegid())
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Remove()
+		if _, err := os.Stat(d.Root); !os.IsNotExist(err) {
+			t.Fatalf("%s still exists: %v", d.Root, err)
+		}
+	}
+}
+
+// A root launcher gives the directories to the command's uid.
+func TestOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("not applicable: chown to another uid needs root")
+	}
+	d, err := Create(65534, 65534)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Remove()
+	if err := d.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{d.Root, d.Home, d.Tmp} {
+		var st syscall.Stat_t
+		if err := syscall.Stat(p, &st); err != nil || st.Uid != 65534 || st.Gid != 65534 {
+			t.Errorf("%s: owner %d:%d (%v), want 65534:65534", p, st.Uid, st.Gid, err)
+		}
 	}
 }
