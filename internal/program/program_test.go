@@ -5,6 +5,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/confine-sandbox/confine/internal/landlock"
+	"github.com/confine-sandbox/confine/internal/nsinit"
 	"github.com/confine-sandbox/confine/internal/plan"
 	"github.com/confine-sandbox/confine/internal/seccomp"
 	"github.com/confine-sandbox/confine/internal/spawn"
@@ -55,6 +57,47 @@ func TestSubreapedSteps(t *testing.T) {
 		if !b.P.Subreaper {
 			t.Errorf("not a subreaper program")
 		}
+	}
+}
+
+// The namespace set-up in its order: every root's mounts cloned before the
+// new root hides the host's, the new root filled, pivoted into, the host's
+// root detached, then the confinement.
+func TestNamespacedSteps(t *testing.T) {
+	arch, _ := seccomp.NativeArch()
+	filter, err := seccomp.Cached(seccomp.Config{Arch: arch, NotifyMetadata: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := &plan.Namespaces{Private: []string{"/dev/shm"}, TmpfsBytes: 1 << 20, Hostname: "confine"}
+	p := testPlan()
+	p.Namespaces = ns
+	p.Landlock = plan.Landlock{ReadExec: []string{"/usr", "/bin"}, Devices: []string{"/dev/null"}}
+	layout := nsinit.PlanLayout(ns, nsinit.PlanRoots(p), nil)
+	layout.Stage = "/tmp"
+	fds := FDs{Stdin: 0, Stdout: 1, Stderr: 2, Status: 3, Exit: 4, Notify: 5, Sync: 6, Ruleset: 7, Janitor: -1, Cgroup: -1}
+	b, err := Namespaced(p, fds, &landlock.Ruleset{FD: 7}, layout, filter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := strings.Join(b.desc, "\n")
+	last := -1
+	for _, w := range []string{"wait for the launcher", "make / private", "clone the mount of /dev/null",
+		"clone the mount of /usr", "make /usr read-only", "mount the new root's tmpfs on /tmp", "mount tmpfs on /dev/shm", "bind /dev/null",
+		"bind /usr", "recreate symlink /dev/fd", "close the cloned mounts", "mount /proc of the new PID namespace",
+		"pivot_root", "detach the host's root", "make the new root read-only", "loopback: SIOCSIFFLAGS", "sethostname",
+		"landlock: add rule for /dev/shm", "setsid", "capset", "landlock_restrict_self", "seccomp"} {
+		i := strings.Index(all[last+1:], w)
+		if i < 0 {
+			t.Fatalf("step %q missing or out of order in:\n%s", w, all)
+		}
+		last += 1 + i
+	}
+	if strings.Contains(all, "make /dev/null read-only") {
+		t.Errorf("a device node bound read-only:\n%s", all)
+	}
+	if !b.InInit(spawn.Step(strings.Count(all[:strings.Index(all, "pivot_root")], "\n")+1)) {
+		t.Errorf("pivot_root is not counted as namespace set-up (a failure there must fall back to the core)")
 	}
 }
 
