@@ -96,7 +96,7 @@ func TestNamespacedSteps(t *testing.T) {
 	if strings.Contains(all, "make /dev/null read-only") {
 		t.Errorf("a device node bound read-only:\n%s", all)
 	}
-	if !b.InInit(spawn.Step(strings.Count(all[:strings.Index(all, "pivot_root")], "\n")+1)) {
+	if !b.InInit(spawn.Step(strings.Count(all[:strings.Index(all, "pivot_root")], "\n") + 1)) {
 		t.Errorf("pivot_root is not counted as namespace set-up (a failure there must fall back to the core)")
 	}
 }
