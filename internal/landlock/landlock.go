@@ -35,6 +35,8 @@ import (
 
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
+
+	"github.com/confine-sandbox/confine/internal/plan"
 )
 
 // Filesystem rights by the ABI that introduced them.
@@ -146,10 +148,23 @@ type Ruleset struct {
 	// Deferred are the rules Policy.Defer kept out.
 	Deferred []Deferred
 	// Resolved maps each path given to where it resolves (symlinks
-	// followed), for callers that need it too.
-	Resolved map[string]string
+	// followed) and whether it is a directory, for callers that need it
+	// too.
+	Resolved map[string]Resolution
 
 	fsTypes map[uint64]int64 // st_dev -> statfs f_type
+}
+
+// FromPlan is the Policy for a plan's Landlock section.
+func FromPlan(l plan.Landlock) Policy {
+	return Policy{ReadExec: l.ReadExec, ReadWrite: l.ReadWrite, Devices: l.Devices,
+		Optional: l.Optional, DenyTCP: l.DenyTCP, Scope: l.Scope}
+}
+
+// Resolution is where a root resolves, and whether it is a directory.
+type Resolution struct {
+	Path string
+	Dir  bool
 }
 
 // ABI returns the running kernel's Landlock ABI version and its bitmask of
@@ -312,9 +327,9 @@ func (r *Ruleset) addPath(kind ruleKind, path string, rights uint64, optional, d
 		return false, err
 	}
 	if r.Resolved == nil {
-		r.Resolved = make(map[string]string, 64)
+		r.Resolved = make(map[string]Resolution, 64)
 	}
-	r.Resolved[path] = resolved
+	r.Resolved[path] = Resolution{resolved, st.Mode&unix.S_IFMT == unix.S_IFDIR}
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		rights &= fileRights
 	}

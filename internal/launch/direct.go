@@ -99,7 +99,7 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 			fds.Janitor = int(f.Fd())
 		}
 	}
-	if p.PidsCgroup != "" {
+	if joined {
 		if f, err := os.OpenFile(filepath.Dir(p.PidsCgroup), unix.O_PATH|unix.O_DIRECTORY, 0); err == nil {
 			closers = append(closers, f)
 			fds.Cgroup = int(f.Fd())
@@ -118,14 +118,7 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 		fds.Notify = pair[1]
 	}
 
-	policy := landlock.Policy{
-		ReadExec:  p.Landlock.ReadExec,
-		ReadWrite: p.Landlock.ReadWrite,
-		Devices:   p.Landlock.Devices,
-		Optional:  p.Landlock.Optional,
-		DenyTCP:   p.Landlock.DenyTCP,
-		Scope:     p.Landlock.Scope,
-	}
+	policy := landlock.FromPlan(p.Landlock)
 	if ns {
 		// The command sees the /proc of its own PID namespace.
 		policy.Defer = func(path string) bool { return strings.HasPrefix(path, "/proc/") }
@@ -148,7 +141,10 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 	var b *program.Built
 	privileged := program.Privileged()
 	if ns {
-		layout := nsinit.PlanLayout(p.Namespaces, nsinit.PlanRoots(p), func(path string) string { return rs.Resolved[path] })
+		layout := nsinit.PlanLayout(p.Namespaces, nsinit.PlanRoots(p), func(path string) (string, bool) {
+			r := rs.Resolved[path]
+			return r.Path, r.Dir
+		})
 		var lerr error
 		if layout.Stage, lerr = nsinit.FindStage(); lerr != nil {
 			return nil, &errNamespaces{"namespace set-up failed: " + lerr.Error()}

@@ -114,10 +114,10 @@ func FindStage() (string, error) {
 }
 
 // PlanLayout computes the Layout for ns and the run's roots (without its
-// Stage). resolve returns a root with its symlinks resolved, or "" when it
-// does not exist (nil: resolve them here). Roots under /proc are left out:
-// the new /proc has its own.
-func PlanLayout(ns *plan.Namespaces, r Roots, resolve func(string) string) Layout {
+// Stage). resolve returns a root with its symlinks resolved ("" when it
+// does not exist) and whether it is a directory (nil: find out here).
+// Roots under /proc are left out: the new /proc has its own.
+func PlanLayout(ns *plan.Namespaces, r Roots, resolve func(string) (string, bool)) Layout {
 	if resolve == nil {
 		resolve = resolved
 	}
@@ -132,18 +132,14 @@ func PlanLayout(ns *plan.Namespaces, r Roots, resolve func(string) string) Layou
 				continue
 			}
 			all = append(all, p)
-			res := resolve(given)
+			res, dir := resolve(given)
 			if res == "" {
 				continue // missing: optional, or Landlock refused the run
 			}
 			if res != p {
 				symlinks(p, links, 0)
 			}
-			var st unix.Stat_t
-			if unix.Stat(res, &st) != nil {
-				continue
-			}
-			binds = append(binds, BindPath{Path: res, Dir: st.Mode&unix.S_IFMT == unix.S_IFDIR, Kind: k})
+			binds = append(binds, BindPath{Path: res, Dir: dir, Kind: k})
 		}
 	}
 	add(r.ReadExec, ReadOnly)
@@ -254,13 +250,18 @@ func symlinks(p string, out map[string]string, depth int) {
 	}
 }
 
-// resolved is p with every symlink resolved, or "" when it does not exist.
-func resolved(p string) string {
+// resolved is p with every symlink resolved, or "" when it does not
+// exist, and whether it is a directory.
+func resolved(p string) (string, bool) {
 	r, err := filepath.EvalSymlinks(p)
 	if err != nil {
-		return ""
+		return "", false
 	}
-	return r
+	var st unix.Stat_t
+	if unix.Stat(r, &st) != nil {
+		return "", false
+	}
+	return r, st.Mode&unix.S_IFMT == unix.S_IFDIR
 }
 
 // within reports whether p is dir or lies beneath it.

@@ -117,14 +117,7 @@ func apply(p *plan.Plan) (int, error) {
 		return 125, fmt.Errorf("working directory %s: %w", p.Dir, err)
 	}
 
-	rs, err := landlock.Prepare(landlock.Policy{
-		ReadExec:  p.Landlock.ReadExec,
-		ReadWrite: p.Landlock.ReadWrite,
-		Devices:   p.Landlock.Devices,
-		Optional:  p.Landlock.Optional,
-		DenyTCP:   p.Landlock.DenyTCP,
-		Scope:     p.Landlock.Scope,
-	})
+	rs, err := landlock.Prepare(landlock.FromPlan(p.Landlock))
 	if err != nil {
 		return 125, fmt.Errorf("landlock: %w", err)
 	}
