@@ -185,7 +185,7 @@ func ABI() (abi int, errata int, err error) {
 		// Kernels predating the errata query fixed none we know of.
 		e = 0
 	}
-	return v, e, nil
+	return simulatedABI(v), e, nil
 }
 
 // handledFS returns every filesystem right the given ABI knows.
