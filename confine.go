@@ -27,16 +27,10 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/confine-sandbox/confine/internal/eventlog"
 	"github.com/confine-sandbox/confine/internal/host"
-	"github.com/confine-sandbox/confine/internal/landlock"
 	"github.com/confine-sandbox/confine/internal/launch"
-	"github.com/confine-sandbox/confine/internal/plan"
 	"github.com/confine-sandbox/confine/internal/provider"
-	"github.com/confine-sandbox/confine/internal/rlimit"
-	"github.com/confine-sandbox/confine/internal/tmpdir"
 	"github.com/confine-sandbox/confine/policy"
 	"github.com/confine-sandbox/confine/spec"
 )
@@ -128,18 +122,24 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 			return res, err
 		}
 	}
+	if err := s.Validate(); err != nil {
+		return res, err
+	}
 	h := host.Probe()
 	if bp, ok := provider.Lookup(l.Backend); ok && bp.Name() == provider.Bubblewrap {
 		// Only a run that asks for bwrap pays for starting it once.
 		h = host.ProbeBwrap(h)
 	}
 	limits := mergeLimits(prof.Limits, s.Limits)
-	sel, err := provider.Select(h, provider.Request{Tier: prof.Tier, RequireNamespaces: prof.RequireNamespaces, Backend: l.Backend})
-	res.SkippedBackends = sel.Skipped
+	in, err := validate(&s, prof, h, limits)
 	if err != nil {
 		return res, err
 	}
-	if err := s.Validate(); err != nil {
+	named := l.Backend != "" && l.Backend != "auto"
+	sel, err := provider.Select(h, provider.Request{Tier: prof.Tier, RequireNamespaces: prof.RequireNamespaces, Backend: l.Backend,
+		Enforce: func(p provider.Provider) error { _, err := in.guarantees(p); return err }})
+	res.SkippedBackends = sel.Skipped
+	if err != nil {
 		return res, err
 	}
 	// The cap bounds what a run holds (temp dir, cgroup) too, so take a
@@ -155,23 +155,19 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}
-	p, tmp, cgroup, gs, omitted, hidden, err := prepare(&s, prof, h, limits)
+	run, err := in.prepare(sel.Provider, prof.RequireNamespaces || named)
 	if err != nil {
 		return res, err
 	}
 	detached := false
 	defer func() {
 		if !detached {
-			cleanup(tmp, cgroup)
+			run.cleanup()
 		}
 	}()
-	// Asking for a backend by name rules out falling back from it.
-	sel.Provider.Configure(p, prof.RequireNamespaces || (l.Backend != "" && l.Backend != "auto"))
-	res.Backend = sel.Provider.Name()
-	res.Layers = layers(sel.Provider, p)
-	res.Guarantees = provider.Mechanisms(sel.Provider, pidMaxMechanism(p, gs))
-	res.PathOmitted = omitted
-	res.HiddenCredentials = hidden
+	res.PathOmitted = in.omitted
+	res.HiddenCredentials = in.hidden
+	run.primary.describe(&res)
 
 	pio := launch.IO{OutputLimit: limits.OutputBytes, LiveLimit: l.LiveLimit, Stdout: l.LiveStdout, Stderr: l.LiveStderr,
 		DetachCleanup: l.DetachCleanup}
@@ -181,30 +177,30 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 	case s.Stdin != nil:
 		pio.Stdin = strings.NewReader(string(s.Stdin))
 	}
-	if err := tmp.Wait(); err != nil {
+	if err := run.tmp.Wait(); err != nil {
 		return res, fmt.Errorf("%w: %v", spec.ErrLaunch, err)
 	}
 	start := time.Now()
-	out, err := launch.Run(ctx, p, pio)
+	out, err := launch.Run(ctx, run.primary.plan, run.fallback(), pio)
 	res.Duration = time.Since(start)
 	detached = out != nil && out.CleanupDetached
-	if cgroup != "" && p.PidsCgroup == "" {
-		// Waived, and it could not be created.
-		res.Layers = slices.DeleteFunc(res.Layers, func(l string) bool { return l == "pids-cgroup" })
-	}
 	if out != nil {
 		res.Stdout, res.Stderr = out.Stdout, out.Stderr
+		if out.Ran != nil && out.Ran != run.primary.plan {
+			// The namespaces could not be set up: the core's own plan
+			// ran, and the result is that plan's.
+			run.core.describe(&res)
+			res.SkippedBackends = fellBack(res.SkippedBackends, run.primary.backend, out.Report.NamespacesSkipped)
+		}
+		if out.NoPidsCgroup {
+			// Waived, and it could not be created.
+			res.Layers = slices.DeleteFunc(res.Layers, func(l string) bool { return l == "pids-cgroup" })
+		}
 	}
 	if err != nil {
 		return res, err
 	}
 	r := out.Report
-	if r.NamespacesSkipped != "" {
-		// The supervisor could not set the namespaces up and ran the
-		// command under the core provider, which enforces every
-		// guarantee on its own.
-		fellBack(&res, p, gs, r.NamespacesSkipped)
-	}
 	switch r.StartCode {
 	case 0:
 	case 126:
@@ -225,54 +221,16 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 	return res, nil
 }
 
-// fellBack rewrites res for a run the supervisor moved from the
-// namespaces provider to the core.
-func fellBack(res *spec.CommandResult, p *plan.Plan, gs []spec.Guarantee, why string) {
-	core, _ := provider.Lookup(provider.Core)
-	skipped := []spec.SkippedBackend{{Name: res.Backend, Reason: why}}
-	for _, sk := range res.SkippedBackends {
-		if sk.Name != core.Name() {
-			skipped = append(skipped, sk)
-		}
-	}
-	p.Namespaces = nil
-	res.Backend = core.Name()
-	res.SkippedBackends = skipped
-	res.Layers = layers(core, p)
-	res.Guarantees = gs
-}
-
-// pidMaxMechanism names the PID namespace's pid_max as what bounds the
-// processes of a uid-0 run that has one (the pids cgroup otherwise).
-func pidMaxMechanism(p *plan.Plan, gs []spec.Guarantee) []spec.Guarantee {
-	if p.Namespaces == nil || p.Namespaces.PidMax == 0 {
-		return gs
-	}
-	out := slices.Clone(gs)
-	for i := range out {
-		if out[i].Name == policy.GProcesses && !out[i].Waived {
-			out[i].Mechanism = fmt.Sprintf("pid_max %d of the run's PID namespace (uid 0 is exempt from RLIMIT_NPROC)", p.Namespaces.PidMax)
+// fellBack lists the backend a run left, and why, first among the skipped
+// ones (the core, which ran, leaves the list).
+func fellBack(skipped []spec.SkippedBackend, left provider.Provider, why string) []spec.SkippedBackend {
+	out := []spec.SkippedBackend{{Name: left.Name(), Reason: why}}
+	for _, sk := range skipped {
+		if sk.Name != provider.Core {
+			out = append(out, sk)
 		}
 	}
 	return out
-}
-
-// layers names the confinement layers a provider and its plan switch on.
-func layers(prov provider.Provider, p *plan.Plan) []string {
-	ls := prov.Layers()
-	if p.Seccomp.NotifyMetadata || p.Seccomp.NotifyConnect {
-		ls = append(ls, "seccomp-notify")
-	}
-	switch {
-	case p.Namespaces != nil && p.Namespaces.PidMax > 0:
-		ls = append(ls, "pid-max")
-	case p.PidsCgroup != "":
-		ls = append(ls, "pids-cgroup")
-	}
-	if p.UID >= 0 {
-		ls = append(ls, "caps-dropped")
-	}
-	return ls
 }
 
 // record appends the run, or its refusal, to the event log. A log that
@@ -325,169 +283,6 @@ func mergeLimits(prof, s spec.Limits) spec.Limits {
 	set(&l.OpenFiles, s.OpenFiles)
 	set(&l.OutputBytes, s.OutputBytes)
 	return l
-}
-
-// prepare turns a validated spec into a launch plan: canonical roots, the
-// run-as identity, the guarantees this host enforces, a private temp dir
-// and the environment.
-func prepare(s *spec.CommandSpec, prof policy.Profile, h host.Info, limits spec.Limits) (p *plan.Plan, tmp *tmpdir.Dir, cgroup string, gs []spec.Guarantee, omitted, hidden []string, err error) {
-	fail := func(e error) (*plan.Plan, *tmpdir.Dir, string, []spec.Guarantee, []string, []string, error) {
-		cleanup(tmp, cgroup)
-		return nil, nil, "", nil, nil, nil, e
-	}
-	worktree, err := canonicalDir(s.Worktree)
-	if err != nil {
-		return fail(fmt.Errorf("%w: worktree: %v", spec.ErrInvalidSpec, err))
-	}
-	dir := worktree
-	if s.Dir != "" {
-		if dir, err = canonicalDir(s.Dir); err != nil {
-			return fail(fmt.Errorf("%w: dir: %v", spec.ErrInvalidSpec, err))
-		}
-		if !spec.Within(dir, worktree) {
-			return fail(fmt.Errorf("%w: dir %q resolves outside worktree %q", spec.ErrInvalidSpec, dir, worktree))
-		}
-	}
-	if prof.Network != "" && prof.Network != spec.DenyAll {
-		return fail(fmt.Errorf("%w: profile %q asks for network %q; only %q is enforceable", spec.ErrUnavailable, prof.Name, prof.Network, spec.DenyAll))
-	}
-	rw := []string{worktree}
-	for _, r := range append(append([]string(nil), prof.Writable...), s.ReadWrite...) {
-		c, err := canonicalDir(r)
-		if err != nil {
-			return fail(fmt.Errorf("%w: read-write root: %v", spec.ErrInvalidSpec, err))
-		}
-		rw = append(rw, c)
-	}
-	if !waived(prof.Waive, policy.GCredentials) {
-		// Landlock cannot take read access back from part of a directory
-		// the command may write, so a secret there cannot be hidden.
-		for _, r := range rw {
-			if found := policy.FindCredentials(r); len(found) > 0 {
-				return fail(fmt.Errorf("%w: %s: %s is inside writable root %s, where it cannot be hidden from the command; move it out or waive %s in the profile",
-					spec.ErrUnavailable, policy.GCredentials, strings.Join(found, ", "), r, policy.GCredentials))
-			}
-		}
-	}
-	ro := landlock.DefaultSystemReadExec()
-	optional := slices.Clone(ro)
-	for _, r := range append(append([]string(nil), prof.ReadExec...), s.ReadOnly...) {
-		c, err := filepath.EvalSymlinks(r)
-		if err != nil {
-			return fail(fmt.Errorf("%w: read-only root: %v", spec.ErrInvalidSpec, err))
-		}
-		grants, excluded, err := policy.SplitReadGrant(c)
-		if err != nil {
-			return fail(fmt.Errorf("%w: read-only root: %v", spec.ErrInvalidSpec, err))
-		}
-		ro = append(ro, grants...)
-		hidden = append(hidden, excluded...)
-	}
-
-	uid, gid := -1, -1
-	runAsRoot := h.EUID == 0
-	if h.EUID == 0 {
-		// Run as whoever owns the worktree, so it stays writable with every
-		// capability gone; a root-owned tree keeps uid 0.
-		var st unix.Stat_t
-		if err := unix.Stat(worktree, &st); err != nil {
-			return fail(fmt.Errorf("%w: worktree: %v", spec.ErrInvalidSpec, err))
-		}
-		uid, gid = int(st.Uid), int(st.Gid)
-		runAsRoot = uid == 0
-	}
-	as := policy.Assess(h, runAsRoot, h.PidsCgroupRoot != "")
-	if gs, err = policy.Resolve(as, prof.Waive); err != nil {
-		return fail(err)
-	}
-
-	td, err := tmpdir.Create(uid, gid)
-	if err != nil {
-		return fail(fmt.Errorf("%w: %v", spec.ErrLaunch, err))
-	}
-	tmp = td
-	home := td.Home
-	rw = append(rw, td.Root)
-
-	var pidsMax int64
-	if runAsRoot && limits.MaxProcs > 0 && h.PidsCgroupRoot != "" {
-		// Created by the launch if the run joins it. The init's own
-		// threads are counted too.
-		cgroup, pidsMax = filepath.Join(h.PidsCgroupRoot, "confine-"+randHex()), limits.MaxProcs+16
-	}
-
-	// The same rules hold for library callers as for the CLI: refused
-	// variables are errors, path lists are checked component by component.
-	env, err := policy.SanitizeEnv(s.Env, prof.Env.Waive)
-	if err != nil {
-		return fail(err)
-	}
-	if err := policy.ValidateEnvPaths(env, ro, rw); err != nil {
-		return fail(err)
-	}
-	if !hasEnv(env, "PATH") {
-		var path string
-		path, omitted = policy.DerivePATH(os.Getenv("PATH"), ro, rw)
-		env = append(env, "PATH="+path)
-	}
-	if !hasEnv(env, "HOME") {
-		env = append(env, "HOME="+home)
-	}
-	if !hasEnv(env, "GIT_CONFIG_NOSYSTEM") {
-		// /etc/gitconfig is not granted (it may hold credential helpers);
-		// without this git refuses to start.
-		env = append(env, "GIT_CONFIG_NOSYSTEM=1")
-	}
-	if !hasEnv(env, "TMPDIR") {
-		env = append(env, "TMPDIR="+td.Tmp)
-	}
-	prog, err := lookPath(s.Program, dir, env)
-	if err != nil {
-		return fail(err)
-	}
-
-	p = &plan.Plan{
-		Path:    prog,
-		Argv:    append([]string{s.Program}, s.Args...),
-		Env:     env,
-		Dir:     dir,
-		Rlimits: rlimit.FromLimits(limits),
-		UID:     uid,
-		GID:     gid,
-		Landlock: plan.Landlock{
-			ReadExec:  ro,
-			ReadWrite: rw,
-			Devices:   prof.Devices,
-			Optional:  append(optional, prof.Devices...),
-			DenyTCP:   h.LandlockABI >= 4,
-			Scope:     h.LandlockABI >= 6,
-		},
-		Seccomp:       plan.Seccomp{NotifyMetadata: true, NotifyConnect: true},
-		PidsCgroup:    cgroup,
-		PidsMax:       pidsMax,
-		PidsOptional:  waived(prof.Waive, policy.GProcesses),
-		PrivateTmp:    td.Root,
-		WritableRoots: rw,
-		WallTime:      limits.WallTime,
-		KillGrace:     limits.KillGrace,
-	}
-	return p, tmp, cgroup, gs, omitted, hidden, nil
-}
-
-func waived(ws []string, g string) bool {
-	for _, w := range ws {
-		if w == g {
-			return true
-		}
-	}
-	return false
-}
-
-func cleanup(tmp *tmpdir.Dir, cgroup string) {
-	tmp.Remove()
-	if cgroup != "" {
-		_ = host.RemoveCgroup(cgroup)
-	}
 }
 
 func canonicalDir(p string) (string, error) {

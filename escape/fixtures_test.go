@@ -960,6 +960,10 @@ func vectors() []vcase {
 			})
 			return fixture{args: []string{marker}, cliArgs: []string{"--env", testutil.TokenEnv + "=" + tok}, effect: alive, probeMayEscape: true}
 		}},
+		// Guarantee 6: no capability left in any set, no_new_privs.
+		vcase{name: "privilege", vector: "privilege", setup: func(e *env) fixture {
+			return fixture{}
+		}},
 		vcase{name: "fork-bomb", vector: "fork-bomb", setup: func(e *env) fixture {
 			if e.confined {
 				return fixture{args: []string{"100000"}, cliArgs: []string{"--max-procs", "64"}, mustReport: true}

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/confine-sandbox/confine/internal/host"
 	"github.com/confine-sandbox/confine/spec"
 )
 
@@ -64,57 +63,6 @@ func TestSplitReadGrant(t *testing.T) {
 			}
 			if !reflect.DeepEqual(rel(grants), tt.grants) || !reflect.DeepEqual(rel(excluded), tt.excluded) {
 				t.Fatalf("grants %v excluded %v; want %v %v", rel(grants), rel(excluded), tt.grants, tt.excluded)
-			}
-		})
-	}
-}
-
-func TestAssessRefusesMissingFeatures(t *testing.T) {
-	full := host.Info{LandlockABI: 7, Seccomp: true}
-	tests := []struct {
-		name      string
-		h         host.Info
-		root      bool
-		cgroup    bool
-		waive     []string
-		refused   []string // guarantees named in the refusal
-		mentioned string   // kernel feature named
-	}{
-		{"everything", full, false, false, nil, nil, ""},
-		{"no landlock", host.Info{Seccomp: true, LandlockErr: "ENOSYS"}, false, false, nil, []string{GFSWrite, GFSRead, GSignals}, "Landlock"},
-		{"no seccomp", host.Info{LandlockABI: 7}, false, false, nil, []string{GNoNetwork, GFSMetadata, GTerminal}, "seccomp"},
-		{"abi 2 like kernel 6.1", host.Info{LandlockABI: 2, Seccomp: true}, false, false, nil, []string{GSignals, GUnixSockets}, "ABI >= 6"},
-		{"abi 2 waived", host.Info{LandlockABI: 2, Seccomp: true}, false, false, []string{GSignals, GUnixSockets}, nil, ""},
-		{"root without pids cgroup", full, true, false, nil, []string{GProcesses}, "pids cgroup"},
-		{"root with pids cgroup", full, true, true, nil, nil, ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			gs, err := Resolve(Assess(tt.h, tt.root, tt.cgroup), tt.waive)
-			if len(tt.refused) == 0 {
-				if err != nil {
-					t.Fatalf("refused: %v", err)
-				}
-				if len(gs) != len(AllGuarantees) {
-					t.Fatalf("%d guarantees, want %d", len(gs), len(AllGuarantees))
-				}
-				for _, g := range gs {
-					if g.Waived != contains(tt.waive, g.Name) || (!g.Waived && g.Mechanism == "") {
-						t.Errorf("guarantee %+v", g)
-					}
-				}
-				return
-			}
-			if !errors.Is(err, spec.ErrUnavailable) {
-				t.Fatalf("err = %v, want ErrUnavailable", err)
-			}
-			for _, g := range tt.refused {
-				if !strings.Contains(err.Error(), g) {
-					t.Errorf("refusal does not name %s: %v", g, err)
-				}
-			}
-			if !strings.Contains(err.Error(), tt.mentioned) {
-				t.Errorf("refusal does not name the kernel feature %q: %v", tt.mentioned, err)
 			}
 		})
 	}

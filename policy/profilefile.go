@@ -76,7 +76,7 @@ func ResolveProfile(nameOrPath string) (Profile, error) {
 //	writable    = ["/var/cache/ci"]   # writable roots beyond workdir and temp
 //	devices     = ["/dev/kvm"]        # device nodes beyond DefaultDevices
 //	network     = "deny-all"          # the only policy; "allowlist" is refused
-//	waive       = ["no-foreign-signals"]  # guarantee names (AllGuarantees)
+//	waive       = ["no-foreign-signals"]  # guarantee names (Guarantees())
 //	require_namespaces = true         # refuse where user namespaces do not work
 //
 //	[env]
@@ -318,7 +318,7 @@ func (d *decoder) profile(root *node) Profile {
 		p.Waive = d.strings(n, "waive")
 		for i, w := range p.Waive {
 			if !KnownGuarantee(w) {
-				d.fail(n.line, fmt.Sprintf("waive[%d]", i), "unknown guarantee %q (known: %s)", w, strings.Join(AllGuarantees, ", "))
+				d.fail(n.line, fmt.Sprintf("waive[%d]", i), "unknown guarantee %q (known: %s)", w, strings.Join(Guarantees(), ", "))
 			}
 		}
 	}
@@ -438,6 +438,17 @@ func (d *decoder) checkName(line int, key, name string) {
 	if !validProfileName(name) || isBuiltin(name) {
 		d.fail(line, key, "profile name %q is not usable: %s", name, d.nameProblem(name))
 	}
+}
+
+// CheckWritableRoot refuses a writable root that is, contains or lies
+// inside a system directory (/usr, /etc, /dev, ...; /dev/shm excepted),
+// whatever asked for it: a profile file, --rw, --workdir or a library
+// caller. Only a waiver of fs-write-confined lifts it.
+func CheckWritableRoot(w string) error {
+	if msg := systemOverlap(w); msg != "" {
+		return fmt.Errorf("%w: writable root %s; waive %s to allow it", spec.ErrInvalidSpec, msg, GFSWrite)
+	}
+	return nil
 }
 
 // systemOverlap says why a writable root w touches a system root, or "".

@@ -204,6 +204,7 @@ func init() {
 
 		// resources and leftovers
 		"setsid-daemon": {"MARKER-PATH", 1, 1, vSetsidDaemon},
+		"privilege":     {"", 0, 0, vPrivilege},
 		"fork-bomb":     {"[MAX]", 0, 1, vForkBomb},
 		"memory-bomb":   {"MIB", 1, 1, vMemoryBomb},
 		"env-dump":      {"[CANARY...]", 0, -1, vEnvDump},

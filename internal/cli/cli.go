@@ -25,6 +25,7 @@ import (
 	"github.com/confine-sandbox/confine"
 	"github.com/confine-sandbox/confine/internal/eventlog"
 	"github.com/confine-sandbox/confine/internal/host"
+	"github.com/confine-sandbox/confine/internal/ledger"
 	"github.com/confine-sandbox/confine/internal/provider"
 	"github.com/confine-sandbox/confine/policy"
 	"github.com/confine-sandbox/confine/spec"
@@ -547,23 +548,35 @@ func newCheck(stdout io.Writer) *cobra.Command {
 					}
 				}
 			}
-			as := policy.Assess(h, runAsRoot, h.PidsCgroupRoot != "")
-			sel, selErr := provider.Select(h, provider.Request{Tier: policy.TierSandboxed})
+			maxProcs := spec.Limits{}.WithDefaults().MaxProcs
+			decide := func(p provider.Provider) []ledger.Decision {
+				return ledger.Decide(p.Ledger(), provider.Facts(h, p, runAsRoot, maxProcs))
+			}
+			sel, selErr := provider.Select(h, provider.Request{Tier: policy.TierSandboxed,
+				Enforce: func(p provider.Provider) error { _, err := ledger.Resolve(decide(p), nil); return err }})
+			var backend string
+			var layers []string
+			var as []ledger.Decision
+			if sel.Provider != nil {
+				backend, layers, as = sel.Provider.Name(), sel.Provider.Layers(), decide(sel.Provider)
+			} else {
+				core, _ := provider.Lookup(provider.Core)
+				as = decide(core)
+			}
 			ok := selErr == nil
-			for i, a := range as {
+			for _, a := range as {
 				if a.Missing != "" {
 					ok = false
 				}
-				if sel.Provider != nil && a.Mechanism != "" {
-					if add := sel.Provider.Adds(a.Name); add != "" {
-						as[i].Mechanism += "; + " + add
-					}
-				}
 			}
-			var backend string
-			var layers []string
-			if sel.Provider != nil {
-				backend, layers = sel.Provider.Name(), sel.Provider.Layers()
+			// The ledger for every backend that can run here, so a user
+			// sees what each one enforces and what --backend would give.
+			var per []backendLedger
+			for _, p := range provider.Registry {
+				if avail, _ := p.Available(h); !avail || len(p.Ledger()) == 0 {
+					continue
+				}
+				per = append(per, backendLedger{Name: p.Name(), Guarantees: decide(p)})
 			}
 			if asJSON {
 				enc := json.NewEncoder(stdout)
@@ -574,11 +587,12 @@ func newCheck(stdout io.Writer) *cobra.Command {
 					Layers     []string              `json:"layers"`
 					Skipped    []spec.SkippedBackend `json:"skipped_backends"`
 					RunAsRoot  bool                  `json:"run_as_root"`
-					Guarantees []policy.Assessment   `json:"guarantees"`
+					Guarantees []ledger.Decision     `json:"guarantees"`
+					Backends   []backendLedger       `json:"backends"`
 					OK         bool                  `json:"ok"`
-				}{h, backend, layers, sel.Skipped, runAsRoot, as, ok})
+				}{h, backend, layers, sel.Skipped, runAsRoot, as, per, ok})
 			} else {
-				printCheck(stdout, h, sel, runAsRoot, as)
+				printCheck(stdout, h, sel, runAsRoot, as, per)
 			}
 			if selErr != nil {
 				return &exitError{1, selErr.Error()}
@@ -593,7 +607,13 @@ func newCheck(stdout io.Writer) *cobra.Command {
 	return cmd
 }
 
-func printCheck(w io.Writer, h host.Info, sel provider.Selection, runAsRoot bool, as []policy.Assessment) {
+// backendLedger is the ledger resolved for one backend on this host.
+type backendLedger struct {
+	Name       string            `json:"name"`
+	Guarantees []ledger.Decision `json:"guarantees"`
+}
+
+func printCheck(w io.Writer, h host.Info, sel provider.Selection, runAsRoot bool, as []ledger.Decision, per []backendLedger) {
 	yn := func(b bool) string {
 		if b {
 			return "yes"
@@ -631,7 +651,18 @@ func printCheck(w io.Writer, h host.Info, sel provider.Selection, runAsRoot bool
 		}
 	}
 	fmt.Fprintf(w, "command runs as:  %s\n\nguarantees:\n", who)
-	for _, a := range as {
+	printDecisions(w, as)
+	for _, b := range per {
+		if sel.Provider != nil && b.Name == sel.Provider.Name() {
+			continue
+		}
+		fmt.Fprintf(w, "\nwith --backend %s:\n", b.Name)
+		printDecisions(w, b.Guarantees)
+	}
+}
+
+func printDecisions(w io.Writer, ds []ledger.Decision) {
+	for _, a := range ds {
 		if a.Missing != "" {
 			fmt.Fprintf(w, "  %-24s MISSING: needs %s\n", a.Name, a.Missing)
 			continue

@@ -1,7 +1,6 @@
 package landlock
 
 import (
-	"fmt"
 	"path/filepath"
 )
 
@@ -96,30 +95,4 @@ func DefaultSystemReadExec() []string {
 // TIOCSTI injection into the caller's terminal.
 func DefaultDevices() []string {
 	return append([]string(nil), defaultDevices...)
-}
-
-// Describe maps each guarantee Landlock provides at the given ABI to the
-// mechanism text recorded in results. A guarantee the ABI cannot provide
-// has no entry. "fs-write" needs ABI 3: before it, truncate(2) on a file
-// outside the writable roots was not controllable.
-func Describe(abi int) map[string]string {
-	m := map[string]string{}
-	if abi < 1 {
-		return m
-	}
-	fs := fmt.Sprintf("landlock abi %d (fs rights)", abi)
-	m["fs-read"] = fs
-	m["fs-exec"] = fs
-	if abi >= 3 {
-		m["fs-write"] = fs
-	}
-	if abi >= abiNet {
-		m["tcp"] = fmt.Sprintf("landlock abi %d (net rights, abi>=4)", abi)
-	}
-	if abi >= abiScope {
-		scope := fmt.Sprintf("landlock abi %d (scope, abi>=6)", abi)
-		m["abstract-unix"] = scope
-		m["signal"] = scope
-	}
-	return m
 }

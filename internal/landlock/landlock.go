@@ -88,12 +88,6 @@ const (
 	scopeAll = ll.ScopeAbstractUnixSocket | ll.ScopeSignal
 )
 
-// Minimum ABI for the optional features.
-const (
-	abiNet   = 4
-	abiScope = 6
-)
-
 // Policy is what the confined command may touch. Every path must be
 // absolute. Paths are resolved (symlinks followed) when the ruleset is
 // prepared; Landlock rules attach to the resolved inode.
@@ -188,24 +182,6 @@ func ABI() (abi int, errata int, err error) {
 	return simulatedABI(v), e, nil
 }
 
-// handledFS returns every filesystem right the given ABI knows.
-func handledFS(abi int) uint64 {
-	h := uint64(fsV1)
-	if abi >= 2 {
-		h |= fsRefer
-	}
-	if abi >= 3 {
-		h |= fsTruncate
-	}
-	if abi >= 5 {
-		h |= fsIoctlDev
-	}
-	if abi >= 9 {
-		h |= fsResolveUnix
-	}
-	return h
-}
-
 // Prepare creates a ruleset handling every filesystem right of the running
 // kernel's ABI (plus TCP and scopes when asked) and adds p's rules to it.
 // It fails, naming the path, if a non-optional path cannot be opened or is
@@ -225,14 +201,14 @@ func Prepare(p Policy) (*Ruleset, error) {
 	// the ABI checks below, and the quiet fields never.
 	attr := ll.RulesetAttr{HandledAccessFS: handledFS(abi)}
 	if p.DenyTCP {
-		if abi < abiNet {
-			return nil, fmt.Errorf("landlock ABI %d cannot deny TCP: network rules need ABI %d (Linux 6.7)", abi, abiNet)
+		if f, _ := FeatureByName(FeatTCP); abi < f.ABI {
+			return nil, fmt.Errorf("landlock ABI %d cannot deny TCP: needs %s", abi, f.Need())
 		}
 		attr.HandledAccessNet = netTCP
 	}
 	if p.Scope {
-		if abi < abiScope {
-			return nil, fmt.Errorf("landlock ABI %d cannot scope abstract unix sockets and signals: needs ABI %d (Linux 6.12)", abi, abiScope)
+		if f, _ := FeatureByName(FeatScope); abi < f.ABI {
+			return nil, fmt.Errorf("landlock ABI %d cannot scope abstract unix sockets and signals: needs %s", abi, f.Need())
 		}
 		attr.Scoped = scopeAll
 	}

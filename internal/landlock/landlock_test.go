@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -60,7 +59,7 @@ func TestABI(t *testing.T) {
 	// Erratum 2 (ABI 6) fixed signal scoping between threads of one
 	// process; erratum 1 (ABI 4) fixed TCP rights applied to non-TCP
 	// sockets. A kernel at ABI 7 built from 6.18 has both.
-	if abi >= abiScope && errata&0b11 != 0b11 {
+	if Has(abi, FeatScope) && errata&0b11 != 0b11 {
 		t.Errorf("errata = %#x, want bits 0x1 and 0x2 set", errata)
 	}
 }
@@ -85,32 +84,6 @@ func TestHandledFS(t *testing.T) {
 	}
 	if fsV1 != 1<<13-1 {
 		t.Errorf("fsV1 = %#x, want the 13 ABI-1 rights", fsV1)
-	}
-}
-
-func TestDescribe(t *testing.T) {
-	for _, tc := range []struct {
-		abi  int
-		want []string
-	}{
-		{0, nil},
-		{1, []string{"fs-exec", "fs-read"}},
-		{3, []string{"fs-exec", "fs-read", "fs-write"}},
-		{4, []string{"fs-exec", "fs-read", "fs-write", "tcp"}},
-		{7, []string{"abstract-unix", "fs-exec", "fs-read", "fs-write", "signal", "tcp"}},
-	} {
-		m := Describe(tc.abi)
-		var keys []string
-		for k := range m {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		if !slices.Equal(keys, tc.want) {
-			t.Errorf("Describe(%d) keys = %v, want %v", tc.abi, keys, tc.want)
-		}
-	}
-	if got, want := Describe(7)["fs-write"], "landlock abi 7 (fs rights)"; got != want {
-		t.Errorf("Describe(7)[fs-write] = %q, want %q", got, want)
 	}
 }
 
@@ -204,7 +177,7 @@ func TestPrepareSkipsOptional(t *testing.T) {
 func TestPrepareNetAndScope(t *testing.T) {
 	abi := requireLandlock(t)
 	r, err := Prepare(Policy{DenyTCP: true, Scope: true})
-	if abi < abiScope {
+	if !Has(abi, FeatScope) {
 		if err == nil {
 			t.Fatal("Prepare with Scope succeeded below ABI 6")
 		}
@@ -519,7 +492,7 @@ func TestEnforcement(t *testing.T) {
 // the sandbox owned by the same uid.
 func TestNetAndScope(t *testing.T) {
 	abi := requireLandlock(t)
-	if abi < abiScope {
+	if !Has(abi, FeatScope) {
 		t.Skipf("ABI %d lacks scopes", abi)
 	}
 	if os.Getuid() != 0 {

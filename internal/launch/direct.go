@@ -48,11 +48,13 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 	// A namespaced run bounded by its pid_max does not join the pids
 	// cgroup, which is then not even created.
 	joined := p.PidsCgroup != "" && (!ns || p.Namespaces.PidMax == 0)
+	noCgroup := false
 	if joined {
-		if err := pidsCgroup(p); err != nil {
+		var err error
+		if joined, err = pidsCgroup(p); err != nil {
 			return nil, err
 		}
-		joined = p.PidsCgroup != ""
+		noCgroup = !joined
 	}
 	var closers []*os.File
 	defer func() {
@@ -392,7 +394,7 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 		rep.Denials = append(rep.Denials, spec.Denial{Syscall: d.Syscall, Path: d.Path, Errno: unix.ErrnoName(d.Errno), Reason: d.Reason})
 	}
 	stdout, stderr, cerr := streams()
-	out := &Outcome{Report: rep, Stdout: stdout, Stderr: stderr, CleanupDetached: !exited && detach}
+	out := &Outcome{Report: rep, Stdout: stdout, Stderr: stderr, CleanupDetached: !exited && detach, NoPidsCgroup: noCgroup}
 	if cerr != nil {
 		return out, fmt.Errorf("%w: capture: %v", spec.ErrLaunch, cerr)
 	}

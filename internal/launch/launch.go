@@ -72,52 +72,88 @@ type Outcome struct {
 	// CleanupDetached says the run's init removes the private directory
 	// and the pids cgroup after Run returned: the caller must not.
 	CleanupDetached bool
+	// Ran is the plan that ran: the one Run was given, or the fallback's
+	// when the namespaces could not be set up (Report.NamespacesSkipped
+	// then says why).
+	Ran *plan.Plan
+	// NoPidsCgroup says the run went without its pids cgroup, which could
+	// not be created and whose guarantee the profile waived.
+	NoPidsCgroup bool
+}
+
+// Fallback is the same run planned for the core, built by the caller
+// before the launch. When the namespaces of the plan given to Run cannot
+// be set up, Run executes Plan instead; a nil Plan refuses the run with
+// Refusal. Run never edits a plan to fall back.
+type Fallback struct {
+	Plan *plan.Plan
+	// Required says the run asked for namespaces by name
+	// (require_namespaces or --backend) and may not leave them.
+	Required bool
+	// Refusal says why there is no fallback plan.
+	Refusal string
 }
 
 // Run executes p, directly or under a fresh supervisor, and waits for it
 // to finish. A cancelled ctx ends the command's whole tree (SIGTERM,
 // grace, SIGKILL).
-func Run(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
+func Run(ctx context.Context, p *plan.Plan, fb Fallback, pio IO) (*Outcome, error) {
 	if p.Namespaces == nil || p.Namespaces.Bwrap == "" {
 		out, err := runDirect(ctx, p, pio)
 		var nse *errNamespaces
 		if !errors.As(err, &nse) {
+			if out != nil {
+				out.Ran = p
+			}
 			return out, err
 		}
-		if p.Namespaces.Required {
-			return &Outcome{Report: plan.Report{StartCode: 125, StartErr: "the run requires namespaces (require_namespaces or --backend), which cannot be set up here: " + nse.msg}}, nil
+		switch {
+		case fb.Required:
+			return &Outcome{Ran: p, Report: plan.Report{StartCode: 125, StartErr: "the run requires namespaces (require_namespaces or --backend), which cannot be set up here: " + nse.msg}}, nil
+		case fb.Plan == nil:
+			return &Outcome{Ran: p, Report: plan.Report{StartCode: 125, StartErr: "the namespaces cannot be set up here (" + nse.msg + "), and " + fb.Refusal}}, nil
 		}
-		// The core provider enforces every guarantee without them.
-		p.Namespaces = nil
-		out, err = runDirect(ctx, p, pio)
+		out, err = runDirect(ctx, fb.Plan, pio)
 		if out != nil {
+			out.Ran = fb.Plan
 			out.Report.NamespacesSkipped = nse.msg
 		}
 		return out, err
 	}
-	if err := pidsCgroup(p); err != nil {
+	use, err := pidsCgroup(p)
+	if err != nil {
 		return nil, err
 	}
-	return runSupervised(ctx, p, pio)
+	sp := p
+	if !use && p.PidsCgroup != "" {
+		// The supervisor gets its own copy without the cgroup.
+		c := *p
+		c.PidsCgroup = ""
+		sp = &c
+	}
+	out, err := runSupervised(ctx, sp, pio)
+	if out != nil {
+		out.Ran, out.NoPidsCgroup = p, !use && p.PidsCgroup != ""
+	}
+	return out, err
 }
 
-// pidsCgroup creates p's pids cgroup for a run that joins it. Where it
-// cannot be created, a run whose guarantee is waived goes without;
-// others are refused.
-func pidsCgroup(p *plan.Plan) error {
+// pidsCgroup creates p's pids cgroup for a run that joins it, and says
+// whether the run uses it. Where it cannot be created, a run whose
+// guarantee is waived goes without; others are refused.
+func pidsCgroup(p *plan.Plan) (bool, error) {
 	if p.PidsCgroup == "" {
-		return nil
+		return false, nil
 	}
 	err := host.CreatePidsCgroup(p.PidsCgroup, p.PidsMax)
 	switch {
 	case err == nil || errors.Is(err, fs.ErrExist):
 		// Exists: created for a namespaces attempt this run fell back from.
-		return nil
+		return true, nil
 	case p.PidsOptional:
-		p.PidsCgroup = ""
-		return nil
+		return false, nil
 	}
-	return fmt.Errorf("%w: %s: cannot create a pids cgroup: %v", spec.ErrUnavailable, policy.GProcesses, err)
+	return false, fmt.Errorf("%w: %s: cannot create a pids cgroup: %v", spec.ErrUnavailable, policy.GProcesses, err)
 }
 
 // runSupervised runs p under a supervisor process.

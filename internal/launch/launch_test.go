@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -74,7 +75,7 @@ func TestNamespacesStatus(t *testing.T) {
 		{"kill -INT $$", -1, 2},
 		{"kill -KILL $$", -1, 9},
 	} {
-		out, err := Run(context.Background(), testPlan(t, tt.script), IO{OutputLimit: 1 << 10})
+		out, err := Run(context.Background(), testPlan(t, tt.script), Fallback{Required: true}, IO{OutputLimit: 1 << 10})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,30 +87,41 @@ func TestNamespacesStatus(t *testing.T) {
 }
 
 // A namespace set-up that fails (here: a host name the kernel refuses)
-// falls back to the core, which runs the command and says why; a plan that
-// requires the namespaces is refused instead.
+// runs the fallback plan the caller built, never an edit of the first one,
+// and says why; without a fallback the run is refused with the reason.
 func TestNamespacesFallBack(t *testing.T) {
 	needUserNS(t)
 	p := testPlan(t, "echo ran")
 	p.Namespaces.Hostname = strings.Repeat("x", 100)
-	out, err := Run(context.Background(), p, IO{OutputLimit: 1 << 10})
+	core := testPlan(t, "echo core ran")
+	core.Namespaces = nil
+	before := *p.Namespaces
+	out, err := Run(context.Background(), p, Fallback{Plan: core}, IO{OutputLimit: 1 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := out.Report
-	if r.Namespaces || !strings.Contains(r.NamespacesSkipped, "sethostname") || r.ExitCode != 0 || string(out.Stdout.Head) != "ran\n" {
+	if r.Namespaces || !strings.Contains(r.NamespacesSkipped, "sethostname") || r.ExitCode != 0 || string(out.Stdout.Head) != "core ran\n" || out.Ran != core {
 		t.Fatalf("fallback: namespaces %v skipped %q exit %d stdout %q start %q", r.Namespaces, r.NamespacesSkipped, r.ExitCode, out.Stdout.Head, r.StartErr)
 	}
-
-	p = testPlan(t, "echo ran")
-	p.Namespaces.Hostname = strings.Repeat("x", 100)
-	p.Namespaces.Required = true
-	out, err = Run(context.Background(), p, IO{OutputLimit: 1 << 10})
-	if err != nil {
-		t.Fatal(err)
+	if p.Namespaces == nil || !reflect.DeepEqual(*p.Namespaces, before) {
+		t.Fatal("the first plan was edited")
 	}
-	r = out.Report
-	if r.StartCode != 125 || !strings.Contains(r.StartErr, "requires namespaces") || out.Stdout.Total != 0 {
-		t.Fatalf("required: start %d %q, stdout %q", r.StartCode, r.StartErr, out.Stdout.Head)
+
+	for _, tt := range []struct {
+		fb   Fallback
+		want string
+	}{
+		{Fallback{Required: true}, "requires namespaces"},
+		{Fallback{Refusal: "the core cannot take over: no-foreign-signals needs X"}, "no-foreign-signals needs X"},
+	} {
+		out, err = Run(context.Background(), p, tt.fb, IO{OutputLimit: 1 << 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = out.Report
+		if r.StartCode != 125 || !strings.Contains(r.StartErr, tt.want) || !strings.Contains(r.StartErr, "sethostname") || out.Stdout.Total != 0 {
+			t.Fatalf("%+v: start %d %q, stdout %q", tt.fb, r.StartCode, r.StartErr, out.Stdout.Head)
+		}
 	}
 }

@@ -45,10 +45,6 @@ type Seccomp struct {
 // the PID namespace's init, and a stage-3 child confines itself exactly as
 // stage-2 does without namespaces.
 type Namespaces struct {
-	// Required refuses the run when the namespaces cannot be set up;
-	// otherwise the supervisor falls back to the core provider and says
-	// why in Report.NamespacesSkipped.
-	Required bool `json:"required,omitempty"`
 	// UIDs and GIDs are mapped to themselves in the user namespace.
 	UIDs []int `json:"uids"`
 	GIDs []int `json:"gids"`

@@ -17,9 +17,11 @@ package provider
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/confine-sandbox/confine/internal/host"
+	"github.com/confine-sandbox/confine/internal/ledger"
 	"github.com/confine-sandbox/confine/internal/nsinit"
 	"github.com/confine-sandbox/confine/internal/plan"
 	"github.com/confine-sandbox/confine/policy"
@@ -54,11 +56,12 @@ type Provider interface {
 	// a run adds those its plan asks for (seccomp-notify, pids-cgroup,
 	// caps-dropped).
 	Layers() []string
-	// Configure makes a launch plan run under this backend.
-	Configure(p *plan.Plan, required bool)
-	// Adds says what the backend adds to the core's mechanism for a
-	// guarantee ("" when nothing).
-	Adds(guarantee string) string
+	// Configure makes a launch plan run under this backend; it is part of
+	// building the plan, never applied to a plan already built.
+	Configure(p *plan.Plan)
+	// Ledger names the guarantee ledger's layers the backend switches on:
+	// what its guarantees are decided from.
+	Ledger() []ledger.Layer
 }
 
 // Registry is the Linux order.
@@ -93,6 +96,11 @@ type Request struct {
 	RequireNamespaces bool
 	// Backend, when set, is the only backend acceptable (a Lookup name).
 	Backend string
+	// Enforce, when set, says whether a backend enforces every guarantee
+	// the run needs (nil) or what it cannot (an error naming each
+	// guarantee and what it would need). A backend that cannot is
+	// skipped with that reason.
+	Enforce func(Provider) error
 }
 
 // Selection is the outcome: the provider and why each other one was
@@ -136,6 +144,8 @@ func Select(h host.Info, r Request) (Selection, error) {
 			reason = "the profile requires namespaces"
 		case want == nil && !p.Automatic():
 			reason = "never selected automatically"
+		case r.Enforce != nil && r.Enforce(p) != nil:
+			reason = strings.TrimPrefix(r.Enforce(p).Error(), spec.ErrUnavailable.Error()+": ")
 		default:
 			sel.Provider = p
 			continue
@@ -163,22 +173,9 @@ func Select(h host.Info, r Request) (Selection, error) {
 	return sel, fmt.Errorf("%w: %s (%s)", spec.ErrUnavailable, what, strings.Join(reasons, "; "))
 }
 
-// Mechanisms appends what p adds to each guarantee's mechanism, as
-// "core mechanism; + addition". Waived guarantees are left alone.
-func Mechanisms(p Provider, gs []spec.Guarantee) []spec.Guarantee {
-	out := make([]spec.Guarantee, len(gs))
-	for i, g := range gs {
-		out[i] = g
-		if add := p.Adds(g.Name); add != "" && !g.Waived && g.Mechanism != "" {
-			out[i].Mechanism = g.Mechanism + "; + " + add
-		}
-	}
-	return out
-}
-
 // coreAvailable is what the core needs: Landlock and seccomp with user
 // notification. Guarantees the host's ABI cannot enforce are refused (or
-// waived) by policy.Resolve, not here.
+// waived) by the ledger, not here.
 func coreAvailable(h host.Info) (bool, string) {
 	switch {
 	case h.LandlockABI < 1:
@@ -201,8 +198,8 @@ func (core) Available(h host.Info) (bool, string) { return coreAvailable(h) }
 func (core) Automatic() bool                      { return true }
 func (core) Namespaces() bool                     { return false }
 func (core) Layers() []string                     { return append([]string(nil), coreLayers...) }
-func (core) Configure(p *plan.Plan, _ bool)       { p.Namespaces = nil }
-func (core) Adds(string) string                   { return "" }
+func (core) Configure(p *plan.Plan)               { p.Namespaces = nil }
+func (core) Ledger() []ledger.Layer               { return []ledger.Layer{ledger.Core} }
 
 // unbuilt is a backend of the seeds' order that confine does not have:
 // listed so that results say why it was not used, never available.
@@ -219,8 +216,8 @@ func (u unbuilt) Available(host.Info) (bool, string) { return false, u.unavailab
 func (u unbuilt) Automatic() bool                    { return u.automatic }
 func (unbuilt) Namespaces() bool                     { return true }
 func (unbuilt) Layers() []string                     { return nil }
-func (unbuilt) Configure(*plan.Plan, bool)           {}
-func (unbuilt) Adds(string) string                   { return "" }
+func (unbuilt) Configure(*plan.Plan)                 {}
+func (unbuilt) Ledger() []ledger.Layer               { return nil }
 
 var (
 	firecracker = unbuilt{name: Firecracker, tier: policy.TierHostile, automatic: true, unavailable: "no microVM backend is implemented"}
@@ -257,14 +254,13 @@ func (namespaces) Layers() []string {
 	return append(append([]string(nil), coreLayers...), nsLayers...)
 }
 
-func (namespaces) Configure(p *plan.Plan, required bool) {
+func (namespaces) Configure(p *plan.Plan) {
 	uids, gids, setgroups := nsinit.Mappings(os.Geteuid(), os.Getegid(), p.UID, p.GID)
 	size := int64(nsinit.MaxTmpfsBytes)
 	if p.Rlimits.FSize > 0 && p.Rlimits.FSize < uint64(size) {
 		size = int64(p.Rlimits.FSize)
 	}
 	p.Namespaces = &plan.Namespaces{
-		Required:   required,
 		UIDs:       uids,
 		GIDs:       gids,
 		Setgroups:  setgroups,
@@ -272,28 +268,14 @@ func (namespaces) Configure(p *plan.Plan, required bool) {
 		TmpfsBytes: size,
 		Hostname:   nsinit.Hostname,
 	}
-	if p.PidsCgroup != "" {
+	if p.UID == 0 {
+		// uid 0 is exempt from RLIMIT_NPROC: the namespace's own pid_max
+		// bounds the run where the kernel has it (0 otherwise).
 		p.Namespaces.PidMax = nsinit.PidMax(int(p.Rlimits.NProc))
 	}
 }
 
-func (namespaces) Adds(g string) string {
-	switch g {
-	case policy.GNoNetwork:
-		return "empty network namespace (loopback only)"
-	case policy.GFSWrite:
-		return "mount namespace: a read-only empty root holding only the granted roots (read-only ones bound read-only), /dev holds only the granted device nodes, /dev/shm is a private per-run tmpfs"
-	case policy.GFSRead:
-		return "mount namespace: nothing but the granted roots exists (what Landlock refuses cannot even be stat()ed)"
-	case policy.GUnixSockets:
-		return "network namespace (abstract sockets are per namespace) and mount namespace (the host's /run, /tmp and /dev/shm absent)"
-	case policy.GSignals, policy.GProcInspect:
-		return "PID namespace (no process outside the run is visible) with its own /proc"
-	case policy.GTreeKill:
-		return "PID namespace (when its init exits, the kernel kills every process left in it)"
-	}
-	return ""
-}
+func (namespaces) Ledger() []ledger.Layer { return []ledger.Layer{ledger.Core, ledger.Namespaces} }
 
 // bubblewrap is the core inside namespaces that bwrap creates: bwrap
 // builds the user, PID, mount, network, IPC and UTS namespaces and a mount
@@ -341,14 +323,12 @@ func (bubblewrap) Layers() []string {
 	return append(append([]string(nil), coreLayers...), bwrapLayers...)
 }
 
-func (bubblewrap) Configure(p *plan.Plan, _ bool) {
+func (bubblewrap) Configure(p *plan.Plan) {
 	size := int64(nsinit.MaxTmpfsBytes)
 	if p.Rlimits.FSize > 0 && p.Rlimits.FSize < uint64(size) {
 		size = int64(p.Rlimits.FSize)
 	}
 	p.Namespaces = &plan.Namespaces{
-		// Asked for by name: no fallback.
-		Required:   true,
 		Private:    append([]string(nil), nsinit.DefaultPrivate...),
 		TmpfsBytes: size,
 		Hostname:   nsinit.Hostname,
@@ -356,20 +336,20 @@ func (bubblewrap) Configure(p *plan.Plan, _ bool) {
 	}
 }
 
-func (bubblewrap) Adds(g string) string {
-	switch g {
-	case policy.GNoNetwork:
-		return "bubblewrap: empty network namespace (loopback only)"
-	case policy.GFSWrite:
-		return "bubblewrap mount namespace: only the granted roots exist, /dev holds only the granted device nodes, /dev/shm is a private per-run tmpfs"
-	case policy.GFSRead:
-		return "bubblewrap mount namespace: nothing but the granted roots is mounted"
-	case policy.GUnixSockets:
-		return "bubblewrap network namespace (abstract sockets are per namespace) and mount namespace (the host's /run, /tmp and /dev/shm absent)"
-	case policy.GSignals, policy.GProcInspect:
-		return "bubblewrap PID namespace (no process outside the run is visible) with its own /proc"
-	case policy.GTreeKill:
-		return "bubblewrap PID namespace (when its init exits, the kernel kills every process left in it) and --die-with-parent"
+func (bubblewrap) Ledger() []ledger.Layer { return []ledger.Layer{ledger.Core, ledger.Bwrap} }
+
+// Facts are what the ledger decides p's guarantees from on host h, for a
+// command that runs as uid 0 (rootCommand) with at most maxProcs
+// processes.
+func Facts(h host.Info, p Provider, rootCommand bool, maxProcs int64) ledger.Facts {
+	f := ledger.Facts{
+		LandlockABI: h.LandlockABI,
+		Seccomp:     h.Seccomp,
+		RootCommand: rootCommand,
+		PidsCgroup:  rootCommand && maxProcs > 0 && h.PidsCgroupRoot != "",
 	}
-	return ""
+	if rootCommand && slices.Contains(p.Ledger(), ledger.Namespaces) {
+		f.PidMax = nsinit.PidMax(int(maxProcs)) > 0
+	}
+	return f
 }

@@ -2,10 +2,12 @@ package provider
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/confine-sandbox/confine/internal/host"
+	"github.com/confine-sandbox/confine/internal/ledger"
 	"github.com/confine-sandbox/confine/internal/plan"
 	"github.com/confine-sandbox/confine/policy"
 	"github.com/confine-sandbox/confine/spec"
@@ -98,41 +100,53 @@ func TestSelect(t *testing.T) {
 	}
 }
 
-func TestConfigureAndMechanisms(t *testing.T) {
+func TestConfigure(t *testing.T) {
 	ns, _ := Lookup("namespaces")
 	p := &plan.Plan{UID: -1, GID: -1, Rlimits: plan.Rlimits{FSize: 64 << 20}}
-	ns.Configure(p, true)
-	if p.Namespaces == nil || !p.Namespaces.Required || p.Namespaces.TmpfsBytes != 64<<20 || len(p.Namespaces.UIDs) == 0 {
+	ns.Configure(p)
+	if p.Namespaces == nil || p.Namespaces.TmpfsBytes != 64<<20 || len(p.Namespaces.UIDs) == 0 {
 		t.Fatalf("namespaces plan %+v", p.Namespaces)
 	}
 	bw, _ := Lookup("bwrap")
-	bw.Configure(p, false)
-	if p.Namespaces == nil || !p.Namespaces.Required || p.Namespaces.TmpfsBytes != 64<<20 || len(p.Namespaces.Private) == 0 {
-		t.Fatalf("bubblewrap plan %+v (asked for by name: never a fallback)", p.Namespaces)
-	}
-	if got := Mechanisms(bw, []spec.Guarantee{{Name: policy.GTreeKill, Mechanism: "subreaper"}}); !strings.Contains(got[0].Mechanism, "bubblewrap PID namespace") {
-		t.Errorf("bubblewrap tree-kill: %q", got[0].Mechanism)
+	bw.Configure(p)
+	if p.Namespaces == nil || p.Namespaces.TmpfsBytes != 64<<20 || len(p.Namespaces.Private) == 0 {
+		t.Fatalf("bubblewrap plan %+v", p.Namespaces)
 	}
 	core, _ := Lookup("core")
-	core.Configure(p, false)
+	core.Configure(p)
 	if p.Namespaces != nil {
 		t.Fatal("the core left namespaces in the plan")
 	}
-	gs := []spec.Guarantee{
-		{Name: policy.GNoNetwork, Mechanism: "seccomp"},
-		{Name: policy.GTreeKill, Waived: true},
-		{Name: policy.GCleanEnv, Mechanism: "launcher"},
-	}
-	got := Mechanisms(ns, gs)
-	if !strings.HasPrefix(got[0].Mechanism, "seccomp; + ") || !strings.Contains(got[0].Mechanism, "network namespace") {
-		t.Errorf("no-network: %q", got[0].Mechanism)
-	}
-	if got[1].Mechanism != "" || got[2].Mechanism != "launcher" || gs[0].Mechanism != "seccomp" {
-		t.Errorf("mechanisms %+v (input %+v)", got, gs)
-	}
-	for _, g := range Mechanisms(core, gs) {
-		if strings.Contains(g.Mechanism, "+") {
-			t.Errorf("the core adds %q", g.Mechanism)
+}
+
+// Each backend decides its guarantees from the ledger layers it names, and
+// selection skips a backend that cannot enforce what the run needs.
+func TestLedgerLayersAndEnforce(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		want []ledger.Layer
+	}{
+		{"core", []ledger.Layer{ledger.Core}},
+		{"namespaces", []ledger.Layer{ledger.Core, ledger.Namespaces}},
+		{"bwrap", []ledger.Layer{ledger.Core, ledger.Bwrap}},
+	} {
+		p, _ := Lookup(tt.name)
+		if got := p.Ledger(); !slices.Equal(got, tt.want) {
+			t.Errorf("%s: ledger layers %v, want %v", tt.name, got, tt.want)
 		}
+	}
+	h := host.Info{LandlockABI: 2, Seccomp: true, UserNS: true}
+	enforce := func(p Provider) error {
+		_, err := ledger.Resolve(ledger.Decide(p.Ledger(), Facts(h, p, false, 100)), []string{policy.GFSWrite})
+		return err
+	}
+	sel, err := Select(h, Request{Tier: policy.TierSandboxed, Enforce: enforce})
+	if err != nil || sel.Provider.Name() != Namespaces {
+		t.Fatalf("abi 2 with user namespaces: %v, %v", sel.Provider, err)
+	}
+	h.UserNS, h.UserNSErr = false, "blocked"
+	_, err = Select(h, Request{Tier: policy.TierSandboxed, Enforce: enforce})
+	if !errors.Is(err, spec.ErrUnavailable) || !strings.Contains(err.Error(), policy.GSignals+" needs") {
+		t.Fatalf("abi 2 without user namespaces: %v", err)
 	}
 }

@@ -1,0 +1,311 @@
+package confine
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/confine-sandbox/confine/internal/host"
+	"github.com/confine-sandbox/confine/internal/landlock"
+	"github.com/confine-sandbox/confine/internal/launch"
+	"github.com/confine-sandbox/confine/internal/ledger"
+	"github.com/confine-sandbox/confine/internal/plan"
+	"github.com/confine-sandbox/confine/internal/provider"
+	"github.com/confine-sandbox/confine/internal/rlimit"
+	"github.com/confine-sandbox/confine/internal/tmpdir"
+	"github.com/confine-sandbox/confine/policy"
+	"github.com/confine-sandbox/confine/spec"
+)
+
+// The pipeline from a spec to what launch executes:
+//
+//	validate: spec + profile + host -> inputs (every check, whatever the
+//	          input path; nothing is created)
+//	provider.Select, asking inputs.guarantees of each backend (the ledger)
+//	prepare:  inputs + backend -> run: one immutable plan per backend the
+//	          run may use (the chosen one, and the core's when the chosen
+//	          backend's namespaces may fail to set up), the private
+//	          directory and pids cgroup they share
+//	launch.Run executes one of them; describe turns the plan that ran
+//	into the result's backend, layers and guarantees.
+
+// inputs is a spec checked against its profile and this host: everything a
+// plan needs that does not depend on the backend.
+type inputs struct {
+	h      host.Info
+	prof   policy.Profile
+	limits spec.Limits
+
+	dir           string
+	rw, ro        []string
+	optional      []string
+	hidden        []string // credential files left out of --ro grants
+	omitted       []string // PATH components left out
+	env           []string // sanitised, PATH decided; HOME and TMPDIR come with the private dir
+	prog          string
+	argv          []string
+	uid, gid      int  // -1: the launcher's own
+	runAsRoot     bool // the command runs as uid 0
+	pidsOptional  bool
+	wantPidsGroup bool // a uid-0 run the pids cgroup may bound
+}
+
+// validate checks s against prof on h and resolves what every backend
+// shares. It creates nothing.
+func validate(s *spec.CommandSpec, prof policy.Profile, h host.Info, limits spec.Limits) (*inputs, error) {
+	in := &inputs{h: h, prof: prof, limits: limits, uid: -1, gid: -1}
+	worktree, err := canonicalDir(s.Worktree)
+	if err != nil {
+		return nil, fmt.Errorf("%w: worktree: %v", spec.ErrInvalidSpec, err)
+	}
+	in.dir = worktree
+	if s.Dir != "" {
+		if in.dir, err = canonicalDir(s.Dir); err != nil {
+			return nil, fmt.Errorf("%w: dir: %v", spec.ErrInvalidSpec, err)
+		}
+		if !spec.Within(in.dir, worktree) {
+			return nil, fmt.Errorf("%w: dir %q resolves outside worktree %q", spec.ErrInvalidSpec, in.dir, worktree)
+		}
+	}
+	if prof.Network != "" && prof.Network != spec.DenyAll {
+		return nil, fmt.Errorf("%w: profile %q asks for network %q; only %q is enforceable", spec.ErrUnavailable, prof.Name, prof.Network, spec.DenyAll)
+	}
+	in.rw = []string{worktree}
+	for _, r := range append(slices.Clone(prof.Writable), s.ReadWrite...) {
+		c, err := canonicalDir(r)
+		if err != nil {
+			return nil, fmt.Errorf("%w: read-write root: %v", spec.ErrInvalidSpec, err)
+		}
+		in.rw = append(in.rw, c)
+	}
+	if !slices.Contains(prof.Waive, policy.GFSWrite) {
+		// The same rule as for profile files, whoever asked: --rw,
+		// --workdir and library callers too.
+		for _, r := range in.rw {
+			if err := policy.CheckWritableRoot(r); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if !slices.Contains(prof.Waive, policy.GCredentials) {
+		// Landlock cannot take read access back from part of a directory
+		// the command may write, so a secret there cannot be hidden.
+		for _, r := range in.rw {
+			if found := policy.FindCredentials(r); len(found) > 0 {
+				return nil, fmt.Errorf("%w: %s: %s is inside writable root %s, where it cannot be hidden from the command; move it out or waive %s in the profile",
+					spec.ErrUnavailable, policy.GCredentials, strings.Join(found, ", "), r, policy.GCredentials)
+			}
+		}
+	}
+	in.ro = landlock.DefaultSystemReadExec()
+	in.optional = slices.Clone(in.ro)
+	for _, r := range append(slices.Clone(prof.ReadExec), s.ReadOnly...) {
+		c, err := filepath.EvalSymlinks(r)
+		if err != nil {
+			return nil, fmt.Errorf("%w: read-only root: %v", spec.ErrInvalidSpec, err)
+		}
+		grants, excluded, err := policy.SplitReadGrant(c)
+		if err != nil {
+			return nil, fmt.Errorf("%w: read-only root: %v", spec.ErrInvalidSpec, err)
+		}
+		in.ro = append(in.ro, grants...)
+		in.hidden = append(in.hidden, excluded...)
+	}
+	in.optional = append(in.optional, prof.Devices...)
+
+	in.runAsRoot = h.EUID == 0
+	if h.EUID == 0 {
+		// Run as whoever owns the worktree, so it stays writable with every
+		// capability gone; a root-owned tree keeps uid 0.
+		var st unix.Stat_t
+		if err := unix.Stat(worktree, &st); err != nil {
+			return nil, fmt.Errorf("%w: worktree: %v", spec.ErrInvalidSpec, err)
+		}
+		in.uid, in.gid = int(st.Uid), int(st.Gid)
+		in.runAsRoot = in.uid == 0
+	}
+	in.pidsOptional = slices.Contains(prof.Waive, policy.GProcesses)
+	in.wantPidsGroup = in.runAsRoot && limits.MaxProcs > 0 && h.PidsCgroupRoot != ""
+
+	// The same rules hold for library callers as for the CLI: refused
+	// variables are errors, path lists are checked component by component.
+	env, err := policy.SanitizeEnv(s.Env, prof.Env.Waive)
+	if err != nil {
+		return nil, err
+	}
+	if err := policy.ValidateEnvPaths(env, in.ro, in.rw); err != nil {
+		return nil, err
+	}
+	if !hasEnv(env, "PATH") {
+		var path string
+		path, in.omitted = policy.DerivePATH(os.Getenv("PATH"), in.ro, in.rw)
+		env = append(env, "PATH="+path)
+	}
+	if !hasEnv(env, "GIT_CONFIG_NOSYSTEM") {
+		// /etc/gitconfig is not granted (it may hold credential helpers);
+		// without this git refuses to start.
+		env = append(env, "GIT_CONFIG_NOSYSTEM=1")
+	}
+	in.env = env
+	if in.prog, err = lookPath(s.Program, in.dir, env); err != nil {
+		return nil, err
+	}
+	in.argv = append([]string{s.Program}, s.Args...)
+	return in, nil
+}
+
+// guarantees resolves the ledger for backend p: every guarantee with the
+// mechanism that enforces it there, or spec.ErrUnavailable naming each one
+// nothing enforces and the profile does not waive.
+func (in *inputs) guarantees(p provider.Provider) ([]spec.Guarantee, error) {
+	return ledger.Resolve(ledger.Decide(p.Ledger(), provider.Facts(in.h, p, in.runAsRoot, in.limits.MaxProcs)), in.prof.Waive)
+}
+
+// planned is one backend's plan and the result fields it determines. It is
+// not changed once built.
+type planned struct {
+	backend    provider.Provider
+	plan       *plan.Plan
+	guarantees []spec.Guarantee
+	layers     []string
+}
+
+// describe writes the backend, layers and guarantees of the plan that ran
+// into res.
+func (p *planned) describe(res *spec.CommandResult) {
+	res.Backend = p.backend.Name()
+	res.Layers = slices.Clone(p.layers)
+	res.Guarantees = slices.Clone(p.guarantees)
+}
+
+// run is what prepare made for one RunCommand.
+type run struct {
+	primary planned
+	// core is the plan the run falls back to when primary's namespaces
+	// cannot be set up; nil when it may not (coreRefusal says why).
+	core        *planned
+	required    bool
+	coreRefusal string
+	tmp         *tmpdir.Dir
+	cgroup      string
+}
+
+// prepare creates the run's private directory and builds the plans:
+// backend's, and, unless required forbids leaving it or the core cannot
+// enforce the run's guarantees, the core's to fall back to.
+func (in *inputs) prepare(backend provider.Provider, required bool) (*run, error) {
+	td, err := tmpdir.Create(in.uid, in.gid)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", spec.ErrLaunch, err)
+	}
+	r := &run{tmp: td}
+	if in.wantPidsGroup {
+		// Created by the launch if the run joins it.
+		r.cgroup = filepath.Join(in.h.PidsCgroupRoot, "confine-"+randHex())
+	}
+	if r.primary, err = in.build(backend, r); err != nil {
+		r.cleanup()
+		return nil, err
+	}
+	if r.primary.plan.Namespaces == nil || r.primary.plan.Namespaces.Bwrap != "" {
+		return r, nil
+	}
+	r.required = required
+	if required {
+		return r, nil
+	}
+	core, _ := provider.Lookup(provider.Core)
+	switch c, err := in.build(core, r); {
+	case err != nil:
+		r.coreRefusal = "the core cannot take over: " + strings.TrimPrefix(err.Error(), spec.ErrUnavailable.Error()+": ")
+	default:
+		r.core = &c
+	}
+	return r, nil
+}
+
+// build is the one step that turns inputs into a backend's plan.
+func (in *inputs) build(backend provider.Provider, r *run) (planned, error) {
+	gs, err := in.guarantees(backend)
+	if err != nil {
+		return planned{}, err
+	}
+	env := slices.Clone(in.env)
+	if !hasEnv(env, "HOME") {
+		env = append(env, "HOME="+r.tmp.Home)
+	}
+	if !hasEnv(env, "TMPDIR") {
+		env = append(env, "TMPDIR="+r.tmp.Tmp)
+	}
+	rw := append(slices.Clone(in.rw), r.tmp.Root)
+	var pidsMax int64
+	if r.cgroup != "" {
+		// The init's own threads are counted too.
+		pidsMax = in.limits.MaxProcs + 16
+	}
+	p := &plan.Plan{
+		Path:    in.prog,
+		Argv:    slices.Clone(in.argv),
+		Env:     env,
+		Dir:     in.dir,
+		Rlimits: rlimit.FromLimits(in.limits),
+		UID:     in.uid,
+		GID:     in.gid,
+		Landlock: plan.Landlock{
+			ReadExec:  slices.Clone(in.ro),
+			ReadWrite: rw,
+			Devices:   slices.Clone(in.prof.Devices),
+			Optional:  slices.Clone(in.optional),
+			DenyTCP:   landlock.Has(in.h.LandlockABI, landlock.FeatTCP),
+			Scope:     landlock.Has(in.h.LandlockABI, landlock.FeatScope),
+		},
+		Seccomp:       plan.Seccomp{NotifyMetadata: true, NotifyConnect: true},
+		PidsCgroup:    r.cgroup,
+		PidsMax:       pidsMax,
+		PidsOptional:  in.pidsOptional,
+		PrivateTmp:    r.tmp.Root,
+		WritableRoots: slices.Clone(rw),
+		WallTime:      in.limits.WallTime,
+		KillGrace:     in.limits.KillGrace,
+	}
+	backend.Configure(p)
+	return planned{backend: backend, plan: p, guarantees: gs, layers: layers(backend, p)}, nil
+}
+
+// fallback is what launch runs when the primary plan's namespaces cannot
+// be set up.
+func (r *run) fallback() launch.Fallback {
+	if r.core == nil {
+		return launch.Fallback{Required: r.required, Refusal: r.coreRefusal}
+	}
+	return launch.Fallback{Plan: r.core.plan}
+}
+
+func (r *run) cleanup() {
+	r.tmp.Remove()
+	if r.cgroup != "" {
+		_ = host.RemoveCgroup(r.cgroup)
+	}
+}
+
+// layers names the confinement layers a provider and its plan switch on.
+func layers(prov provider.Provider, p *plan.Plan) []string {
+	ls := prov.Layers()
+	if p.Seccomp.NotifyMetadata || p.Seccomp.NotifyConnect {
+		ls = append(ls, "seccomp-notify")
+	}
+	switch {
+	case p.Namespaces != nil && p.Namespaces.PidMax > 0:
+		ls = append(ls, "pid-max")
+	case p.PidsCgroup != "":
+		ls = append(ls, "pids-cgroup")
+	}
+	if p.UID >= 0 {
+		ls = append(ls, "caps-dropped")
+	}
+	return ls
+}

@@ -1,0 +1,405 @@
+// Package ledger is the one table of confine's guarantees. For every
+// guarantee it holds what each layer contributes (the core, the
+// namespaces, bubblewrap's namespaces), the kernel features and host
+// conditions each contribution needs, and the escape vectors that attack
+// the guarantee. Decide resolves the table for one backend on one host:
+// every guarantee gets the mechanisms that hold there, or the features it
+// is missing. Nothing else in confine writes guarantee text.
+package ledger
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/confine-sandbox/confine/internal/landlock"
+	"github.com/confine-sandbox/confine/policy"
+	"github.com/confine-sandbox/confine/spec"
+)
+
+// Layer is a group of mechanisms a backend switches on.
+type Layer string
+
+// Layers. Every backend has the core; landlock+namespaces adds Namespaces,
+// bubblewrap adds Bwrap.
+const (
+	Core       Layer = "core"
+	Namespaces Layer = "namespaces"
+	Bwrap      Layer = "bubblewrap"
+)
+
+// Facts are what a decision depends on: the host's kernel features and the
+// run's circumstances.
+type Facts struct {
+	// LandlockABI is the Landlock ABI in force (0: none).
+	LandlockABI int
+	// Seccomp says seccomp filters with user notification work.
+	Seccomp bool
+	// RootCommand says the command runs as uid 0, which RLIMIT_NPROC does
+	// not bound.
+	RootCommand bool
+	// PidsCgroup says a per-run pids cgroup can be created.
+	PidsCgroup bool
+	// PidMax says a PID namespace can be given its own pid_max (Linux
+	// 6.14+) for this run.
+	PidMax bool
+}
+
+// Who restricts a mechanism to commands running as some uids.
+type Who int
+
+// Values of Who.
+const (
+	AnyUID  Who = iota
+	NonRoot     // the command does not run as uid 0
+	Root        // the command runs as uid 0
+)
+
+// Mechanism is one layer's contribution to a guarantee.
+type Mechanism struct {
+	Layer Layer
+	// Sufficient says the mechanism enforces the guarantee on its own;
+	// otherwise it is defence in depth, reported only beside a
+	// sufficient one.
+	Sufficient bool
+	// Feature, when set, is the Landlock feature the mechanism needs
+	// (landlock.Feature names); MinABI follows from it.
+	Feature string
+	// Seccomp says the mechanism needs seccomp (with user notification).
+	Seccomp bool
+	Who     Who
+	// PidsCgroup and PidMax: the mechanism needs that bound.
+	PidsCgroup, PidMax bool
+	// Text says what enforces the guarantee. "{landlock}" stands for
+	// "landlock abi N" with the ABI in force.
+	Text string
+}
+
+// Guarantee is one row of the ledger.
+type Guarantee struct {
+	Name string
+	// Promise is what the command cannot do, in one line.
+	Promise    string
+	Mechanisms []Mechanism
+	// Vectors name the escape suite's rows (escape TestEscape) that
+	// attack the guarantee; a trailing "*" matches a prefix.
+	Vectors []string
+}
+
+// Entries returns a copy of the ledger, in report order.
+func Entries() []Guarantee {
+	out := make([]Guarantee, len(table))
+	for i, g := range table {
+		g.Mechanisms = slices.Clone(g.Mechanisms)
+		g.Vectors = slices.Clone(g.Vectors)
+		out[i] = g
+	}
+	return out
+}
+
+// holds reports whether m works under f, and if not, what it lacks.
+func (m Mechanism) holds(f Facts) (bool, string) {
+	var lack []string
+	if m.Seccomp && !f.Seccomp {
+		lack = append(lack, "seccomp filters with user notification (CONFIG_SECCOMP_FILTER, Linux 5.5+)")
+	}
+	if m.Feature != "" || m.Layer == Core {
+		// Every core mechanism runs under Landlock's domain.
+		need := 1
+		what := "Landlock (CONFIG_SECURITY_LANDLOCK, enabled in the lsm= list)"
+		if m.Feature != "" {
+			ft, _ := landlock.FeatureByName(m.Feature)
+			need, what = ft.ABI, ft.Need()
+		}
+		if f.LandlockABI < need {
+			lack = append(lack, what)
+		}
+	}
+	switch m.Who {
+	case NonRoot:
+		if f.RootCommand {
+			lack = append(lack, "a command that does not run as uid 0")
+		}
+	case Root:
+		if !f.RootCommand {
+			lack = append(lack, "a command running as uid 0")
+		}
+	}
+	if m.PidsCgroup && !f.PidsCgroup {
+		lack = append(lack, "a writable pids cgroup")
+	}
+	if m.PidMax && !f.PidMax {
+		lack = append(lack, "a PID namespace with its own pid_max (Linux 6.14+)")
+	}
+	return len(lack) == 0, strings.Join(lack, " and ")
+}
+
+func (m Mechanism) text(f Facts) string {
+	return strings.ReplaceAll(m.Text, "{landlock}", fmt.Sprintf("landlock abi %d", f.LandlockABI))
+}
+
+// Decision is one guarantee resolved for one backend on one host.
+type Decision struct {
+	Name string `json:"name"`
+	// Mechanism names what enforces the guarantee: the sufficient
+	// mechanisms that hold, then ("+ ...") the defence in depth.
+	Mechanism string `json:"mechanism,omitempty"`
+	// Missing says what would be needed when no sufficient mechanism
+	// holds.
+	Missing string `json:"missing,omitempty"`
+	Waived  bool   `json:"waived,omitempty"`
+}
+
+// Decide resolves every guarantee for a backend made of layers, under f.
+// Decisions come back in report order; waivers are applied by Resolve.
+func Decide(layers []Layer, f Facts) []Decision {
+	out := make([]Decision, 0, len(table))
+	for _, g := range table {
+		out = append(out, decide(g, layers, f))
+	}
+	return out
+}
+
+func decide(g Guarantee, layers []Layer, f Facts) Decision {
+	d := Decision{Name: g.Name}
+	suff, extra, missing := selectFor(g, layers, f)
+	if len(suff) == 0 {
+		d.Missing = strings.Join(missing, ", or ")
+		return d
+	}
+	texts := func(ms []Mechanism) []string {
+		out := make([]string, len(ms))
+		for i, m := range ms {
+			out[i] = m.text(f)
+		}
+		return out
+	}
+	d.Mechanism = strings.Join(texts(suff), "; ")
+	for _, e := range texts(extra) {
+		d.Mechanism += "; + " + e
+	}
+	return d
+}
+
+// selectFor splits g's mechanisms on a backend of layers under f: the
+// sufficient ones that hold, the defence in depth that holds, and what
+// each sufficient mechanism that does not hold would need.
+func selectFor(g Guarantee, layers []Layer, f Facts) (suff, extra []Mechanism, missing []string) {
+	for _, m := range g.Mechanisms {
+		if !slices.Contains(layers, m.Layer) {
+			if m.Sufficient {
+				missing = append(missing, "the "+layerBackend(m.Layer)+" backend ("+m.text(f)+")")
+			}
+			continue
+		}
+		ok, lack := m.holds(f)
+		switch {
+		case ok && m.Sufficient:
+			suff = append(suff, m)
+		case ok:
+			extra = append(extra, m)
+		case m.Sufficient:
+			missing = append(missing, lack)
+		}
+	}
+	slices.Sort(missing)
+	return suff, extra, slices.Compact(missing)
+}
+
+func layerBackend(l Layer) string {
+	switch l {
+	case Namespaces:
+		return "landlock+namespaces"
+	case Bwrap:
+		return "bubblewrap"
+	}
+	return "landlock+seccomp"
+}
+
+// Resolve applies a profile's waivers and returns the run's guarantees, or
+// spec.ErrUnavailable naming every guarantee that no mechanism enforces and
+// the profile does not waive, with what it would need.
+func Resolve(ds []Decision, waive []string) ([]spec.Guarantee, error) {
+	gs := make([]spec.Guarantee, 0, len(ds))
+	var missing []string
+	for _, d := range ds {
+		switch {
+		case slices.Contains(waive, d.Name):
+			gs = append(gs, spec.Guarantee{Name: d.Name, Waived: true})
+		case d.Missing != "":
+			missing = append(missing, fmt.Sprintf("%s needs %s", d.Name, d.Missing))
+		default:
+			gs = append(gs, spec.Guarantee{Name: d.Name, Mechanism: d.Mechanism})
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("%w: %s (a profile may waive a guarantee by name)", spec.ErrUnavailable, strings.Join(missing, "; "))
+	}
+	return gs, nil
+}
+
+// Names returns the ledger's guarantee names in report order.
+func Names() []string {
+	out := make([]string, len(table))
+	for i, g := range table {
+		out[i] = g.Name
+	}
+	return out
+}
+
+// mechanism constructors keep the table readable.
+func core(text string) Mechanism { return Mechanism{Layer: Core, Sufficient: true, Text: text} }
+func coreSC(text string) Mechanism {
+	return Mechanism{Layer: Core, Sufficient: true, Seccomp: true, Text: text}
+}
+func ns(text string) Mechanism   { return Mechanism{Layer: Namespaces, Sufficient: true, Text: text} }
+func bw(text string) Mechanism   { return Mechanism{Layer: Bwrap, Sufficient: true, Text: text} }
+func plus(m Mechanism) Mechanism { m.Sufficient = false; return m }
+func feat(m Mechanism, f string) Mechanism {
+	m.Feature = f
+	return m
+}
+func who(m Mechanism, w Who) Mechanism { m.Who = w; return m }
+
+// table is the ledger. Order is report order (policy.Guarantees).
+var table = []Guarantee{
+	{
+		Name:    policy.GNoNetwork,
+		Promise: "no socket of any network family, TCP or UDP (so no DNS), by any system call ABI or io_uring",
+		Mechanisms: []Mechanism{
+			coreSC("seccomp: socket() limited to AF_UNIX, io_uring denied, foreign arch/x32 killed"),
+			plus(feat(core("{landlock} denies TCP bind/connect"), landlock.FeatTCP)),
+			plus(ns("empty network namespace (loopback only)")),
+			plus(bw("bubblewrap: empty network namespace (loopback only)")),
+		},
+		Vectors: []string{"tcp-connect", "tcp6-connect", "udp-send", "tcp-listen", "mptcp-connect", "netlink", "vsock", "packet", "iouring-socket", "socketcall32", "x32-syscall"},
+	},
+	{
+		Name:       policy.GCleanEnv,
+		Promise:    "the environment holds no secret of the caller's: built from scratch, path lists checked",
+		Mechanisms: []Mechanism{{Layer: Core, Sufficient: true, Text: "launcher: environment built from scratch"}},
+		Vectors:    []string{"env-dump-canaries", "r11-caller-ldpreload-and-path", "r11-env-flag-*"},
+	},
+	{
+		Name:    policy.GCredentials,
+		Promise: "credential files inside granted directories stay unreadable",
+		Mechanisms: []Mechanism{
+			core("{landlock}: credential files inside read-only roots are left out of the grant; a writable root holding one is refused"),
+		},
+		Vectors: []string{"read-credential-in-ro-root/*", "read-credential-ro-cargo-home", "read-credential-symlink*", "read-credential-in-workdir/*"},
+	},
+	{
+		Name:       policy.GNoInheritedFDs,
+		Promise:    "no descriptor of the caller's reaches the command",
+		Mechanisms: []Mechanism{{Layer: Core, Sufficient: true, Text: "the command marks every descriptor >= 3 close-on-exec (close_range) right before execve; stdio are fresh pipes"}},
+		Vectors:    []string{"inherited-fd-*"},
+	},
+	{
+		Name:    policy.GFSWrite,
+		Promise: "writes, creates, renames, links and truncations only in the workdir, the private temp dir and granted roots",
+		Mechanisms: []Mechanism{
+			feat(core("{landlock}: writes only in the workdir, the private temp dir and granted roots"), landlock.FeatTruncate),
+			plus(ns("mount namespace: a read-only empty root holding only the granted roots (read-only ones bound read-only), /dev holds only the granted device nodes, /dev/shm is a private per-run tmpfs")),
+			plus(bw("bubblewrap mount namespace: only the granted roots exist, /dev holds only the granted device nodes, /dev/shm is a private per-run tmpfs")),
+		},
+		Vectors: []string{"write-file-*", "append-file-outside", "truncate-file-*", "rename-out", "rename-in", "link-out", "link-in-then-write", "symlink-write*", "mknod-*", "tmp-write", "shm-write"},
+	},
+	{
+		Name:    policy.GFSRead,
+		Promise: "reads and exec only in declared roots; never /dev wholesale",
+		Mechanisms: []Mechanism{
+			core("{landlock}: reads only in declared roots; /proc limited to non-process entries"),
+			plus(ns("mount namespace: nothing but the granted roots exists (what Landlock refuses cannot even be stat()ed)")),
+			plus(bw("bubblewrap mount namespace: nothing but the granted roots is mounted")),
+		},
+		Vectors: []string{"read-file-shadow", "read-file-outside", "iouring-openat-*", "open-by-handle", "block-device"},
+	},
+	{
+		Name:    policy.GFSMetadata,
+		Promise: "chmod, chown, utimes and xattrs only inside writable roots",
+		Mechanisms: []Mechanism{
+			coreSC("seccomp user notification: chmod/chown/utimes/xattr resolved and performed by the launcher (the supervisor under bubblewrap) only inside writable roots"),
+		},
+		Vectors: []string{"chmod-*", "chown-*", "utimes-*", "setxattr-*", "removexattr-*", "fchmod-ro-*"},
+	},
+	{
+		Name:    policy.GUnixSockets,
+		Promise: "no connection to a unix socket outside the run (pathname or abstract) unless granted",
+		Mechanisms: []Mechanism{
+			// connect() is the only way to address a stream or
+			// seqpacket peer (sendto/sendmsg ignore or refuse an
+			// address on them), datagram sockets are refused, and
+			// the handler refuses every abstract address: this holds
+			// at every Landlock ABI.
+			coreSC("seccomp user notification on connect: the launcher connects only to pathname sockets inside writable roots (or granted) and refuses every abstract address; unix datagram sockets refused, so sendto/sendmsg cannot name a peer"),
+			plus(feat(core("{landlock} abstract-socket scope"), landlock.FeatScope)),
+			plus(ns("network namespace (abstract sockets are per namespace) and mount namespace (the host's /run, /tmp and /dev/shm absent)")),
+			plus(bw("bubblewrap network namespace (abstract sockets are per namespace) and mount namespace (the host's /run, /tmp and /dev/shm absent)")),
+		},
+		Vectors: []string{"abstract-unix", "unix-connect-outside", "unix-dgram-outside"},
+	},
+	{
+		Name:    policy.GSignals,
+		Promise: "no signal reaches a process outside the run",
+		Mechanisms: []Mechanism{
+			feat(core("{landlock} signal scope"), landlock.FeatScope),
+			ns("PID namespace (no process outside the run is visible) with its own /proc"),
+			bw("bubblewrap PID namespace (no process outside the run is visible) with its own /proc"),
+		},
+		Vectors: []string{"kill"},
+	},
+	{
+		Name:    policy.GProcInspect,
+		Promise: "no ptrace, process memory access, or reading of other processes' /proc entries",
+		Mechanisms: []Mechanism{
+			coreSC("seccomp denies ptrace/process_vm_*/pidfd_getfd; {landlock} keeps other processes' /proc entries unreadable"),
+			plus(ns("PID namespace (no process outside the run is visible) with its own /proc")),
+			plus(bw("bubblewrap PID namespace (no process outside the run is visible) with its own /proc")),
+		},
+		Vectors: []string{"ptrace", "process-vm-readv", "proc-read-*"},
+	},
+	{
+		Name:       policy.GTerminal,
+		Promise:    "no input pushed into the caller's terminal",
+		Mechanisms: []Mechanism{coreSC("setsid (no controlling terminal) + seccomp denies TIOCSTI/TIOCLINUX")},
+		Vectors:    []string{"tiocsti-*", "tioclinux-pts-path"},
+	},
+	{
+		Name:       policy.GKernelSurface,
+		Promise:    "none of the kernel attack surface a build never needs: bpf, perf, userfaultfd, keyrings, mounts, namespaces, modules",
+		Mechanisms: []Mechanism{coreSC("seccomp denies bpf, perf_event_open, userfaultfd, keyctl, mount, namespaces, module/kexec and similar")},
+		Vectors:    []string{"userns", "clone-newuser", "clone3-newuser", "mount", "keyctl", "bpf", "perf", "userfaultfd"},
+	},
+	{
+		Name:       policy.GResources,
+		Promise:    "bounded wall time, CPU time, memory, file size, open files and output",
+		Mechanisms: []Mechanism{{Layer: Core, Sufficient: true, Text: "rlimits: CPU, address space, file size, open files, core=0; wall timeout; bounded capture"}},
+		Vectors:    []string{"memory-bomb-*"},
+	},
+	{
+		Name:    policy.GProcesses,
+		Promise: "a bounded number of processes",
+		Mechanisms: []Mechanism{
+			who(core("RLIMIT_NPROC (per uid)"), NonRoot),
+			{Layer: Core, Sufficient: true, Who: Root, PidsCgroup: true, Text: "pids cgroup (uid 0 is exempt from RLIMIT_NPROC)"},
+			{Layer: Namespaces, Sufficient: true, Who: Root, PidMax: true, Text: "pid_max of the run's PID namespace (uid 0 is exempt from RLIMIT_NPROC)"},
+		},
+		Vectors: []string{"fork-bomb"},
+	},
+	{
+		Name:    policy.GTreeKill,
+		Promise: "on exit, timeout, cancel or launcher death every descendant is gone",
+		Mechanisms: []Mechanism{
+			{Layer: Core, Sufficient: true, Text: "the run's init is a child subreaper: every descendant is killed and reaped, also on launcher death (the init then becomes the reaper)"},
+			plus(ns("PID namespace (when its init exits, the kernel kills every process left in it)")),
+			plus(bw("bubblewrap PID namespace (when its init exits, the kernel kills every process left in it) and --die-with-parent")),
+		},
+		Vectors: []string{"setsid-daemon"},
+	},
+	{
+		Name:       policy.GNoPrivilege,
+		Promise:    "no privilege: no_new_privs, every capability dropped",
+		Mechanisms: []Mechanism{{Layer: Core, Sufficient: true, Text: "no_new_privs; all capabilities dropped from the five sets; securebits locked when root"}},
+		Vectors:    []string{"privilege"},
+	},
+}

@@ -1,0 +1,163 @@
+package ledger
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/confine-sandbox/confine/internal/landlock"
+	"github.com/confine-sandbox/confine/policy"
+	"github.com/confine-sandbox/confine/spec"
+)
+
+var (
+	coreOnly  = []Layer{Core}
+	withNS    = []Layer{Core, Namespaces}
+	withBwrap = []Layer{Core, Bwrap}
+)
+
+// The ledger names exactly the policy's guarantees, in report order, and
+// every row is complete: a promise, a sufficient mechanism in the core
+// (every backend has the core, so every guarantee must be enforceable
+// without namespaces on some kernel), vectors, and known features.
+func TestTableComplete(t *testing.T) {
+	if got, want := Names(), policy.Guarantees(); !slices.Equal(got, want) {
+		t.Fatalf("ledger names %v, policy names %v", got, want)
+	}
+	for _, g := range Entries() {
+		if g.Promise == "" {
+			t.Errorf("%s: no promise", g.Name)
+		}
+		if len(g.Vectors) == 0 {
+			t.Errorf("%s: no escape vector attacks it", g.Name)
+		}
+		coreSuff := false
+		for _, m := range g.Mechanisms {
+			if m.Text == "" {
+				t.Errorf("%s: a mechanism without text", g.Name)
+			}
+			if m.Feature != "" {
+				if _, ok := landlock.FeatureByName(m.Feature); !ok {
+					t.Errorf("%s: unknown Landlock feature %q", g.Name, m.Feature)
+				}
+			}
+			if m.Layer == Core && m.Sufficient {
+				coreSuff = true
+			}
+		}
+		if !coreSuff {
+			t.Errorf("%s: no sufficient core mechanism (a stock container could never enforce it)", g.Name)
+		}
+	}
+}
+
+// Entries is a copy: changing it changes no decision.
+func TestEntriesIsACopy(t *testing.T) {
+	e := Entries()
+	e[0].Mechanisms[0].Text = "nothing"
+	e[0].Vectors[0] = "nothing"
+	if Entries()[0].Mechanisms[0].Text == "nothing" || Entries()[0].Vectors[0] == "nothing" {
+		t.Fatal("Entries shares the table")
+	}
+}
+
+func TestDecide(t *testing.T) {
+	full := Facts{LandlockABI: 7, Seccomp: true}
+	abi2 := Facts{LandlockABI: 2, Seccomp: true}
+	tests := []struct {
+		name      string
+		layers    []Layer
+		f         Facts
+		waive     []string
+		refused   []string // guarantees named in the refusal
+		mentioned string   // what the refusal says is needed
+		mech      map[string]string
+	}{
+		{name: "everything, core", layers: coreOnly, f: full,
+			mech: map[string]string{policy.GSignals: "landlock abi 7 signal scope", policy.GNoNetwork: "denies TCP"}},
+		{name: "no landlock", layers: coreOnly, f: Facts{Seccomp: true},
+			refused: []string{policy.GFSWrite, policy.GFSRead, policy.GSignals, policy.GNoNetwork}, mentioned: "Landlock"},
+		{name: "no seccomp", layers: coreOnly, f: Facts{LandlockABI: 7},
+			refused: []string{policy.GNoNetwork, policy.GFSMetadata, policy.GTerminal}, mentioned: "seccomp"},
+		{name: "abi 2 core: signals and truncate", layers: coreOnly, f: abi2,
+			refused: []string{policy.GSignals, policy.GFSWrite}, mentioned: "ABI >= 6"},
+		{name: "abi 2 core, waived", layers: coreOnly, f: abi2, waive: []string{policy.GSignals, policy.GFSWrite}},
+		// Kernel 6.1 with user namespaces: the PID namespace keeps
+		// signals in; truncation still needs ABI 3 or a waiver.
+		{name: "abi 2 namespaces", layers: withNS, f: abi2, refused: []string{policy.GFSWrite}, mentioned: "TRUNCATE"},
+		{name: "abi 3 namespaces", layers: withNS, f: Facts{LandlockABI: 3, Seccomp: true},
+			mech: map[string]string{policy.GSignals: "PID namespace", policy.GUnixSockets: "refuses every abstract address"}},
+		{name: "abi 3 bwrap", layers: withBwrap, f: Facts{LandlockABI: 3, Seccomp: true},
+			mech: map[string]string{policy.GSignals: "bubblewrap PID namespace"}},
+		{name: "root without pids cgroup, core", layers: coreOnly, f: Facts{LandlockABI: 7, Seccomp: true, RootCommand: true},
+			refused: []string{policy.GProcesses}, mentioned: "pids cgroup"},
+		{name: "root with pids cgroup", layers: coreOnly, f: Facts{LandlockABI: 7, Seccomp: true, RootCommand: true, PidsCgroup: true},
+			mech: map[string]string{policy.GProcesses: "pids cgroup"}},
+		{name: "root with pid_max", layers: withNS, f: Facts{LandlockABI: 7, Seccomp: true, RootCommand: true, PidMax: true},
+			mech: map[string]string{policy.GProcesses: "pid_max"}},
+		{name: "pid_max is not the core's", layers: coreOnly, f: Facts{LandlockABI: 7, Seccomp: true, RootCommand: true, PidMax: true},
+			refused: []string{policy.GProcesses}, mentioned: "landlock+namespaces"},
+		{name: "namespaces add, core does not", layers: withNS, f: full,
+			mech: map[string]string{policy.GNoNetwork: "+ empty network namespace", policy.GTreeKill: "+ PID namespace"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			gs, err := Resolve(Decide(tt.layers, tt.f), tt.waive)
+			if len(tt.refused) > 0 {
+				if !errors.Is(err, spec.ErrUnavailable) {
+					t.Fatalf("err = %v, want ErrUnavailable", err)
+				}
+				for _, g := range tt.refused {
+					if !strings.Contains(err.Error(), g+" needs") {
+						t.Errorf("refusal does not name %s: %v", g, err)
+					}
+				}
+				if !strings.Contains(err.Error(), tt.mentioned) {
+					t.Errorf("refusal does not say %q: %v", tt.mentioned, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			if len(gs) != len(policy.Guarantees()) {
+				t.Fatalf("%d guarantees, want %d", len(gs), len(policy.Guarantees()))
+			}
+			for _, g := range gs {
+				if g.Waived != slices.Contains(tt.waive, g.Name) || (!g.Waived && g.Mechanism == "") {
+					t.Errorf("guarantee %+v", g)
+				}
+				if want, ok := tt.mech[g.Name]; ok && !strings.Contains(g.Mechanism, want) {
+					t.Errorf("%s: mechanism %q lacks %q", g.Name, g.Mechanism, want)
+				}
+				if slices.Equal(tt.layers, coreOnly) && strings.Contains(g.Mechanism, " namespace ") {
+					t.Errorf("%s: the core claims a namespace: %q", g.Name, g.Mechanism)
+				}
+			}
+		})
+	}
+}
+
+// No decision ever claims a mechanism whose needs are not met: walk every
+// mechanism against every ABI and both uid kinds.
+func TestNoClaimWithoutMechanism(t *testing.T) {
+	for abi := 0; abi <= len(landlock.Features()); abi++ {
+		for _, root := range []bool{false, true} {
+			for _, layers := range [][]Layer{coreOnly, withNS, withBwrap} {
+				f := Facts{LandlockABI: abi, Seccomp: true, RootCommand: root}
+				for _, g := range table {
+					suff, extra, _ := selectFor(g, layers, f)
+					for _, m := range append(suff, extra...) {
+						if ok, lack := m.holds(f); !ok || !slices.Contains(layers, m.Layer) {
+							t.Errorf("abi %d root %v %v: %s claims %q (lacks %q)", abi, root, layers, g.Name, m.Text, lack)
+						}
+					}
+					if d := decide(g, layers, f); (d.Mechanism != "") != (len(suff) > 0) {
+						t.Errorf("%s: decision %+v disagrees with the selection", g.Name, d)
+					}
+				}
+			}
+		}
+	}
+}
