@@ -538,7 +538,7 @@ func newCheck(stdout io.Writer) *cobra.Command {
 		Short: "Report what this host can enforce, guarantee by guarantee",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			h := host.ProbeAll()
+			h := probeHost()
 			runAsRoot := h.EUID == 0
 			if runAsRoot {
 				if wd, err := os.Getwd(); err == nil {
@@ -605,6 +605,19 @@ func newCheck(stdout io.Writer) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
 	return cmd
+}
+
+// probeHost is what reports show: the host's facts, with whether the
+// namespaces backend works learned from a real run under it (the program
+// every namespaced run executes), never a separate imitation of it.
+func probeHost() host.Info {
+	h := host.ProbeAll()
+	if h.UserNS {
+		if err := confine.ProbeNamespaces(context.Background()); err != nil {
+			h.UserNS, h.UserNSErr = false, err.Error()
+		}
+	}
+	return h
 }
 
 // backendLedger is the ledger resolved for one backend on this host.
@@ -702,7 +715,7 @@ func newInspect(stdout io.Writer) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			if last == 0 && id == "" {
-				h := host.ProbeAll()
+				h := probeHost()
 				sel, err := provider.Select(h, provider.Request{Tier: policy.TierSandboxed})
 				out := struct {
 					Backend     string                `json:"backend"`

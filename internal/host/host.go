@@ -4,7 +4,6 @@
 package host
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,7 +16,6 @@ import (
 	"github.com/confine-sandbox/confine/internal/bwrap"
 	"github.com/confine-sandbox/confine/internal/landlock"
 	"github.com/confine-sandbox/confine/internal/nsinit"
-	"github.com/confine-sandbox/confine/internal/plan"
 	"github.com/confine-sandbox/confine/internal/seccomp"
 )
 
@@ -63,17 +61,15 @@ func Probe() Info {
 	return i
 }
 
-// ProbeAll adds the facts only reports need: whether the namespaces
-// stage-2 would be cloned into can really be set up, by cloning a probe
-// the same way (a process spawn, too slow for every run; a run that finds
-// them unusable falls back to the core provider instead).
+// ProbeAll adds the facts only reports need: whether a clone into new
+// namespaces works, and bwrap's probe. Whether the whole namespace set-up
+// works is learned by a real run (confine.ProbeNamespaces, which the
+// CLI's reports use), so that the probe is the program runs execute.
 func ProbeAll() Info {
 	i := ProbeBwrap(Probe())
 	if i.UserNS {
 		if err := nsinit.CloneWorks(); err != nil {
-			i.UserNS, i.UserNSErr = false, err.Error()
-		} else if err := namespacesWork(); err != nil {
-			i.UserNS, i.UserNSErr = false, err.Error()
+			i.UserNS, i.UserNSErr = false, ExplainNamespaceFailure(err.Error())
 		}
 	}
 	return i
@@ -93,26 +89,6 @@ func ProbeBwrap(i Info) Info {
 		i.BwrapErr = bwrapErr.Error()
 	}
 	return i
-}
-
-// namespacesWork clones a re-exec of this binary into the namespaces a
-// run's stage-2 gets, mapped as a run's would be, and lets it do the
-// set-up (see nsinit.Probe).
-func namespacesWork() error {
-	uids, gids, setgroups := nsinit.Mappings(os.Geteuid(), os.Getegid(), -1, -1)
-	cmd := exec.Command("/proc/self/exe")
-	cmd.Args = []string{nsinit.ProbeArg0}
-	cmd.Env = []string{}
-	cmd.SysProcAttr = nsinit.SysProcAttr(&plan.Namespaces{UIDs: uids, GIDs: gids, Setgroups: setgroups})
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		if msg := strings.TrimSpace(stderr.String()); msg != "" {
-			return fmt.Errorf("namespace set-up: %s", msg)
-		}
-		return fmt.Errorf("clone into new namespaces: %w", err)
-	}
-	return nil
 }
 
 func probe() Info {

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/confine-sandbox/confine/internal/capture"
+	"github.com/confine-sandbox/confine/internal/host"
 	"github.com/confine-sandbox/confine/internal/landlock"
 	"github.com/confine-sandbox/confine/internal/notify"
 	"github.com/confine-sandbox/confine/internal/nsinit"
@@ -149,7 +150,7 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 		})
 		var lerr error
 		if layout.Stage, lerr = nsinit.FindStage(); lerr != nil {
-			return nil, &errNamespaces{"namespace set-up failed: " + lerr.Error()}
+			return nil, &errNamespaces{host.ExplainNamespaceFailure("namespace set-up failed: " + lerr.Error())}
 		}
 		b, err = program.Namespaced(p, fds, rs, layout, filter)
 	} else {
@@ -195,7 +196,7 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 	if ns {
 		if err := mapIDs(pid, p.Namespaces); err != nil {
 			reap()
-			return nil, &errNamespaces{"namespace set-up failed: " + err.Error()}
+			return nil, &errNamespaces{host.ExplainNamespaceFailure("namespace set-up failed: " + err.Error())}
 		}
 	}
 	if joined {
@@ -229,7 +230,7 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 			if !ns {
 				return nil, fmt.Errorf("%w: init: %s: %v", spec.ErrLaunch, b.Describe(f.Step), f.Errno)
 			}
-			return nil, &errNamespaces{fmt.Sprintf("namespace set-up failed: %s: %v", b.Describe(f.Step), f.Errno)}
+			return nil, &errNamespaces{host.ExplainNamespaceFailure(fmt.Sprintf("namespace set-up failed: %s: %v", b.Describe(f.Step), f.Errno))}
 		}
 		code, msg := b.StartFailure(p.Path, f)
 		return &Outcome{Report: plan.Report{StartCode: code, StartErr: msg}}, nil

@@ -21,7 +21,6 @@ import (
 	"github.com/confine-sandbox/confine/internal/bwrap"
 	"github.com/confine-sandbox/confine/internal/capture"
 	"github.com/confine-sandbox/confine/internal/host"
-	"github.com/confine-sandbox/confine/internal/nsinit"
 	"github.com/confine-sandbox/confine/internal/plan"
 	"github.com/confine-sandbox/confine/internal/reaper"
 	"github.com/confine-sandbox/confine/internal/stage2"
@@ -43,8 +42,6 @@ func init() {
 		os.Exit(reaper.Main())
 	case stage2.Stage3Arg0, bwrap.InitPath:
 		os.Exit(stage2.Main())
-	case nsinit.ProbeArg0:
-		os.Exit(nsinit.Probe())
 	}
 }
 

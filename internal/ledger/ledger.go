@@ -70,6 +70,13 @@ type Mechanism struct {
 	Who     Who
 	// PidsCgroup and PidMax: the mechanism needs that bound.
 	PidsCgroup, PidMax bool
+	// UnlessPidMax: the mechanism is not used where the PID namespace's
+	// pid_max bounds the run (the run then never joins the pids cgroup).
+	UnlessPidMax bool
+	// Below, when set, names a Landlock feature whose absence switches
+	// the mechanism on: the launcher uses it only on ABIs without the
+	// feature, so it is claimed only there.
+	Below string
 	// Text says what enforces the guarantee. "{landlock}" stands for
 	// "landlock abi N" with the ABI in force.
 	Text string
@@ -130,6 +137,13 @@ func (m Mechanism) holds(f Facts) (bool, string) {
 	}
 	if m.PidMax && !f.PidMax {
 		lack = append(lack, "a PID namespace with its own pid_max (Linux 6.14+)")
+	}
+	if m.UnlessPidMax && f.PidMax {
+		lack = append(lack, "no pid_max of the run's PID namespace (which bounds the run instead)")
+	}
+	if m.Below != "" && landlock.Has(f.LandlockABI, m.Below) {
+		ft, _ := landlock.FeatureByName(m.Below)
+		lack = append(lack, fmt.Sprintf("a Landlock ABI below %d (newer ones use %s instead)", ft.ABI, ft.What))
 	}
 	return len(lack) == 0, strings.Join(lack, " and ")
 }
@@ -233,10 +247,13 @@ func Resolve(ds []Decision, waive []string) ([]spec.Guarantee, error) {
 		}
 	}
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("%w: %s (a profile may waive a guarantee by name)", spec.ErrUnavailable, strings.Join(missing, "; "))
+		return nil, fmt.Errorf("%w: %s%s", spec.ErrUnavailable, strings.Join(missing, "; "), WaiveHint)
 	}
 	return gs, nil
 }
+
+// WaiveHint ends every refusal Resolve returns.
+const WaiveHint = " (a profile may waive a guarantee by name)"
 
 // Names returns the ledger's guarantee names in report order.
 func Names() []string {
@@ -381,7 +398,7 @@ var table = []Guarantee{
 		Promise: "a bounded number of processes",
 		Mechanisms: []Mechanism{
 			who(core("RLIMIT_NPROC (per uid)"), NonRoot),
-			{Layer: Core, Sufficient: true, Who: Root, PidsCgroup: true, Text: "pids cgroup (uid 0 is exempt from RLIMIT_NPROC)"},
+			{Layer: Core, Sufficient: true, Who: Root, PidsCgroup: true, UnlessPidMax: true, Text: "pids cgroup (uid 0 is exempt from RLIMIT_NPROC)"},
 			{Layer: Namespaces, Sufficient: true, Who: Root, PidMax: true, Text: "pid_max of the run's PID namespace (uid 0 is exempt from RLIMIT_NPROC)"},
 		},
 		Vectors: []string{"fork-bomb"},

@@ -73,6 +73,7 @@ func TestDecide(t *testing.T) {
 		refused   []string // guarantees named in the refusal
 		mentioned string   // what the refusal says is needed
 		mech      map[string]string
+		nomech    map[string]string // text the mechanism must not have
 	}{
 		{name: "everything, core", layers: coreOnly, f: full,
 			mech: map[string]string{policy.GSignals: "landlock abi 7 signal scope", policy.GNoNetwork: "denies TCP"}},
@@ -94,8 +95,8 @@ func TestDecide(t *testing.T) {
 			refused: []string{policy.GProcesses}, mentioned: "pids cgroup"},
 		{name: "root with pids cgroup", layers: coreOnly, f: Facts{LandlockABI: 7, Seccomp: true, RootCommand: true, PidsCgroup: true},
 			mech: map[string]string{policy.GProcesses: "pids cgroup"}},
-		{name: "root with pid_max", layers: withNS, f: Facts{LandlockABI: 7, Seccomp: true, RootCommand: true, PidMax: true},
-			mech: map[string]string{policy.GProcesses: "pid_max"}},
+		{name: "root with pid_max", layers: withNS, f: Facts{LandlockABI: 7, Seccomp: true, RootCommand: true, PidMax: true, PidsCgroup: true},
+			mech: map[string]string{policy.GProcesses: "pid_max"}, nomech: map[string]string{policy.GProcesses: "cgroup"}},
 		{name: "pid_max is not the core's", layers: coreOnly, f: Facts{LandlockABI: 7, Seccomp: true, RootCommand: true, PidMax: true},
 			refused: []string{policy.GProcesses}, mentioned: "landlock+namespaces"},
 		{name: "namespaces add, core does not", layers: withNS, f: full,
@@ -131,6 +132,9 @@ func TestDecide(t *testing.T) {
 				if want, ok := tt.mech[g.Name]; ok && !strings.Contains(g.Mechanism, want) {
 					t.Errorf("%s: mechanism %q lacks %q", g.Name, g.Mechanism, want)
 				}
+				if bad, ok := tt.nomech[g.Name]; ok && strings.Contains(g.Mechanism, bad) {
+					t.Errorf("%s: mechanism %q claims %q", g.Name, g.Mechanism, bad)
+				}
 				if slices.Equal(tt.layers, coreOnly) && strings.Contains(g.Mechanism, " namespace ") {
 					t.Errorf("%s: the core claims a namespace: %q", g.Name, g.Mechanism)
 				}
@@ -143,9 +147,10 @@ func TestDecide(t *testing.T) {
 // mechanism against every ABI and both uid kinds.
 func TestNoClaimWithoutMechanism(t *testing.T) {
 	for abi := 0; abi <= len(landlock.Features()); abi++ {
-		for _, root := range []bool{false, true} {
+		for bits := 0; bits < 8; bits++ {
+			root, cg, pm := bits&1 != 0, bits&2 != 0, bits&4 != 0
 			for _, layers := range [][]Layer{coreOnly, withNS, withBwrap} {
-				f := Facts{LandlockABI: abi, Seccomp: true, RootCommand: root}
+				f := Facts{LandlockABI: abi, Seccomp: true, RootCommand: root, PidsCgroup: cg, PidMax: pm}
 				for _, g := range table {
 					suff, extra, _ := selectFor(g, layers, f)
 					for _, m := range append(suff, extra...) {
@@ -158,6 +163,18 @@ func TestNoClaimWithoutMechanism(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// A mechanism the launcher switches on only below some ABI is claimed only
+// there.
+func TestBelow(t *testing.T) {
+	m := Mechanism{Layer: Core, Sufficient: true, Below: landlock.FeatTruncate, Text: "x"}
+	for abi := 1; abi <= 7; abi++ {
+		ok, lack := m.holds(Facts{LandlockABI: abi, Seccomp: true})
+		if ok != (abi < 3) {
+			t.Errorf("abi %d: holds %v (%s)", abi, ok, lack)
 		}
 	}
 }

@@ -5,10 +5,8 @@ package nsinit
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/confine-sandbox/confine/internal/plan"
@@ -115,43 +113,5 @@ func TestParents(t *testing.T) {
 		if got := Parents(tt.in); !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("Parents(%q) = %q, want %q", tt.in, got, tt.want)
 		}
-	}
-}
-
-// Setup in new namespaces, as the host's probe does it: an empty root with
-// only /proc, /dev/shm and the /dev links.
-func TestProbeSetup(t *testing.T) {
-	if err := CloneWorks(); err != nil {
-		t.Skipf("not applicable on this host: user namespaces unavailable: %v", err)
-	}
-	cmd := exec.Command("/proc/self/exe", "-test.run=^TestHelperProbe$")
-	cmd.Env = []string{"CONFINE_NSINIT_PROBE=1"}
-	uids, gids, sg := Mappings(os.Geteuid(), os.Getegid(), -1, -1)
-	cmd.SysProcAttr = SysProcAttr(&plan.Namespaces{UIDs: uids, GIDs: gids, Setgroups: sg})
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "root: dev proc") {
-		t.Fatalf("probe set-up: %v\n%s", err, out)
-	}
-	t.Logf("inside: %s", strings.Split(string(out), "\n")[0])
-}
-
-func TestHelperProbe(t *testing.T) {
-	if os.Getenv("CONFINE_NSINIT_PROBE") != "1" {
-		t.Skip("helper process for TestProbeSetup")
-	}
-	if code := Probe(); code != 0 {
-		t.Fatalf("Probe: %d", code)
-	}
-	ents, err := os.ReadDir("/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range ents {
-		names = append(names, e.Name())
-	}
-	fmt.Printf("root: %s\n", strings.Join(names, " "))
-	if err := os.WriteFile("/x", nil, 0o644); err == nil {
-		t.Errorf("the new root is writable")
 	}
 }

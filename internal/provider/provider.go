@@ -145,7 +145,7 @@ func Select(h host.Info, r Request) (Selection, error) {
 		case want == nil && !p.Automatic():
 			reason = "never selected automatically"
 		case r.Enforce != nil && r.Enforce(p) != nil:
-			reason = strings.TrimPrefix(r.Enforce(p).Error(), spec.ErrUnavailable.Error()+": ")
+			reason = strings.TrimSuffix(strings.TrimPrefix(r.Enforce(p).Error(), spec.ErrUnavailable.Error()+": "), ledger.WaiveHint)
 		default:
 			sel.Provider = p
 			continue
