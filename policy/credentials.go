@@ -4,20 +4,25 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/confine-sandbox/confine/spec"
 )
 
-// CredentialPaths are paths, relative to a granted directory, that hold
+// credentialPaths are paths, relative to a granted directory, that hold
 // credentials and stay unreadable even when that directory is granted.
-var CredentialPaths = []string{
+var credentialPaths = []string{
 	".cargo/credentials.toml", ".cargo/credentials",
 	".npmrc", ".yarnrc.yml", ".netrc", ".pypirc", ".git-credentials",
 	".docker/config.json", ".config/gh/hosts.yml", ".config/gcloud",
 	".aws", ".ssh", ".kube/config", ".gnupg",
 }
+
+// CredentialPaths returns a copy of the list, so that no caller can change it for
+// the others.
+func CredentialPaths() []string { return slices.Clone(credentialPaths) }
 
 // cargoHomeCredentials apply when the granted directory is itself a cargo
 // home (CARGO_HOME or ~/.cargo).
@@ -31,7 +36,7 @@ var cargoHomeCredentials = []string{"credentials.toml", "credentials"}
 // target). Entries created in those directories later are not covered by
 // any grant.
 func SplitReadGrant(root string) (grants, excluded []string, err error) {
-	rel := CredentialPaths
+	rel := credentialPaths
 	if filepath.Base(root) == ".cargo" || fileExists(filepath.Join(root, "config.toml")) && fileExists(filepath.Join(root, "registry")) {
 		rel = append(append([]string(nil), rel...), cargoHomeCredentials...)
 	}
@@ -62,7 +67,7 @@ func SplitReadGrant(root string) (grants, excluded []string, err error) {
 // FindCredentials lists the credential paths present directly under root.
 func FindCredentials(root string) []string {
 	var found []string
-	for _, r := range CredentialPaths {
+	for _, r := range credentialPaths {
 		p := filepath.Join(root, r)
 		if _, err := os.Lstat(p); err == nil {
 			found = append(found, p)

@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/confine-sandbox/confine/spec"
@@ -63,7 +64,7 @@ func ValidatePathList(name, value string, readRoots, writeRoots []string) error 
 	return nil
 }
 
-// PathListVars are the variables whose value is a list of directories (or
+// pathListVars are the variables whose value is a list of directories (or
 // files) a program searches for code, headers, libraries or data. Every one
 // present in a run's environment is checked component by component with
 // CheckPathComponent (ValidateEnvPaths). The dynamic-loader entries
@@ -80,7 +81,7 @@ func ValidatePathList(name, value string, readRoots, writeRoots []string) error 
 // name one directory, not a search list, and are not checked.
 //
 // Treat the slice as read-only.
-var PathListVars = []string{
+var pathListVars = []string{
 	"PATH",
 	"LD_LIBRARY_PATH", "LD_PRELOAD", "LD_AUDIT",
 	"PYTHONPATH", "PYTHONHOME",
@@ -99,10 +100,14 @@ var PathListVars = []string{
 	"JULIA_LOAD_PATH", "GUILE_LOAD_PATH", "OCAMLPATH",
 }
 
-// IsPathListVar reports whether name is one of PathListVars (exact,
+// PathListVars returns a copy of the list, so that no caller can change it for
+// the others.
+func PathListVars() []string { return slices.Clone(pathListVars) }
+
+// IsPathListVar reports whether name is one of pathListVars (exact,
 // case-sensitive: the programs that read these look them up that way).
 func IsPathListVar(name string) bool {
-	for _, v := range PathListVars {
+	for _, v := range pathListVars {
 		if v == name {
 			return true
 		}
@@ -136,7 +141,7 @@ func PathListComponents(name, value string) []string {
 	return cs
 }
 
-// ValidateEnvPaths checks every PathListVars entry of env (NAME=VALUE) with
+// ValidateEnvPaths checks every pathListVars entry of env (NAME=VALUE) with
 // ValidatePathList against the run's roots: readRoots are every read/exec
 // root of the run (system roots included), writeRoots every writable root
 // (work directory, private temp dir, granted writable roots). It reports

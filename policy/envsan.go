@@ -2,13 +2,14 @@ package policy
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/confine-sandbox/confine/spec"
 )
 
-// DefaultPassthrough are the variables a run takes from the caller's
+// defaultPassthrough are the variables a run takes from the caller's
 // environment when they are set there, without being asked: locale,
 // terminal, time zone and colour preferences. An entry ending in '*' is a
 // prefix pattern. None of them carries a secret or names code to load; a
@@ -16,13 +17,17 @@ import (
 // a secret, say) is left out and reported by BuildEnv, never passed.
 //
 // Treat the slice as read-only.
-var DefaultPassthrough = []string{
+var defaultPassthrough = []string{
 	"LANG", "LANGUAGE", "LC_*",
 	"TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR", "CLICOLOR", "CLICOLOR_FORCE",
 	"COLUMNS", "LINES",
 	"TZ",
 	"SOURCE_DATE_EPOCH",
 }
+
+// DefaultPassthrough returns a copy of the list, so that no caller can change it for
+// the others.
+func DefaultPassthrough() []string { return slices.Clone(defaultPassthrough) }
 
 // envRule is one class of variables the sanitiser refuses. match gets the
 // name upper-cased (ASCII), so every rule is case-insensitive: npm, for one,
@@ -260,7 +265,7 @@ type EnvSources struct {
 	// variables Passthrough names are read from it.
 	Caller []string
 	// Passthrough are names (or "PREFIX*" patterns) copied from Caller
-	// when set there: DefaultPassthrough plus the profile's
+	// when set there: defaultPassthrough plus the profile's
 	// env.passthrough. An exact name that is refused is an error; a
 	// pattern match that is refused is left out and reported.
 	Passthrough []string

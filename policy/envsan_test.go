@@ -183,7 +183,7 @@ func TestBuildEnv(t *testing.T) {
 		skipped []string
 		err     string
 	}{
-		{"defaults only", EnvSources{Caller: caller, Passthrough: DefaultPassthrough},
+		{"defaults only", EnvSources{Caller: caller, Passthrough: DefaultPassthrough()},
 			[]string{"LANG=en_US.UTF-8", "LC_ALL=C", "TERM=xterm-256color"}, []string{"LC_SECRET_TOKEN"}, ""},
 		{"set overrides passthrough", EnvSources{Caller: caller, Passthrough: []string{"LANG"}, Set: []string{"LANG=C.UTF-8", "X=1"}},
 			[]string{"LANG=C.UTF-8", "X=1"}, nil, ""},

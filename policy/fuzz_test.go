@@ -162,13 +162,13 @@ func FuzzSanitizeEnv(f *testing.F) {
 			}
 		}
 		// Building from a caller environment never lets more through.
-		env, skipped, err := BuildEnv(EnvSources{Caller: in, Passthrough: append([]string{"LD_*", "A*"}, DefaultPassthrough...), Waive: waived})
+		env, skipped, err := BuildEnv(EnvSources{Caller: in, Passthrough: append([]string{"LD_*", "A*"}, DefaultPassthrough()...), Waive: waived})
 		if err != nil {
 			return
 		}
 		for _, kv := range env {
 			n, _, _ := strings.Cut(kv, "=")
-			if exactly, byPattern := passMatch(n, append([]string{"LD_*", "A*"}, DefaultPassthrough...)); !exactly && !byPattern {
+			if exactly, byPattern := passMatch(n, append([]string{"LD_*", "A*"}, DefaultPassthrough()...)); !exactly && !byPattern {
 				t.Fatalf("BuildEnv passed %q, which no passthrough names", n)
 			}
 			if EnvRefusal(n) != "" && !contains(waived, n) {

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/confine-sandbox/confine/spec"
@@ -30,7 +31,7 @@ const (
 // loaded from a TOML file (LoadProfile, ResolveProfile).
 //
 // Precedence, lowest first: built-in defaults (the system read roots,
-// DefaultDevices, DefaultPassthrough, spec.DefaultLimits, deny-all
+// defaultDevices, DefaultPassthrough(), spec.DefaultLimits(), deny-all
 // network) < the profile < command-line flags and CommandSpec fields. A
 // flag refines a profile: --ro/--rw add roots, --env adds or overrides
 // variables (still sanitised, with the profile's env.waive), and a limit
@@ -46,7 +47,7 @@ type Profile struct {
 	Devices []string
 	// Waive names guarantees this profile explicitly gives up.
 	Waive []string
-	// Limits override spec.DefaultLimits where set.
+	// Limits override spec.DefaultLimits() where set.
 	Limits spec.Limits
 
 	// Description is free text from the profile file.
@@ -69,7 +70,7 @@ type Profile struct {
 }
 
 // EnvPolicy is a profile's environment policy, applied on top of
-// DefaultPassthrough (see EnvSources for the order).
+// DefaultPassthrough() (see EnvSources for the order).
 type EnvPolicy struct {
 	// Passthrough are variable names, or "PREFIX*" patterns, copied from
 	// the caller's environment when set there.
@@ -97,11 +98,15 @@ func (p Profile) Digest() string {
 	return hex.EncodeToString(sum[:])
 }
 
-// DefaultDevices are the device nodes ordinary programs need.
-var DefaultDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}
+// defaultDevices are the device nodes ordinary programs need.
+var defaultDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}
+
+// DefaultDevices returns a copy of the list, so that no caller can change it for
+// the others.
+func DefaultDevices() []string { return slices.Clone(defaultDevices) }
 
 var builtins = map[string]Profile{
-	"default": {Name: "default", Tier: TierSandboxed, Devices: DefaultDevices, Network: spec.DenyAll},
+	"default": {Name: "default", Tier: TierSandboxed, Devices: defaultDevices, Network: spec.DenyAll},
 }
 
 // Lookup returns a built-in profile by name: "default" or a recipe

@@ -74,7 +74,7 @@ func ResolveProfile(nameOrPath string) (Profile, error) {
 //	tier        = 2                   # 0-3; only 2 runs (CheckTier)
 //	read_exec   = ["/opt/toolchain"]  # read+exec roots beyond the system set
 //	writable    = ["/var/cache/ci"]   # writable roots beyond workdir and temp
-//	devices     = ["/dev/kvm"]        # device nodes beyond DefaultDevices
+//	devices     = ["/dev/kvm"]        # device nodes beyond DefaultDevices()
 //	network     = "deny-all"          # the only policy; "allowlist" is refused
 //	waive       = ["no-foreign-signals"]  # guarantee names (Guarantees())
 //	require_namespaces = true         # refuse where user namespaces do not work
@@ -397,14 +397,14 @@ func (d *decoder) profile(root *node) Profile {
 				d.fail(n.line, key, "device %q gives raw access to the kernel or the machine and is never granted", dev)
 			}
 		}
-		p.Devices = append([]string(nil), DefaultDevices...)
+		p.Devices = append([]string(nil), DefaultDevices()...)
 		for _, dev := range devs {
 			if !contains(p.Devices, dev) {
 				p.Devices = append(p.Devices, dev)
 			}
 		}
 	} else {
-		p.Devices = append([]string(nil), DefaultDevices...)
+		p.Devices = append([]string(nil), DefaultDevices()...)
 	}
 	if n := k["require_namespaces"]; n != nil {
 		if b, ok := n.val.(bool); ok && n.kids == nil {

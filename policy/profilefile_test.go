@@ -66,7 +66,7 @@ func TestLoadProfile(t *testing.T) {
 		Tier:              TierSandboxed,
 		ReadExec:          []string{"/opt/toolchain", "/srv/cache"},
 		Writable:          []string{"/var/tmp/ci", "/opt/toolchain/cache"},
-		Devices:           append(append([]string(nil), DefaultDevices...), "/dev/kvm"),
+		Devices:           append(append([]string(nil), DefaultDevices()...), "/dev/kvm"),
 		Network:           spec.DenyAll,
 		Waive:             []string{GSignals},
 		RequireNamespaces: true,
@@ -110,7 +110,7 @@ func TestLoadProfileDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Name != "minimal" || p.Tier != TierSandboxed || p.Network != spec.DenyAll || !reflect.DeepEqual(p.Devices, DefaultDevices) {
+	if p.Name != "minimal" || p.Tier != TierSandboxed || p.Network != spec.DenyAll || !reflect.DeepEqual(p.Devices, DefaultDevices()) {
 		t.Fatalf("defaults: %+v", p)
 	}
 	// Tier 3 loads; CheckTier refuses it.

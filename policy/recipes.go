@@ -278,7 +278,7 @@ func recipeProfile(tc toolchain, homes []string) (Profile, error) {
 		Name:        tc.recipe,
 		Tier:        TierSandboxed,
 		ReadExec:    grants,
-		Devices:     append([]string(nil), DefaultDevices...),
+		Devices:     append([]string(nil), DefaultDevices()...),
 		Description: desc,
 		Env:         EnvPolicy{Set: set},
 		Network:     spec.DenyAll,

@@ -171,7 +171,7 @@ func checkRecipeInvariants(t *testing.T, p Profile, home string) {
 	if p.Tier != TierSandboxed || p.Network != spec.DenyAll || len(p.Writable) != 0 || len(p.Waive) != 0 || len(p.Env.Waive) != 0 || len(p.Env.Passthrough) != 0 {
 		t.Errorf("recipe %s grants more than read roots and variables: %+v", p.Name, p)
 	}
-	if fmt.Sprint(p.Devices) != fmt.Sprint(DefaultDevices) {
+	if fmt.Sprint(p.Devices) != fmt.Sprint(DefaultDevices()) {
 		t.Errorf("devices %v", p.Devices)
 	}
 	for _, r := range p.ReadExec {

@@ -39,7 +39,7 @@ type NetworkPolicy string
 const DenyAll NetworkPolicy = "deny-all"
 
 // Limits bound what a run may consume. Zero means "the default" (see
-// DefaultLimits); a negative value is invalid.
+// defaultLimits); a negative value is invalid.
 type Limits struct {
 	WallTime      time.Duration `json:"wall_time"`
 	CPUTime       time.Duration `json:"cpu_time"`
@@ -53,8 +53,8 @@ type Limits struct {
 	KillGrace time.Duration `json:"kill_grace"`
 }
 
-// DefaultLimits are applied field by field where a spec leaves zero.
-var DefaultLimits = Limits{
+// defaultLimits are applied field by field where a spec leaves zero.
+var defaultLimits = Limits{
 	WallTime:      10 * time.Minute,
 	CPUTime:       10 * time.Minute,
 	MemoryBytes:   8 << 30,
@@ -65,9 +65,13 @@ var DefaultLimits = Limits{
 	KillGrace:     2 * time.Second,
 }
 
+// DefaultLimits returns a copy of the built-in limits, so that no caller can
+// change them for the others.
+func DefaultLimits() Limits { return defaultLimits }
+
 // WithDefaults returns l with every zero field replaced by its default.
 func (l Limits) WithDefaults() Limits {
-	d := DefaultLimits
+	d := defaultLimits
 	if l.WallTime == 0 {
 		l.WallTime = d.WallTime
 	}

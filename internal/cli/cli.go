@@ -451,7 +451,7 @@ func (o *runOpts) timeout() string {
 	if o.limits.WallTime != 0 {
 		return o.limits.WallTime.String()
 	}
-	return spec.DefaultLimits.WallTime.String()
+	return spec.DefaultLimits().WallTime.String()
 }
 
 // printJSON writes res as one JSON line, the captured output escaped
@@ -483,7 +483,7 @@ func buildEnv(prof policy.Profile, flags []string) (env, skipped []string, err e
 	}
 	env, skipped, err = policy.BuildEnv(policy.EnvSources{
 		Caller:      os.Environ(),
-		Passthrough: append(append([]string(nil), policy.DefaultPassthrough...), prof.Env.Passthrough...),
+		Passthrough: append(append([]string(nil), policy.DefaultPassthrough()...), prof.Env.Passthrough...),
 		Set:         set,
 		Waive:       prof.Env.Waive,
 	})

@@ -86,7 +86,7 @@ func fullEvent() Event {
 		Argv:            []string{"sh", "-c", "echo \"<a&b>\"\n\x1b[31m\u2028", "bad\xffutf8"},
 		Dir:             "/work",
 		EnvNames:        []string{"HOME", "PATH"},
-		Limits:          spec.DefaultLimits,
+		Limits:          spec.DefaultLimits(),
 		ExitCode:        -1,
 		Signal:          9,
 		DurationNS:      int64(1500 * time.Millisecond),
@@ -199,7 +199,7 @@ func TestSetSpecAndResult(t *testing.T) {
 		Denials:    []spec.Denial{{Syscall: "chmod"}, {Syscall: "connect"}},
 	}
 	e.SetResult(r)
-	wantLimits := spec.DefaultLimits
+	wantLimits := spec.DefaultLimits()
 	wantLimits.WallTime = time.Minute
 	want := Event{
 		Profile: "build", Backend: "landlock",

@@ -27,7 +27,7 @@ func testEvent(w, seq int) Event {
 		Layers:   []string{"landlock", "seccomp"},
 		Argv:     []string{"writer", strconv.Itoa(w), strconv.Itoa(seq), strings.Repeat("x", 10+(w*7+seq*13)%200)},
 		EnvNames: EnvNames([]string{"PATH=/usr/bin", "HOME=/tmp"}),
-		Limits:   spec.DefaultLimits,
+		Limits:   spec.DefaultLimits(),
 		Guarantees: []spec.Guarantee{
 			{Name: "no-network", Mechanism: "seccomp"},
 			{Name: "no-foreign-signals", Waived: true},

@@ -89,7 +89,7 @@ func DefaultSystemReadExec() []string {
 	return append(out, sysEntries...)
 }
 
-// DefaultDevices returns the character devices granted by default. The
+// DefaultDevices() returns the character devices granted by default. The
 // caller should give the command no controlling terminal (setsid): opening
 // /dev/tty then fails with ENXIO, and IOCTL_DEV on it cannot be used for
 // TIOCSTI injection into the caller's terminal.

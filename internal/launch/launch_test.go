@@ -44,8 +44,8 @@ func testPlan(t *testing.T, script string) *plan.Plan {
 		},
 		Seccomp:       plan.Seccomp{NotifyMetadata: true, NotifyConnect: true},
 		WritableRoots: []string{dir},
-		WallTime:      spec.DefaultLimits.WallTime,
-		KillGrace:     spec.DefaultLimits.KillGrace,
+		WallTime:      spec.DefaultLimits().WallTime,
+		KillGrace:     spec.DefaultLimits().KillGrace,
 		Namespaces: &plan.Namespaces{
 			UIDs: uids, GIDs: gids, Setgroups: setgroups,
 			Private:    nsinit.DefaultPrivate,
