@@ -46,6 +46,9 @@ func (p *Program) Start() (int, error) {
 	if p.path == nil || len(p.argv) == 0 || p.argv[len(p.argv)-1] != nil {
 		return 0, fmt.Errorf("spawn: program has no command")
 	}
+	if err := p.Validate(); err != nil {
+		return 0, err
+	}
 	if p.shared == nil {
 		b, err := unix.Mmap(-1, 0, 4096, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_ANONYMOUS)
 		if err != nil {
@@ -427,8 +430,15 @@ func runOps(p *Program, ops []Op) bool {
 	for i := 0; i < len(ops); i++ {
 		o := &ops[i]
 		a := o.args
+		// Validate refused every index out of range before the fork;
+		// the comparisons here only spare the compiler's bounds checks
+		// (a panic cannot run in this child) and can never be false.
 		if o.fromSlot >= 0 {
-			a[o.slotArg&7%6] = p.slots[o.fromSlot&15]
+			if uint(o.slotArg) >= uint(len(a)) || uint(o.fromSlot) >= uint(len(p.slots)) {
+				fail(p, o.step, syscall.EINVAL)
+				return false
+			}
+			a[o.slotArg] = p.slots[o.fromSlot]
 		}
 		r, _, e := syscall.RawSyscall6(o.nr, a[0], a[1], a[2], a[3], a[4], a[5])
 		if e != 0 {
@@ -443,15 +453,15 @@ func runOps(p *Program, ops []Op) bool {
 			return false
 		}
 		want := o.want
-		if o.wantSlot >= 0 {
-			want = p.slots[o.wantSlot&15]
+		if o.wantSlot >= 0 && uint(o.wantSlot) < uint(len(p.slots)) {
+			want = p.slots[o.wantSlot]
 		}
 		if o.wantSet && r != want {
 			fail(p, o.step, 0)
 			return false
 		}
-		if o.toSlot >= 0 {
-			p.slots[o.toSlot&15] = r
+		if o.toSlot >= 0 && uint(o.toSlot) < uint(len(p.slots)) {
+			p.slots[o.toSlot] = r
 		}
 		if o.storeAt != nil {
 			*o.storeAt = int32(r)
