@@ -96,6 +96,14 @@ func NewLauncher(maxConcurrent int) *Launcher {
 
 var defaultLauncher = &Launcher{}
 
+// Init must be called first thing in main by every program that calls
+// RunCommand. A run re-executes the program itself as its helpers (the
+// reaper that cleans up when the caller dies, bubblewrap's supervisor and
+// init); Init turns such a re-execution into that helper and never
+// returns there, and returns at once in the program's own start. Without
+// it RunCommand refuses (spec.ErrLaunch).
+func Init() { launch.Dispatch() }
+
 // RunCommand runs s under the profile that c is bound to. It refuses a nil,
 // forged, revoked, expired or mismatched capability, an invalid spec, and
 // any guarantee the host cannot enforce that the profile does not waive,

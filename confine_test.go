@@ -20,6 +20,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	confine.Init()
 	// In a simulated container the whole test binary (the launcher of
 	// these in-process runs) is under the namespace-blocking filter.
 	testutil.WrapContainer(true)

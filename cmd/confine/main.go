@@ -5,9 +5,11 @@ package main
 import (
 	"os"
 
+	"github.com/confine-sandbox/confine"
 	"github.com/confine-sandbox/confine/internal/cli"
 )
 
 func main() {
+	confine.Init()
 	os.Exit(cli.Main(os.Args[1:], os.Stdout, os.Stderr))
 }

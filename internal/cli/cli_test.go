@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/confine-sandbox/confine"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +17,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	confine.Init()
 	testutil.WrapContainer(false)
 	if os.Getenv(testutil.CLIEnv) == "1" {
 		os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))

@@ -4,8 +4,9 @@
 // the supervisor, hands it the plan, captures the command's output with
 // bounded memory, relays cancellation and collects the report.
 //
-// Any binary that links this package can act as its own supervisor and
-// bubblewrap init: init dispatches on argv[0] before main runs.
+// Any binary that links this package can act as its own reaper,
+// bubblewrap supervisor and init: Dispatch, which main calls through
+// confine.Init, turns it into the one its argv[0] names.
 package launch
 
 import (
@@ -17,6 +18,7 @@ import (
 	"io/fs"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"github.com/confine-sandbox/confine/internal/bwrap"
 	"github.com/confine-sandbox/confine/internal/capture"
@@ -29,9 +31,18 @@ import (
 	"github.com/confine-sandbox/confine/spec"
 )
 
-func init() {
-	// These processes are helpers of a run, not the host program: they
-	// must never reach its main.
+// dispatched records that Dispatch ran: a run re-executes its own program
+// as the reaper or the bubblewrap supervisor and init, and a program that
+// never dispatches would start its own main in their place.
+var dispatched atomic.Bool
+
+// Dispatch turns this process into the run helper its argv[0] names (the
+// reaper, the bubblewrap supervisor, bubblewrap's init and stage-3) and
+// never returns then; otherwise it returns at once. confine.Init calls it
+// first thing in main, as runc's init does, so helpers never reach the
+// host program's own code.
+func Dispatch() {
+	dispatched.Store(true)
 	if len(os.Args) == 0 {
 		return
 	}
@@ -44,6 +55,10 @@ func init() {
 		os.Exit(stage2.Main())
 	}
 }
+
+// ErrNoInit is returned by Run in a program that never called Dispatch
+// (confine.Init): its re-executions as a run's helpers would run its main.
+var ErrNoInit = errors.New("confine.Init() was not called at the start of main")
 
 // IO connects a run to the caller.
 type IO struct {
@@ -95,6 +110,9 @@ type Fallback struct {
 // to finish. A cancelled ctx ends the command's whole tree (SIGTERM,
 // grace, SIGKILL).
 func Run(ctx context.Context, p *plan.Plan, fb Fallback, pio IO) (*Outcome, error) {
+	if !dispatched.Load() {
+		return nil, fmt.Errorf("%w: %w", spec.ErrLaunch, ErrNoInit)
+	}
 	if p.Namespaces == nil || p.Namespaces.Bwrap == "" {
 		out, err := runDirect(ctx, p, pio)
 		var nse *errNamespaces

@@ -2,6 +2,7 @@ package launch
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -57,6 +58,22 @@ func testPlan(t *testing.T, script string) *plan.Plan {
 func needUserNS(t *testing.T) {
 	if h := host.Probe(); !h.UserNS {
 		t.Skipf("not applicable on this host: user namespaces unavailable (%s)", h.UserNSErr)
+	}
+}
+
+func TestMain(m *testing.M) {
+	Dispatch()
+	os.Exit(m.Run())
+}
+
+// A program that never dispatched is refused: its re-executions as a
+// run's helpers would otherwise run its own main.
+func TestRunNeedsDispatch(t *testing.T) {
+	dispatched.Store(false)
+	defer dispatched.Store(true)
+	_, err := Run(context.Background(), &plan.Plan{}, Fallback{}, IO{})
+	if !errors.Is(err, ErrNoInit) || !errors.Is(err, spec.ErrLaunch) {
+		t.Fatalf("err = %v, want ErrNoInit", err)
 	}
 }
 
