@@ -572,7 +572,7 @@ func newCheck(stdout io.Writer) *cobra.Command {
 			// The ledger for every backend that can run here, so a user
 			// sees what each one enforces and what --backend would give.
 			var per []backendLedger
-			for _, p := range provider.Registry {
+			for _, p := range provider.Registry() {
 				if avail, _ := p.Available(h); !avail || len(p.Ledger()) == 0 {
 					continue
 				}

@@ -64,8 +64,11 @@ type Provider interface {
 	Ledger() []ledger.Layer
 }
 
-// Registry is the Linux order.
-var Registry = []Provider{namespaces{}, core{}, bubblewrap{}, firecracker, container}
+// registry is the Linux order.
+var registry = []Provider{namespaces{}, core{}, bubblewrap{}, firecracker, container}
+
+// Registry returns the backends in the Linux order (a copy).
+func Registry() []Provider { return slices.Clone(registry) }
 
 // Lookup returns the provider a --backend value names: its name or one of
 // the short forms namespaces/ns, core, bwrap, microvm, docker/podman.
@@ -82,7 +85,7 @@ func Lookup(name string) (Provider, bool) {
 	case "docker", "podman":
 		name = Container
 	}
-	for _, p := range Registry {
+	for _, p := range registry {
 		if p.Name() == name {
 			return p, true
 		}
@@ -121,14 +124,14 @@ func Select(h host.Info, r Request) (Selection, error) {
 		var ok bool
 		if want, ok = Lookup(r.Backend); !ok {
 			var names []string
-			for _, p := range Registry {
+			for _, p := range registry {
 				names = append(names, p.Name())
 			}
 			return Selection{}, fmt.Errorf("%w: unknown backend %q (known: auto, %s)", spec.ErrInvalidSpec, r.Backend, strings.Join(names, ", "))
 		}
 	}
 	var sel Selection
-	for _, p := range Registry {
+	for _, p := range registry {
 		reason := ""
 		ok, why := p.Available(h)
 		switch {

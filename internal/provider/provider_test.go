@@ -93,8 +93,8 @@ func TestSelect(t *testing.T) {
 			if !strings.Contains(names(sel.Skipped), tt.skipped) {
 				t.Fatalf("skipped %q lacks %q", names(sel.Skipped), tt.skipped)
 			}
-			if got != "" && len(sel.Skipped) != len(Registry)-1 {
-				t.Fatalf("skipped %d of %d providers: %s", len(sel.Skipped), len(Registry), names(sel.Skipped))
+			if got != "" && len(sel.Skipped) != len(Registry())-1 {
+				t.Fatalf("skipped %d of %d providers: %s", len(sel.Skipped), len(Registry()), names(sel.Skipped))
 			}
 		})
 	}
