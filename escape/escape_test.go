@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/confine-sandbox/confine"
 	"io"
 	"os"
 	"os/exec"
@@ -44,6 +45,9 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	// This binary is also the suite's confine CLI (CLIEnv): its runs
+	// re-execute it as their helpers.
+	confine.Init()
 	testutil.WrapContainer(false)
 	if os.Getenv(testutil.CLIEnv) == "1" {
 		os.Exit(cli.Main(os.Args[1:], os.Stdout, os.Stderr))
@@ -278,6 +282,10 @@ type fixture struct {
 	// mustReport: a confined run that produces no probe report (confine
 	// refused, or the probe died) fails instead of counting as blocked.
 	mustReport bool
+	// mayRefuse: the confined run may be refused by confine (exit 125)
+	// as its outcome; without it a refusal fails the row, since the
+	// attack was never attempted.
+	mayRefuse bool
 }
 
 func (f *fixture) argv(vector string) []string {
@@ -451,6 +459,12 @@ func runVector(t *testing.T, u testutil.User, vc vcase, backend string) {
 			t.Skipf("KNOWN GAP, %s: %s", vc.knownGap, msg)
 		}
 		t.Fatal(msg)
+	}
+	if fo.code == 125 && !fo.hasReport && !ff.mayRefuse {
+		// confine itself refused (or failed to start) the run: nothing
+		// was attempted, so it proves nothing about the vector.
+		cell.confined = "REFUSED"
+		t.Fatalf("confine refused the run, so the attack was never attempted (%s)\nstderr: %s", fo.brief(), stderr)
 	}
 	if ff.mustReport && !(fo.hasReport && fo.report.Outcome == "blocked") {
 		cell.confined = "NO REPORT"
