@@ -395,11 +395,13 @@ func Cases() []Case {
 			return Fixture{Args: []string{"64"}}, nil
 		}},
 		// bounded-processes: a small bomb. The control starts 20 processes;
-		// the confined run asks for 200 under --max-procs 64, so a limit
-		// that does not hold costs 200 sleeping processes, never the host.
+		// the confined run asks for 400 under --max-procs 64: more than the
+		// 64+300 a PID namespace's pid_max may allow (nsinit.PidMax), and
+		// a limit that does not hold costs 400 sleeping processes, never
+		// the host.
 		Case{Guarantee: policy.GProcesses, Name: "fork-bomb", Vector: "fork-bomb", Setup: func(e *Env) (Fixture, error) {
 			if e.Confined {
-				return Fixture{Args: []string{"200"}, RunFlags: []string{"--max-procs", "64"}, MustReport: true}, nil
+				return Fixture{Args: []string{"400"}, RunFlags: []string{"--max-procs", "64"}, MustReport: true}, nil
 			}
 			return Fixture{Args: []string{"20"}}, nil
 		}},

@@ -329,14 +329,16 @@ func (r *runner) one(c Case) VectorResult {
 		}
 		r.note(fo.result)
 	}
-	var problems []string
+	var problems, seen []string
 	if fo.code == 0 && fo.err == nil && !ff.ProbeMayEscape {
 		problems = append(problems, "the probe reports the attack worked")
 	}
 	if ff.Effect != nil {
-		if ok, d := ff.Effect(); ok {
+		ok, d := ff.Effect()
+		if ok {
 			problems = append(problems, "the selftest saw the effect: "+d)
 		}
+		seen = append(seen, d)
 	}
 	if ff.Intact != nil {
 		if err := ff.Intact(); err != nil {
@@ -354,9 +356,16 @@ func (r *runner) one(c Case) VectorResult {
 	case ff.MustReport && !(fo.hasReport && fo.report.Outcome == "blocked"):
 		vr.Verdict = Error
 		vr.Confined = "no blocked report from the probe, so nothing was proven: " + fo.brief()
+	case ff.ProbeMayEscape:
+		// The probe's own success is not the verdict: say what was seen.
+		vr.Verdict = Blocked
+		vr.Confined = strings.Join(seen, "; ") + "; probe: " + fo.brief()
 	default:
 		vr.Verdict = Blocked
 		vr.Confined = fo.brief()
+		if len(seen) > 0 {
+			vr.Confined += "; seen: " + strings.Join(seen, "; ")
+		}
 	}
 	return vr
 }
@@ -476,32 +485,31 @@ type outcome struct {
 	result         *spec.CommandResult
 }
 
+// brief renders the outcome, the probe's detail first (the table clips
+// the end): "connect: EPERM (operation not permitted) [exit 1]".
 func (o outcome) brief() string {
-	var b strings.Builder
+	var status string
 	switch {
 	case o.err != nil:
-		fmt.Fprintf(&b, "could not run: %v", o.err)
-		return b.String()
+		return fmt.Sprintf("could not run: %v", o.err)
 	case o.refused:
-		fmt.Fprintf(&b, "confine refused the run (exit %d): %s", o.code, oneLine(o.stderr, 300))
-		return b.String()
+		return fmt.Sprintf("confine refused the run: %s [exit %d]", oneLine(o.stderr, 300), o.code)
 	case o.limitHit:
-		fmt.Fprintf(&b, "killed by the selftest after %v", runLimit)
+		status = fmt.Sprintf("killed by the selftest after %v", runLimit)
 	case o.timedOut:
-		b.WriteString("timed out")
+		status = "timed out"
 	case o.signal != 0:
-		fmt.Fprintf(&b, "killed by signal %d (%v)", int(o.signal), o.signal)
+		status = fmt.Sprintf("killed by signal %d (%v)", int(o.signal), o.signal)
 	default:
-		fmt.Fprintf(&b, "exit %d", o.code)
+		status = fmt.Sprintf("exit %d", o.code)
 	}
-	if o.hasReport {
-		fmt.Fprintf(&b, ", %s: %s", o.report.Outcome, oneLine(o.report.Detail, 200))
-	} else if s := strings.TrimSpace(o.stderr); s != "" {
-		fmt.Fprintf(&b, ", no probe report; stderr: %s", oneLine(s, 200))
-	} else {
-		b.WriteString(", no probe report")
+	switch {
+	case o.hasReport:
+		return fmt.Sprintf("%s [%s, %s]", oneLine(o.report.Detail, 300), o.report.Outcome, status)
+	case strings.TrimSpace(o.stderr) != "":
+		return fmt.Sprintf("no probe report; stderr: %s [%s]", oneLine(o.stderr, 300), status)
 	}
-	return b.String()
+	return fmt.Sprintf("no probe report [%s]", status)
 }
 
 // execute runs cmd to completion (at most runLimit).
