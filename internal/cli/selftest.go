@@ -4,12 +4,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/confine-sandbox/confine/internal/probe"
 	"github.com/confine-sandbox/confine/internal/provider"
 	"github.com/confine-sandbox/confine/internal/selftest"
+	"github.com/confine-sandbox/confine/policy"
 )
 
 // runProbe is `confine __probe VECTOR ARGS...`: the escape probe carried in
@@ -21,7 +24,7 @@ func runProbe(args []string) int {
 
 func newSelftest(stdout, stderr io.Writer) *cobra.Command {
 	var asJSON, quiet bool
-	var backend, dir string
+	var backend, dir, profile string
 	var only []string
 	cmd := &cobra.Command{
 		Use:   "selftest",
@@ -48,7 +51,19 @@ the selftest could not run (or could not judge a vector).`,
 			if err != nil {
 				return &exitError{ExitConfine, fmt.Sprintf("selftest: this binary's path: %v", err)}
 			}
-			o := selftest.Options{Confine: self, Backend: backend, Dir: dir}
+			if profile != "" {
+				// A profile file is read by every confined run: make its
+				// path absolute, as their work directories differ.
+				if _, err := policy.ResolveProfile(profile); err != nil {
+					return &exitError{ExitConfine, err.Error()}
+				}
+				if strings.ContainsRune(profile, '/') {
+					if profile, err = filepath.Abs(profile); err != nil {
+						return &exitError{ExitConfine, err.Error()}
+					}
+				}
+			}
+			o := selftest.Options{Confine: self, Backend: backend, Dir: dir, Profile: profile}
 			if !quiet {
 				o.Progress = stderr
 			}
@@ -77,6 +92,7 @@ the selftest could not run (or could not judge a vector).`,
 	f.BoolVar(&asJSON, "json", false, "print the report as one JSON object")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress lines on stderr")
 	f.StringVar(&backend, "backend", "auto", "backend of the confined runs: auto, namespaces, core, bwrap")
+	f.StringVar(&profile, "profile", "", "profile of the confined runs (default: default); a guarantee it waives is attacked all the same")
 	f.StringVar(&dir, "dir", "", "where to make the scratch directory (default $TMPDIR or /tmp); must allow exec")
 	f.StringArrayVar(&only, "vector", nil, "run only this vector or every vector of this guarantee (repeatable)")
 	return cmd

@@ -19,8 +19,12 @@ func (rep *Report) WriteJSON(w io.Writer) error {
 // runs reported, then one line per vector (control, confined, verdict),
 // then the summary.
 func (rep *Report) WriteText(w io.Writer) error {
-	fmt.Fprintf(w, "confine selftest as uid %d, --backend %s: confined runs used %s (layers %s)\n\n",
-		rep.UID, rep.Backend, orNone(strings.Join(rep.Backends, ", ")), orNone(strings.Join(rep.Layers, ", ")))
+	prof := ""
+	if rep.Profile != "" {
+		prof = ", --profile " + rep.Profile
+	}
+	fmt.Fprintf(w, "confine selftest as uid %d, --backend %s%s: confined runs used %s (layers %s)\n\n",
+		rep.UID, rep.Backend, prof, orNone(strings.Join(rep.Backends, ", ")), orNone(strings.Join(rep.Layers, ", ")))
 	byG := map[string][]VectorResult{}
 	vw, cw := len("vector"), len("control")
 	for _, v := range rep.Vectors {

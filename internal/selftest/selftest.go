@@ -51,6 +51,8 @@ type Options struct {
 	// Backend is the --backend of every confined run ("" or "auto": the
 	// default selection).
 	Backend string
+	// Profile is the --profile of every confined run ("": the default).
+	Profile string
 	// Dir is where the scratch directory is made ("": os.TempDir()).
 	Dir string
 	// Only limits the run to these case or guarantee names (empty: all).
@@ -93,6 +95,7 @@ type GuaranteeResult struct {
 type Report struct {
 	UID        int               `json:"uid"`
 	Backend    string            `json:"backend_requested"`
+	Profile    string            `json:"profile,omitempty"`
 	Backends   []string          `json:"backends"`
 	Layers     []string          `json:"layers"`
 	Guarantees []GuaranteeResult `json:"guarantees"`
@@ -160,7 +163,7 @@ func Run(o Options, cases []Case) (*Report, error) {
 	if err := r.sanity(); err != nil {
 		return nil, err
 	}
-	rep := &Report{UID: os.Geteuid(), Backend: o.Backend}
+	rep := &Report{UID: os.Geteuid(), Backend: o.Backend, Profile: o.Profile}
 	if rep.Backend == "" {
 		rep.Backend = "auto"
 	}
@@ -416,6 +419,9 @@ func (r *runner) confinedArgv(e *Env, f *Fixture, argv []string) outcome {
 	args := []string{"run", "--json", "--event-log", "off", "--timeout", "2m", "--workdir", e.Workdir, "--ro", r.bin}
 	if r.opts.Backend != "" {
 		args = append(args, "--backend", r.opts.Backend)
+	}
+	if r.opts.Profile != "" {
+		args = append(args, "--profile", r.opts.Profile)
 	}
 	args = append(args, f.RunFlags...)
 	args = append(args, "--", r.probe, ProbeCommand)
