@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/confine-sandbox/confine/internal/ledger"
 	"github.com/confine-sandbox/confine/internal/selftest"
 	"github.com/confine-sandbox/confine/internal/testutil"
-	"github.com/confine-sandbox/confine/policy"
 )
 
 // TestSelftest runs the whole `confine selftest --json` as each user,
@@ -55,7 +55,7 @@ func testSelftest(t *testing.T, u testutil.User, backend string) {
 	for _, g := range rep.Guarantees {
 		byG[g.Name] = g
 	}
-	for _, name := range policy.AllGuarantees {
+	for _, name := range ledger.Names() {
 		g, ok := byG[name]
 		if !ok || len(g.Vectors) == 0 {
 			t.Errorf("%s: no vector in the report", name)

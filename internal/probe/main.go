@@ -206,9 +206,6 @@ func init() {
 		"perf":           {"", 0, 0, vPerf},
 		"userfaultfd":    {"", 0, 0, vUserfaultfd},
 
-		// privilege
-		"capabilities": {"", 0, 0, vCapabilities},
-
 		// resources and leftovers
 		"setsid-daemon": {"MARKER-PATH", 1, 1, vSetsidDaemon},
 		"privilege":     {"", 0, 0, vPrivilege},

@@ -2,7 +2,6 @@ package probe
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -12,33 +11,60 @@ import (
 // capability in its effective, permitted, inheritable, ambient or bounding
 // set, or no no_new_privs (a set-user-ID program would then raise it). It
 // escapes when any is present: the unconfined control always has the full
-// bounding set and no no_new_privs.
+// bounding set and no no_new_privs. It asks the kernel (capget, prctl)
+// rather than /proc/self/status, which a sandbox may make unreadable: a
+// failed read must not pass for "no privilege", so a question the kernel
+// does not answer is an error, never "blocked".
 func vPrivilege([]string) result {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return blocked("read /proc/self/status", err)
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return usage("cannot observe the capability sets: capget: %s", errString(err))
 	}
+	join := func(lo, hi uint32) uint64 { return uint64(hi)<<32 | uint64(lo) }
 	var held []string
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		v = strings.TrimSpace(v)
-		switch k {
-		case "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb":
-			if strings.Trim(v, "0") != "" {
-				held = append(held, k+"="+v)
-			}
-		case "NoNewPrivs":
-			if v != "1" {
-				held = append(held, "NoNewPrivs="+v)
-			}
+	for _, s := range []struct {
+		name string
+		v    uint64
+	}{
+		{"CapEff", join(data[0].Effective, data[1].Effective)},
+		{"CapPrm", join(data[0].Permitted, data[1].Permitted)},
+		{"CapInh", join(data[0].Inheritable, data[1].Inheritable)},
+	} {
+		if s.v != 0 {
+			held = append(held, fmt.Sprintf("%s=%x", s.name, s.v))
 		}
 	}
-	// Cross-check the status file with the kernel's own answer.
-	if nnp, err := unix.PrctlRetInt(unix.PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0); err == nil && nnp != 1 {
-		held = append(held, fmt.Sprintf("PR_GET_NO_NEW_PRIVS=%d", nnp))
+	// The bounding and ambient sets, one capability at a time, up to the
+	// first number the kernel does not know (EINVAL).
+	var bounding, ambient uint64
+	for c := 0; c < 64; c++ {
+		r, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, uintptr(c), 0, 0, 0)
+		if err == unix.EINVAL {
+			break
+		}
+		if err != nil {
+			return usage("cannot observe the bounding set: prctl(PR_CAPBSET_READ, %d): %s", c, errString(err))
+		}
+		if r == 1 {
+			bounding |= 1 << c
+		}
+		if r, err := unix.PrctlRetInt(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_IS_SET, uintptr(c), 0, 0); err == nil && r == 1 {
+			ambient |= 1 << c
+		}
+	}
+	if bounding != 0 {
+		held = append(held, fmt.Sprintf("CapBnd=%x", bounding))
+	}
+	if ambient != 0 {
+		held = append(held, fmt.Sprintf("CapAmb=%x", ambient))
+	}
+	nnp, err := unix.PrctlRetInt(unix.PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0)
+	if err != nil {
+		return usage("cannot observe no_new_privs: %s", errString(err))
+	}
+	if nnp != 1 {
+		held = append(held, fmt.Sprintf("NoNewPrivs=%d", nnp))
 	}
 	if len(held) > 0 {
 		return escaped("privilege held: %s", strings.Join(held, " "))

@@ -15,7 +15,7 @@ import (
 
 // Case is one row of the selftest: an attack on one guarantee.
 type Case struct {
-	// Guarantee is the name (policy.AllGuarantees) the attack targets.
+	// Guarantee is the name (ledger.Names) the attack targets.
 	Guarantee string
 	// Name names the row; Vector is the probe vector it runs.
 	Name, Vector string
@@ -110,8 +110,9 @@ func modeChanged(p string) func() (bool, string) {
 // utimesStamp is the mtime the probe's utimes vector sets.
 const utimesStamp = 1000000000
 
-// Cases is the selftest's table: at least one attack per guarantee of
-// policy.AllGuarantees, each set up as the escape suite sets it up.
+// Cases is the selftest's table: at least one attack per guarantee of the
+// ledger, each named and set up as the escape suite's row of that name
+// (the ledger lists those rows per guarantee).
 func Cases() []Case {
 	cs := []Case{
 		// no-network
@@ -388,7 +389,7 @@ func Cases() []Case {
 
 		// bounded-resources: the probe asks for 2 GiB under --memory 1GiB
 		// (the Go runtime itself needs about 800 MiB of address space).
-		Case{Guarantee: policy.GResources, Name: "memory-bomb", Vector: "memory-bomb", Setup: func(e *Env) (Fixture, error) {
+		Case{Guarantee: policy.GResources, Name: "memory-bomb-1GiB", Vector: "memory-bomb", Setup: func(e *Env) (Fixture, error) {
 			if e.Confined {
 				return Fixture{Args: []string{"2048"}, RunFlags: []string{"--memory", "1GiB"}, MustReport: true}, nil
 			}
@@ -424,7 +425,7 @@ func Cases() []Case {
 		}},
 
 		// no-privilege
-		plain(policy.GNoPrivilege, "capabilities"),
+		plain(policy.GNoPrivilege, "privilege"),
 	)
 	return cs
 }

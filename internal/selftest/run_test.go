@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/confine-sandbox/confine"
 	"github.com/confine-sandbox/confine/internal/cli"
 	"github.com/confine-sandbox/confine/internal/selftest"
 	"github.com/confine-sandbox/confine/policy"
@@ -13,6 +14,7 @@ import (
 
 // The test binary plays confine: `run` and `__probe` go to the CLI.
 func TestMain(m *testing.M) {
+	confine.Init()
 	if len(os.Args) > 1 && (os.Args[1] == "run" || os.Args[1] == selftest.ProbeCommand) {
 		os.Exit(cli.Main(os.Args[1:], os.Stdout, os.Stderr))
 	}

@@ -25,7 +25,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/confine-sandbox/confine/policy"
+	"github.com/confine-sandbox/confine/internal/ledger"
 	"github.com/confine-sandbox/confine/spec"
 )
 
@@ -183,7 +183,7 @@ func Run(o Options, cases []Case) (*Report, error) {
 func (rep *Report) summarise() {
 	byName := map[string]*GuaranteeResult{}
 	var order []string
-	for _, g := range policy.AllGuarantees {
+	for _, g := range ledger.Names() {
 		byName[g] = &GuaranteeResult{Name: g}
 		order = append(order, g)
 	}
