@@ -7,14 +7,17 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// vPrivilege looks for privilege the process could still use or gain: any
-// capability in its effective, permitted, inheritable, ambient or bounding
-// set, or no no_new_privs (a set-user-ID program would then raise it). It
-// escapes when any is present: the unconfined control always has the full
-// bounding set and no no_new_privs. It asks the kernel (capget, prctl)
-// rather than /proc/self/status, which a sandbox may make unreadable: a
-// failed read must not pass for "no privilege", so a question the kernel
-// does not answer is an error, never "blocked".
+// vPrivilege looks for privilege the process holds or can gain: any
+// capability in its effective, permitted, inheritable or ambient set, or
+// no no_new_privs (executing a set-user-ID program or one with file
+// capabilities would then raise it, whatever the bounding set: a
+// set-user-ID root program still gives uid 0). A bounding set left
+// non-empty under no_new_privs grants nothing (no execve can raise
+// capabilities then, and a new user namespace starts with a full set of its
+// own anyway): it is reported, not counted. The unconfined control has
+// no_new_privs off. It asks the kernel (capget, prctl) rather than
+// /proc/self/status, which a sandbox may make unreadable: a question the
+// kernel does not answer is an error, never "blocked".
 func vPrivilege([]string) result {
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
@@ -53,9 +56,6 @@ func vPrivilege([]string) result {
 			ambient |= 1 << c
 		}
 	}
-	if bounding != 0 {
-		held = append(held, fmt.Sprintf("CapBnd=%x", bounding))
-	}
 	if ambient != 0 {
 		held = append(held, fmt.Sprintf("CapAmb=%x", ambient))
 	}
@@ -66,8 +66,12 @@ func vPrivilege([]string) result {
 	if nnp != 1 {
 		held = append(held, fmt.Sprintf("NoNewPrivs=%d", nnp))
 	}
+	bnd := fmt.Sprintf("CapBnd=%x", bounding)
 	if len(held) > 0 {
-		return escaped("privilege held: %s", strings.Join(held, " "))
+		return escaped("privilege held or gainable: %s (%s)", strings.Join(held, " "), bnd)
+	}
+	if bounding != 0 {
+		return blockedf("no capability in the effective, permitted, inheritable or ambient set, no_new_privs set (%s left, which no_new_privs keeps from granting anything)", bnd)
 	}
 	return blockedf("no capability in any set, no_new_privs set")
 }
