@@ -27,6 +27,7 @@ import (
 	"github.com/confine-sandbox/confine/internal/host"
 	"github.com/confine-sandbox/confine/internal/ledger"
 	"github.com/confine-sandbox/confine/internal/provider"
+	"github.com/confine-sandbox/confine/internal/selftest"
 	"github.com/confine-sandbox/confine/policy"
 	"github.com/confine-sandbox/confine/spec"
 )
@@ -49,6 +50,9 @@ func (e *exitError) Error() string { return e.msg }
 
 // Main runs the CLI with args and returns the process exit status.
 func Main(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == selftest.ProbeCommand {
+		return runProbe(args[1:])
+	}
 	root := newRoot(stdout, stderr)
 	root.SetArgs(args)
 	err := root.Execute()
@@ -78,7 +82,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &exitError{ExitConfine, err.Error()}
 	})
-	root.AddCommand(newRun(stdout, stderr), newCheck(stdout), newVersion(stdout), newCap(stdout), newInspect(stdout))
+	root.AddCommand(newRun(stdout, stderr), newCheck(stdout), newVersion(stdout), newCap(stdout), newInspect(stdout), newSelftest(stdout, stderr))
 	return root
 }
 

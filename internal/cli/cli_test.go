@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/confine-sandbox/confine/internal/selftest"
 	"github.com/confine-sandbox/confine/internal/testutil"
 	"github.com/confine-sandbox/confine/spec"
 )
@@ -19,7 +20,9 @@ import (
 func TestMain(m *testing.M) {
 	confine.Init()
 	testutil.WrapContainer(false)
-	if os.Getenv(testutil.CLIEnv) == "1" {
+	// `__probe` too: the selftest runs this binary's copy as the probe
+	// with an environment of its own.
+	if os.Getenv(testutil.CLIEnv) == "1" || len(os.Args) > 1 && os.Args[1] == selftest.ProbeCommand {
 		os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
 	}
 	code := m.Run()

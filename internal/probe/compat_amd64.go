@@ -1,10 +1,10 @@
 // The i386 (INT $0x80) and x32 probes. Both run in a re-executed child of
-// the probe (see runIsolated and the package comment in main.go): when a
+// the probe (see runIsolated and the package comment): when a
 // seccomp filter kills or traps the foreign-ABI call, the child dies of
 // SIGSYS and the parent reports "blocked" with detail "killed by SIGSYS" or
 // "crashed: SIGSYS: bad system call (seccomp trap)".
 
-package main
+package probe
 
 import (
 	"encoding/binary"

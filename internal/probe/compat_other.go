@@ -1,6 +1,6 @@
 //go:build !amd64
 
-package main
+package probe
 
 import "runtime"
 

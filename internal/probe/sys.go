@@ -1,10 +1,9 @@
-package main
+package probe
 
 import (
 	"bytes"
 	"encoding/binary"
 	"os"
-	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
@@ -44,7 +43,7 @@ func newUserns(what string, sys *syscall.SysProcAttr) result {
 		return blocked("find own executable for "+what, err)
 	}
 	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(exe, hiddenUsernsCheck)
+	cmd := selfCommand(exe, hiddenUsernsCheck)
 	cmd.SysProcAttr = sys
 	cmd.Stdin = bytes.NewReader(nil)
 	cmd.Stdout = &stdout

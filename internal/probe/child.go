@@ -1,4 +1,4 @@
-package main
+package probe
 
 import (
 	"bytes"
@@ -56,7 +56,7 @@ func runIsolated(name string, args []string, fn func([]string) result) int {
 		return report(name, fn(args))
 	}
 	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(exe, append([]string{hiddenChild, name}, args...)...)
+	cmd := selfCommand(exe, append([]string{hiddenChild, name}, args...)...)
 	if null := devNull(); null != nil {
 		defer null.Close()
 		cmd.Stdin = null

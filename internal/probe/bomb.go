@@ -1,4 +1,4 @@
-package main
+package probe
 
 import (
 	"fmt"
@@ -61,7 +61,7 @@ func vSetsidDaemon(args []string) result {
 		return blocked("pipe", err)
 	}
 	attr := &os.ProcAttr{Files: []*os.File{files[0], files[1], errW}, Sys: &syscall.SysProcAttr{Setsid: true}}
-	p, err := os.StartProcess(exe, []string{exe, hiddenDaemonMid, markerPath}, attr)
+	p, err := os.StartProcess(exe, selfArgv(exe, hiddenDaemonMid, markerPath), attr)
 	done()
 	errW.Close()
 	if err != nil {
@@ -106,7 +106,7 @@ func daemonMid(args []string) int {
 		fmt.Fprintln(os.Stderr, "standard files:", errString(err))
 		return exitBlocked
 	}
-	p, err := os.StartProcess(exe, []string{exe, hiddenDaemonSleep, args[0]}, &os.ProcAttr{Files: files})
+	p, err := os.StartProcess(exe, selfArgv(exe, hiddenDaemonSleep, args[0]), &os.ProcAttr{Files: files})
 	done()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start grandchild:", errString(err))
@@ -159,7 +159,7 @@ func vForkBomb(args []string) result {
 	var procs []*os.Process
 	var stopErr error
 	for len(procs) < limit {
-		p, err := os.StartProcess(exe, []string{exe, "sleep-forever"}, attr)
+		p, err := os.StartProcess(exe, selfArgv(exe, "sleep-forever"), attr)
 		if err != nil {
 			stopErr = err
 			break
