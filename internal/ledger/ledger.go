@@ -416,7 +416,7 @@ var table = []Guarantee{
 	{
 		Name:       policy.GNoPrivilege,
 		Promise:    "no privilege: no_new_privs, every capability dropped",
-		Mechanisms: []Mechanism{{Layer: Core, Sufficient: true, Text: "no_new_privs; all capabilities dropped from the five sets; securebits locked when root"}},
+		Mechanisms: []Mechanism{{Layer: Core, Sufficient: true, Text: "no_new_privs; no capability in the effective, permitted, inheritable or ambient set; launched as root, the bounding set emptied and securebits locked (an unprivileged launcher cannot empty the bounding set, which grants nothing under no_new_privs)"}},
 		Vectors:    []string{"privilege"},
 	},
 }
