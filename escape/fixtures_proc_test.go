@@ -72,31 +72,40 @@ func (e *env) startVictim(uid int, pgrp bool) *victim {
 	return &victim{tg, cmd}
 }
 
-// procFixture completes a fixture for these rows: the core backend when no
-// other is asked for, the simulated ABI passed on, and where that ABI
-// lacks Landlock's scopes a profile that waives the two guarantees the
-// ledger cannot yet prove there (the supervisor's mechanism still runs;
-// mustReport makes a refused run fail the row instead of passing it).
+// procFixture completes a fixture for these rows with coreRun and
+// mustReport (a refused run fails the row instead of passing it).
 func procFixture(e *env, f fixture) fixture {
 	f.mustReport = !f.probeMayEscape
 	if !e.confined {
 		return f
 	}
+	args, env := coreRun(e)
+	f.cliArgs = append(f.cliArgs, args...)
+	f.env = append(f.env, env...)
+	return f
+}
+
+// coreRun returns the CLI flags and environment of a confined run of
+// these tests: the simulated ABI passed on; the core backend when no other
+// is asked for; and where that ABI lacks Landlock's scopes, a profile that
+// waives the two guarantees the ledger cannot yet prove there (the
+// supervisor's mechanism still runs).
+func coreRun(e *env) (args, envv []string) {
 	if v := os.Getenv(simABIEnv); v != "" {
-		f.env = append(f.env, simABIEnv+"="+v)
+		envv = append(envv, simABIEnv+"="+v)
 	}
 	if e.backend != "" {
-		return f
+		return nil, envv
 	}
-	f.cliArgs = append(f.cliArgs, "--backend", "core")
+	args = []string{"--backend", "core"}
 	if abi, _, err := landlock.ABI(); err == nil && !landlock.Has(abi, landlock.FeatScope) {
 		p := filepath.Join(e.freshDir("prof-"), "sim.toml")
 		if err := os.WriteFile(p, []byte("waive = [\"no-foreign-signals\", \"no-foreign-unix-sockets\"]\n"), 0o644); err != nil {
 			e.t.Fatal(err)
 		}
-		f.cliArgs = append(f.cliArgs, "--profile", p)
+		args = append(args, "--profile", p)
 	}
-	return f
+	return args, envv
 }
 
 // procLine reads a "Key:" line of /proc/PID/status or a row of
