@@ -156,17 +156,26 @@ func changed(what string, before string, read func() (string, error)) func() (bo
 // procTargetVectors are the rows; vectors() appends them.
 func procTargetVectors() []vcase {
 	pidArg := func(v *victim) []string { return []string{strconv.Itoa(v.pid)} }
-	// attribute rows: the victim's state before, and how to read it.
-	attr := func(name, vector, what string, read func(pid int) (string, error)) vcase {
-		return vcase{name: name, vector: vector, setup: func(e *env) fixture {
-			v := e.startVictim(e.user.UID, false)
-			r := func() (string, error) { return read(v.pid) }
-			before, err := r()
-			if err != nil {
-				e.t.Fatalf("%s of the target: %v", what, err)
-			}
-			return procFixture(e, fixture{args: pidArg(v), effect: changed(what, before, r), intact: v.check})
-		}}
+	// attribute rows: the victim's state before, and how to read it. The
+	// "-auto" twin runs under the backend confine picks (namespaces where
+	// they work), the plain row under the core.
+	attr := func(name, vector, what string, read func(pid int) (string, error)) []vcase {
+		row := func(name string, auto bool) vcase {
+			return vcase{name: name, vector: vector, setup: func(e *env) fixture {
+				v := e.startVictim(e.user.UID, false)
+				r := func() (string, error) { return read(v.pid) }
+				before, err := r()
+				if err != nil {
+					e.t.Fatalf("%s of the target: %v", what, err)
+				}
+				f := fixture{args: pidArg(v), effect: changed(what, before, r), intact: v.check, mustReport: true}
+				if auto {
+					return f
+				}
+				return procFixture(e, f)
+			}}
+		}
+		return []vcase{row(name, false), row(name+"-auto", true)}
 	}
 	// signal rows: SIGUSR1 (or SIGIO) ends the victim.
 	signal := func(name, vector string, pgrp bool, mayEscape bool) vcase {
@@ -175,32 +184,10 @@ func procTargetVectors() []vcase {
 			return procFixture(e, fixture{args: pidArg(v), effect: v.ended(e.settle()), intact: v.check, probeMayEscape: mayEscape})
 		}}
 	}
-	return []vcase{
-		attr("prlimit-foreign", "prlimit", "soft RLIMIT_NOFILE", func(pid int) (string, error) {
-			l, err := procLine(pid, "limits", "Max open files")
-			if f := strings.Fields(l); err == nil && len(f) > 0 {
-				return f[0], nil
-			}
-			return l, err
-		}),
-		attr("setaffinity-foreign", "setaffinity", "Cpus_allowed_list", func(pid int) (string, error) {
-			return procLine(pid, "status", "Cpus_allowed_list:")
-		}),
-		attr("setpriority-foreign", "setpriority", "nice value", func(pid int) (string, error) {
-			n, err := nice(pid)
-			return strconv.Itoa(n), err
-		}),
-		attr("ioprio-foreign", "ioprio", "I/O priority", func(pid int) (string, error) {
-			const whoProcess = 1
-			r, _, e := unix.Syscall(unix.SYS_IOPRIO_GET, whoProcess, uintptr(pid), 0)
-			if e != 0 {
-				return "", e
-			}
-			return strconv.Itoa(int(r)), nil
-		}),
-		{name: "setpriority-user", vector: "setpriority-user", setup: func(e *env) fixture {
-			// PRIO_USER renices every process of a uid. Only root can aim
-			// it at a uid no one else on this shared host runs as.
+	// PRIO_USER renices every process of a uid. Only root can aim it at a
+	// uid no one else on this shared host runs as.
+	userRow := func(name string, auto bool) vcase {
+		return vcase{name: name, vector: "setpriority-user", setup: func(e *env) fixture {
 			if os.Geteuid() != 0 || e.user.UID != 0 {
 				e.t.Skipf("not applicable as %s: PRIO_USER would renice every process of uid %d on this host, not only the test's", e.user.Name, e.user.UID)
 			}
@@ -211,8 +198,39 @@ func procTargetVectors() []vcase {
 			if err != nil {
 				e.t.Fatal(err)
 			}
-			return procFixture(e, fixture{args: []string{strconv.Itoa(lonely)}, effect: changed("nice value of a uid-61234 process", before, r), intact: v.check})
-		}},
+			f := fixture{args: []string{strconv.Itoa(lonely)}, effect: changed("nice value of a uid-61234 process", before, r), intact: v.check, mustReport: true}
+			if auto {
+				return f
+			}
+			return procFixture(e, f)
+		}}
+	}
+	var rows []vcase
+	rows = append(rows, attr("prlimit-foreign", "prlimit", "soft RLIMIT_NOFILE", func(pid int) (string, error) {
+		l, err := procLine(pid, "limits", "Max open files")
+		if f := strings.Fields(l); err == nil && len(f) > 0 {
+			return f[0], nil
+		}
+		return l, err
+	})...)
+	rows = append(rows, attr("setaffinity-foreign", "setaffinity", "Cpus_allowed_list", func(pid int) (string, error) {
+		return procLine(pid, "status", "Cpus_allowed_list:")
+	})...)
+	rows = append(rows, attr("setpriority-foreign", "setpriority", "nice value", func(pid int) (string, error) {
+		n, err := nice(pid)
+		return strconv.Itoa(n), err
+	})...)
+	rows = append(rows, attr("ioprio-foreign", "ioprio", "I/O priority", func(pid int) (string, error) {
+		const whoProcess = 1
+		r, _, e := unix.Syscall(unix.SYS_IOPRIO_GET, whoProcess, uintptr(pid), 0)
+		if e != 0 {
+			return "", e
+		}
+		return strconv.Itoa(int(r)), nil
+	})...)
+	return append(rows, []vcase{
+		userRow("setpriority-user", false),
+		userRow("setpriority-user-auto", true),
 		signal("kill-foreign", "kill", false, false),
 		signal("pidfd-send-signal-foreign", "pidfd-signal", false, false),
 		signal("sigqueue-foreign", "sigqueue", false, false),
@@ -221,5 +239,5 @@ func procTargetVectors() []vcase {
 		// F_SETOWN may be accepted and the SIGIO dropped (Landlock's scope
 		// does that): the victim tells.
 		signal("fcntl-setown-foreign", "fcntl-setown", false, true),
-	}
+	}...)
 }

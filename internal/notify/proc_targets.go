@@ -144,7 +144,12 @@ func (t *task) procCall(kind sysKind) result {
 	}
 
 	st, ok := readStatus(t.tid, &t.h.status)
-	if !ok || !t.valid() {
+	switch {
+	case !t.valid():
+		// The caller is gone or interrupted: nobody waits for the
+		// answer, and its tid may name another task by now.
+		return fail(unix.EINTR)
+	case !ok:
 		return deny(unix.EACCES, "cannot read the caller's status", "")
 	}
 	self := func(p int32) bool { return p == int32(t.tid) || p == int32(st.tgid) }
