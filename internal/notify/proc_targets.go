@@ -344,11 +344,12 @@ func (t *task) signalRun(st *taskStatus, sig int32, pgid int) result {
 		found = true
 	}
 	if !found {
-		if pgid == -1 {
+		// Signal 0 sends nothing: it only says whether the group exists
+		// at all (then it lies outside the run) or is simply gone.
+		if pgid == -1 || unix.Kill(-pgid, 0) == unix.ESRCH {
 			return fail(unix.ESRCH)
 		}
-		// A group of the run with no member left, or a group outside it.
-		return deny(unix.ESRCH, "process group "+strconv.Itoa(pgid)+" has no process of this run", "")
+		return deny(unix.EPERM, "process group "+strconv.Itoa(pgid)+" is outside this run", "")
 	}
 	return last
 }

@@ -100,6 +100,14 @@ func TestProcTargets(t *testing.T) {
 			}
 			vpid = start()
 
+			// A process group that no longer exists: ESRCH, not a denial.
+			gone := exec.Command("/bin/true")
+			gone.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			if err := gone.Run(); err != nil {
+				t.Fatal(err)
+			}
+			gonePgid := gone.Process.Pid
+
 			stats := &Stats{}
 			cfg := fx.config(stats)
 			res := runProbe(t, fx, []probeOp{
@@ -107,6 +115,7 @@ func TestProcTargets(t *testing.T) {
 				{Name: "kill0-victim", Call: "kill", Pid: vpid},
 				{Name: "killpg-victim", Call: "kill", Pid: -vpid, Sig: int(unix.SIGUSR1)},
 				{Name: "killall0", Call: "kill", Pid: -1},
+				{Name: "killpg-gone", Call: "kill", Pid: -gonePgid, Sig: int(unix.SIGUSR1)},
 				{Name: "prlimit-victim", Call: "prlimit", Pid: vpid},
 				{Name: "pidfd-victim", Call: "pidfd-kill", Pid: vpid, Sig: int(unix.SIGUSR1)},
 				{Name: "kill0-self", Call: "kill", Pid: -2},
@@ -115,7 +124,7 @@ func TestProcTargets(t *testing.T) {
 				{Name: "pidfd-child", Call: "pidfd-kill", Sig: int(unix.SIGTERM)},
 			}, runOpts{confined: true, cfg: cfg, withInit: true})
 			want := map[string]string{
-				"kill-victim": "EPERM", "kill0-victim": "EPERM", "killpg-victim": "ESRCH", "killall0": "ESRCH",
+				"kill-victim": "EPERM", "kill0-victim": "EPERM", "killpg-victim": "EPERM", "killall0": "ESRCH", "killpg-gone": "ESRCH",
 				"prlimit-victim": "EPERM", "pidfd-victim": "EPERM",
 				"kill0-self": "OK", "prlimit-self": "OK", "kill-child": "OK", "pidfd-child": "OK",
 			}
@@ -138,7 +147,8 @@ func TestProcTargets(t *testing.T) {
 				reasons = append(reasons, d.Syscall+": "+d.Reason)
 			}
 			for _, w := range []string{"kill: pid " + strconv.Itoa(vpid) + " is not a process of this run",
-				"prlimit64: names another process", "pidfd_send_signal: the pidfd names pid"} {
+				"prlimit64: names another process", "pidfd_send_signal: the pidfd names pid",
+				"kill: process group " + strconv.Itoa(vpid) + " is outside this run"} {
 				found := false
 				for _, r := range reasons {
 					found = found || strings.HasPrefix(r, w)
