@@ -405,7 +405,7 @@ func runOp(op probeOp, base string) (r probeResult) {
 		e = sys(unix.SYS_REMOVEXATTRAT, d, ptr(path), fl, ptr(name))
 	case "connect":
 		return probeConnect(op, expand)
-	case "kill", "kill-child", "prlimit", "pidfd-kill":
+	case "kill", "kill-child", "prlimit", "pidfd-kill", "tgkill", "sigqueue":
 		return probeProc(op)
 	case "sleep":
 		time.Sleep(time.Duration(op.Iter) * time.Millisecond)

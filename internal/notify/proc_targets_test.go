@@ -23,7 +23,7 @@ import (
 func probeProc(op probeOp) probeResult {
 	var child *exec.Cmd
 	pid := op.Pid
-	if (op.Call == "kill-child" || op.Call == "pidfd-kill") && pid == 0 {
+	if (op.Call == "kill-child" || op.Call == "pidfd-kill" || op.Call == "tgkill" || op.Call == "sigqueue") && pid == 0 {
 		child = exec.Command("/bin/sleep", "100")
 		if err := child.Start(); err != nil {
 			return probeResult{Errno: -1, Err: "start child: " + err.Error()}
@@ -46,6 +46,13 @@ func probeProc(op probeOp) probeResult {
 		}
 		lim.Max = old.Max
 		_, _, e = unix.Syscall6(unix.SYS_PRLIMIT64, uintptr(pid), unix.RLIMIT_NOFILE, uintptr(unsafe.Pointer(&lim)), 0, 0, 0)
+	case "tgkill":
+		_, _, e = unix.Syscall(unix.SYS_TGKILL, uintptr(pid), uintptr(pid), uintptr(op.Sig))
+	case "sigqueue":
+		var info [128]byte
+		si := (*unix.Siginfo)(unsafe.Pointer(&info[0]))
+		si.Signo, si.Code = int32(op.Sig), -1 // SI_QUEUE
+		_, _, e = unix.Syscall(unix.SYS_RT_SIGQUEUEINFO, uintptr(pid), uintptr(op.Sig), uintptr(unsafe.Pointer(&info[0])))
 	case "pidfd-kill":
 		fd, err := unix.PidfdOpen(pid, 0)
 		if err != nil {
@@ -122,17 +129,22 @@ func TestProcTargets(t *testing.T) {
 				{Name: "prlimit-self", Call: "prlimit", Pid: -2},
 				{Name: "kill-child", Call: "kill-child", Sig: int(unix.SIGTERM)},
 				{Name: "pidfd-child", Call: "pidfd-kill", Sig: int(unix.SIGTERM)},
+				{Name: "tgkill-child", Call: "tgkill", Sig: int(unix.SIGTERM)},
+				{Name: "sigqueue-child", Call: "sigqueue", Sig: int(unix.SIGTERM)},
+				{Name: "tgkill-victim", Call: "tgkill", Pid: vpid, Sig: int(unix.SIGUSR1)},
+				{Name: "sigqueue-victim", Call: "sigqueue", Pid: vpid, Sig: int(unix.SIGUSR1)},
 			}, runOpts{confined: true, cfg: cfg, withInit: true})
 			want := map[string]string{
 				"kill-victim": "EPERM", "kill0-victim": "EPERM", "killpg-victim": "EPERM", "killall0": "ESRCH", "killpg-gone": "ESRCH",
 				"prlimit-victim": "EPERM", "pidfd-victim": "EPERM",
 				"kill0-self": "OK", "prlimit-self": "OK", "kill-child": "OK", "pidfd-child": "OK",
+				"tgkill-child": "OK", "sigqueue-child": "OK", "tgkill-victim": "EPERM", "sigqueue-victim": "EPERM",
 			}
 			for _, r := range res {
 				if r.Err != want[r.Name] {
 					t.Errorf("%s: %s, want %s", r.Name, r.Err, want[r.Name])
 				}
-				if (r.Name == "kill-child" || r.Name == "pidfd-child") && r.Byte != "terminated" {
+				if strings.HasSuffix(r.Name, "-child") && r.Byte != "terminated" {
 					t.Errorf("%s: child ended %q, want by SIGTERM", r.Name, r.Byte)
 				}
 			}
