@@ -273,6 +273,13 @@ func (in *inputs) build(backend provider.Provider, r *run) (planned, error) {
 		KillGrace:     in.limits.KillGrace,
 	}
 	backend.Configure(p)
+	if p.Namespaces == nil {
+		// Without a PID namespace only the supervisor keeps calls that
+		// name another process inside the run: signals too where
+		// Landlock has no signal scope.
+		p.Seccomp.NotifyProcTargets = true
+		p.Seccomp.NotifySignals = !landlock.Has(in.h.LandlockABI, landlock.FeatScope)
+	}
 	return planned{backend: backend, plan: p, guarantees: gs, layers: layers(backend, p)}, nil
 }
 
@@ -295,7 +302,7 @@ func (r *run) cleanup() {
 // layers names the confinement layers a provider and its plan switch on.
 func layers(prov provider.Provider, p *plan.Plan) []string {
 	ls := prov.Layers()
-	if p.Seccomp.NotifyMetadata || p.Seccomp.NotifyConnect {
+	if p.Seccomp.Listener() {
 		ls = append(ls, "seccomp-notify")
 	}
 	switch {

@@ -27,6 +27,8 @@
 #   ONLY=launch,hyperfine,library,syscalls,spawn,files,build,flood,kill,concurrency
 #                          run only these measures [all]
 #   CONFINE_FLAGS          extra flags for every confine run, e.g. "--backend core" []
+#   CONFINE_TAGS           build tags for confine, e.g. confine_simabi []
+#   CONFINE_SIM_LANDLOCK_ABI  with CONFINE_TAGS=confine_simabi: the Landlock ABI confine sees []
 #   RUNS [200] WARMUP [10] launch rounds of /bin/true, empty Go program, confine, bwrap
 #   LAUNCH_BACKENDS [core,namespaces]  other confine backends launched in the same rounds
 #   HF_RUNS [100]          hyperfine cross-check runs per command (sequential)
@@ -68,14 +70,14 @@ trap 'rm -rf "$tmp"' EXIT
 chmod 755 "$tmp"
 echo "bench: building into $tmp" >&2
 # As the README builds it: static, no libc to load at every start.
-CGO_ENABLED=0 go build -o "$tmp/confine" ./cmd/confine
+CGO_ENABLED=0 go build ${CONFINE_TAGS:+-tags "$CONFINE_TAGS"} -o "$tmp/confine" ./cmd/confine
 CGO_ENABLED=0 go build -o "$tmp/benchpayload" ./bench/cmd/benchpayload
 CGO_ENABLED=0 go build -o "$tmp/emptygo" ./bench/cmd/emptygo
 go build -o "$tmp/benchdriver" ./bench/cmd/benchdriver
 
 # The command line as run, with the knobs that were set.
 cmdline="bash bench/run.sh"
-for k in ONLY CONFINE_FLAGS RUNS WARMUP LAUNCH_BACKENDS HF_RUNS LIB_BENCHTIME LIB_COUNT SYSCALL_N SYSCALL_REPS \
+for k in ONLY CONFINE_FLAGS CONFINE_TAGS CONFINE_SIM_LANDLOCK_ABI RUNS WARMUP LAUNCH_BACKENDS HF_RUNS LIB_BENCHTIME LIB_COUNT SYSCALL_N SYSCALL_REPS \
          SPAWN_N SPAWN_REPS FILES_N FILES_SIZE FILES_REPS BUILD_TARGET BUILD_RUNS FLOOD_BYTES FLOOD_REPS FLOOD_PIPE \
          KILL_PROCS KILL_T KILL_GRACE KILL_REPS CONC_JOBS CONC_PAR CONC_SLEEP CONC_REPS; do
   if [ -n "${!k:-}" ]; then cmdline="$k='${!k}' $cmdline"; fi

@@ -587,6 +587,7 @@ func vectors() []vcase {
 			return fixture{args: []string{strconv.Itoa(tg.pid), addr}, intact: tg.check}
 		}},
 	)
+	cases = append(cases, procTargetVectors()...)
 	for _, f := range []string{"environ", "cmdline", "maps", "status", "mem"} {
 		cases = append(cases, vcase{name: "proc-read-" + f, vector: "proc-read", setup: func(e *env) fixture {
 			tg := e.startSleep()

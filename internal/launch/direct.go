@@ -108,7 +108,10 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 			fds.Cgroup = int(f.Fd())
 		}
 	}
-	wantNotify := p.Seccomp.NotifyMetadata || p.Seccomp.NotifyConnect
+	// The flags for calls that name another process apply only without a
+	// PID namespace (also after a fall-back to the core).
+	sc := p.Seccomp.Effective(ns)
+	wantNotify := sc.Listener()
 	var sockParent, sockChild *os.File
 	if wantNotify {
 		pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
@@ -136,8 +139,9 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: seccomp: %v", spec.ErrLaunch, err)
 	}
-	filter, err := seccomp.Cached(seccomp.Config{Arch: arch, NotifyMetadata: p.Seccomp.NotifyMetadata,
-		NotifyConnect: p.Seccomp.NotifyConnect, AllowUnixDgram: p.Seccomp.AllowUnixDgram})
+	filter, err := seccomp.Cached(seccomp.Config{Arch: arch, NotifyMetadata: sc.NotifyMetadata,
+		NotifyConnect: sc.NotifyConnect, AllowUnixDgram: sc.AllowUnixDgram,
+		NotifyProcTargets: sc.NotifyProcTargets, NotifySignals: sc.NotifySignals})
 	if err != nil {
 		return nil, fmt.Errorf("%w: seccomp: %v", spec.ErrLaunch, err)
 	}
@@ -193,6 +197,19 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 		var ws unix.WaitStatus
 		_, _ = unix.Wait4(pid, &ws, unix.WALL, nil)
 	}
+	// The supervisor's handlers for calls that name another process need
+	// the init's identity: a pidfd taken now, while init is an unreaped
+	// child (its number cannot have been reused).
+	var runInit *notify.Init
+	if !ns && (sc.NotifyProcTargets || sc.NotifySignals) {
+		ifd, err := unix.PidfdOpen(pid, 0)
+		if err != nil {
+			reap()
+			return nil, fmt.Errorf("%w: pidfd_open(init): %v", spec.ErrLaunch, err)
+		}
+		defer unix.Close(ifd)
+		runInit = &notify.Init{Pid: pid, Pidfd: ifd}
+	}
 	if ns {
 		if err := mapIDs(pid, p.Namespaces); err != nil {
 			reap()
@@ -247,7 +264,7 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 	if listener >= 0 {
 		go func() {
 			defer close(notifyDone)
-			err := notify.Serve(nctx, listener, notify.Config{WritableRoots: p.WritableRoots, SocketAllow: p.SocketAllow, Stats: stats})
+			err := notify.Serve(nctx, listener, notify.Config{WritableRoots: p.WritableRoots, SocketAllow: p.SocketAllow, Init: runInit, Stats: stats})
 			unix.Close(listener)
 			if err != nil && !errors.Is(err, context.Canceled) {
 				fmt.Fprintf(os.Stderr, "confine: notification supervisor: %v\n", err)

@@ -51,6 +51,10 @@ type result struct {
 	denied bool   // refused by the policy (as opposed to an ordinary failure)
 	reason string // why, for denials
 	path   string // target, for denials
+	// cont lets the kernel run the call as issued
+	// (SECCOMP_USER_NOTIF_FLAG_CONTINUE); only for calls whose target
+	// cannot change meanwhile (see proc_targets.go).
+	cont bool
 }
 
 func deny(e unix.Errno, reason, path string) result {
@@ -143,6 +147,9 @@ func (h *handler) handle(n *seccompNotif) (r result) {
 	}
 	if ent.kind == sysConnect {
 		return t.connect()
+	}
+	if isProcKind(ent.kind) {
+		return t.procCall(ent.kind)
 	}
 	a, e := t.decode(ent.kind)
 	if e != 0 {

@@ -210,6 +210,9 @@ type probeOp struct {
 	// Race parameters (Call "race-*"): Path is flipped with Alt.
 	Alt  string
 	Iter int
+	// Pid and Sig for the process calls (proc_targets_test.go).
+	Pid int
+	Sig int
 }
 
 type probeResult struct {
@@ -402,6 +405,8 @@ func runOp(op probeOp, base string) (r probeResult) {
 		e = sys(unix.SYS_REMOVEXATTRAT, d, ptr(path), fl, ptr(name))
 	case "connect":
 		return probeConnect(op, expand)
+	case "kill", "kill-child", "prlimit", "pidfd-kill", "tgkill", "sigqueue":
+		return probeProc(op)
 	case "sleep":
 		time.Sleep(time.Duration(op.Iter) * time.Millisecond)
 	default:
@@ -594,6 +599,9 @@ type runOpts struct {
 	dropCaps bool
 	cfg      Config
 	timeout  time.Duration
+	// withInit makes the probe the run's init (Config.Init): its
+	// descendants are the run's processes.
+	withInit bool
 }
 
 // runProbe runs ops in a probe as fx.uid, confined by the test filter and
@@ -635,6 +643,15 @@ func runProbe(t testing.TB, fx *fixture, ops []probeOp, o runOpts) []probeResult
 		child.Close()
 		lfd = recvFD(t, parent)
 		parent.Close()
+		if o.withInit {
+			// The probe is our unreaped child: its pid is still its own.
+			ifd, err := unix.PidfdOpen(cmd.Process.Pid, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer unix.Close(ifd)
+			o.cfg.Init = &Init{Pid: cmd.Process.Pid, Pidfd: ifd}
+		}
 		serveErr = make(chan error, 1)
 		go func() { serveErr <- Serve(ctx, lfd, o.cfg) }()
 	}

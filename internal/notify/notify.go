@@ -46,6 +46,11 @@ type Config struct {
 	// such connects fail with EPERM, as Landlock's scoping (ABI 6) would make
 	// them fail had the command issued them itself.
 	AllowAbstract bool
+	// Init, when set, is the run's init without a PID namespace: the
+	// handlers of calls that name another process (proc_targets.go) let
+	// them reach its descendants only. Without it they reach none but
+	// the caller.
+	Init *Init
 	// Stats, if not nil, receives a count of every decision and a record of
 	// refused operations.
 	Stats *Stats
@@ -273,9 +278,12 @@ func (s *server) worker() {
 		r := h.handle(n)
 		clear(rbuf)
 		resp.ID = n.ID
-		if r.errno != 0 {
+		switch {
+		case r.cont:
+			resp.Flags = unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE
+		case r.errno != 0:
 			resp.Error = -int32(r.errno)
-		} else {
+		default:
 			resp.Val = r.val
 		}
 		// ENOENT: the task was interrupted meanwhile; nobody waits for
@@ -296,10 +304,11 @@ type policy struct {
 	roots         []string
 	sockets       map[string]bool
 	allowAbstract bool
+	init          *Init
 }
 
 func newPolicy(cfg Config) (policy, error) {
-	p := policy{sockets: map[string]bool{}, allowAbstract: cfg.AllowAbstract}
+	p := policy{sockets: map[string]bool{}, allowAbstract: cfg.AllowAbstract, init: cfg.Init}
 	for _, r := range cfg.WritableRoots {
 		if !filepath.IsAbs(r) {
 			return p, fmt.Errorf("notify: writable root %q is not absolute", r)

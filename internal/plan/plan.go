@@ -38,6 +38,27 @@ type Seccomp struct {
 	NotifyMetadata bool `json:"notify_metadata"`
 	NotifyConnect  bool `json:"notify_connect"`
 	AllowUnixDgram bool `json:"allow_unix_dgram"`
+	// NotifyProcTargets and NotifySignals keep the calls that name another
+	// process inside the run. They apply only where the run ends up without
+	// a PID namespace (the core, or a fall-back to it): in one, the kernel
+	// already resolves pids within the run (see Effective).
+	NotifyProcTargets bool `json:"notify_proc_targets,omitempty"`
+	NotifySignals     bool `json:"notify_signals,omitempty"`
+}
+
+// Effective returns s as it applies to a run with (pidNS) or without a PID
+// namespace.
+func (s Seccomp) Effective(pidNS bool) Seccomp {
+	if pidNS {
+		s.NotifyProcTargets, s.NotifySignals = false, false
+	}
+	return s
+}
+
+// Listener reports whether the filter built from s hands calls to a
+// supervisor, which then needs the filter's listener.
+func (s Seccomp) Listener() bool {
+	return s.NotifyMetadata || s.NotifyConnect || s.NotifyProcTargets || s.NotifySignals
 }
 
 // Namespaces asks for the landlock+namespaces provider: stage-2 is started

@@ -214,6 +214,7 @@ func init() {
 		"env-dump":      {"[CANARY...]", 0, -1, vEnvDump},
 		"sleep-forever": {"", 0, 0, vSleepForever},
 	}
+	addProcTargetVectors(vectors)
 }
 
 // vectorTimeout bounds every vector but the long-running ones: an attempt

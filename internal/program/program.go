@@ -214,7 +214,7 @@ func Namespaced(p *plan.Plan, fds FDs, rs *landlock.Ruleset, layout nsinit.Layou
 
 	// The command is a child of init in a user namespace init created:
 	// it holds every capability there until it drops them.
-	cmd, err := b.confinement(p, filter, true, 1, spawn.FDNotify, spawn.FDRuleset)
+	cmd, err := b.confinement(p, filter, true, 1, p.Seccomp.Effective(true).Listener(), spawn.FDNotify, spawn.FDRuleset)
 	if err != nil {
 		return nil, err
 	}
@@ -366,7 +366,7 @@ func Subreaped(p *plan.Plan, fds FDs, filter []bpf.RawInstruction, privileged bo
 	if err := prog.SetGoneJanitor(reaper, []string{"confine-reaper", p.PrivateTmp, p.PidsCgroup}); err != nil {
 		return nil, err
 	}
-	cmd, err := b.confinement(p, filter, privileged, 0, spawn.FDNotify, spawn.FDRuleset)
+	cmd, err := b.confinement(p, filter, privileged, 0, p.Seccomp.Effective(false).Listener(), spawn.FDNotify, spawn.FDRuleset)
 	if err != nil {
 		return nil, err
 	}
@@ -394,7 +394,7 @@ func (b *Built) StartFailure(path string, f *spawn.Failure) (int, string) {
 // credentials and capabilities; parent-death signal; no_new_privs;
 // working directory; Landlock; rlimits; seccomp (last, so its filter need
 // not allow the set-up); the listener handed over; fds >= 3 close-on-exec.
-func (b *Built) confinement(p *plan.Plan, filter []bpf.RawInstruction, privileged bool, ppid uintptr, notifyFD, rulesetFD int) ([]spawn.Op, error) {
+func (b *Built) confinement(p *plan.Plan, filter []bpf.RawInstruction, privileged bool, ppid uintptr, listener bool, notifyFD, rulesetFD int) ([]spawn.Op, error) {
 	prog := b.P
 	var ops []spawn.Op
 	add := func(o spawn.Op) { ops = append(ops, o) }
@@ -445,7 +445,6 @@ func (b *Built) confinement(p *plan.Plan, filter []bpf.RawInstruction, privilege
 		lim := &unix.Rlimit{Cur: l.Value, Max: l.Value}
 		add(b.call(fmt.Sprintf("set %s to %d", l.Name, l.Value), unix.SYS_PRLIMIT64, 0, uintptr(l.Resource), prog.Ptr(unsafe.Pointer(lim), lim), 0))
 	}
-	listener := p.Seccomp.NotifyMetadata || p.Seccomp.NotifyConnect
 	fprog := &unix.SockFprog{Len: uint16(len(filter)), Filter: (*unix.SockFilter)(unsafe.Pointer(&filter[0]))}
 	prog.Keep(filter)
 	var flags uintptr

@@ -473,13 +473,17 @@ func model(cfg Config, table map[string]uint32, nr uint32) uint32 {
 	case slices.Contains(metadataCalls, name) && cfg.NotifyMetadata:
 		return notif
 	}
+	if r, ok := procModel(cfg, name); ok {
+		return r
+	}
 	return allow // ioctl cmd 0, clone flags 0, personality 0, notify off
 }
 
 // TestSweep runs every syscall number through the decision tree.
 func TestSweep(t *testing.T) {
 	for _, arch := range arches {
-		for _, cfg := range []Config{{Arch: arch}, {Arch: arch, NotifyMetadata: true, NotifyConnect: true}} {
+		for _, cfg := range []Config{{Arch: arch}, {Arch: arch, NotifyMetadata: true, NotifyConnect: true},
+			{Arch: arch, NotifyProcTargets: true}, {Arch: arch, NotifyMetadata: true, NotifyProcTargets: true, NotifySignals: true}} {
 			v := newVM(t, cfg)
 			nrs := []uint32{0x3fffffff, 0x40000000, 0x7fffffff, 0x80000000, 0xfffffffe, 0xffffffff}
 			for nr := uint32(0); nr < 1100; nr++ {
@@ -685,6 +689,11 @@ func TestMissingNames(t *testing.T) {
 	all = append(all, enosysCalls...)
 	all = append(all, metadataCalls...)
 	all = append(all, "connect")
+	for _, c := range procCalls {
+		if c.action != procNone {
+			all = append(all, c.name)
+		}
+	}
 	for _, e := range argRules(Config{}) {
 		all = append(all, e.name)
 	}

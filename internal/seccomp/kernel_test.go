@@ -43,6 +43,8 @@ func TestKernelFilter(t *testing.T) { runHelper(t, "filter") }
 
 func TestKernelListener(t *testing.T) { runHelper(t, "listener") }
 
+func TestKernelProcRules(t *testing.T) { runHelper(t, "proc") }
+
 // TestKernelControl shows, without a filter, that the calls the helper
 // expects to fail do work here, and that the kernel ignores the high word
 // of int arguments (the reason the filter compares low words only).
@@ -142,6 +144,8 @@ func TestHelperProcess(t *testing.T) {
 		helperFilter(t, arch)
 	case "listener":
 		helperListener(t, arch)
+	case "proc":
+		helperProc(t, arch)
 	default:
 		t.Fatalf("unknown mode %q", mode)
 	}

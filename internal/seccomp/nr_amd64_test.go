@@ -43,6 +43,14 @@ func TestNumbersMatchUnix(t *testing.T) {
 		"mount_setattr": unix.SYS_MOUNT_SETATTR, "quotactl_fd": unix.SYS_QUOTACTL_FD,
 		"fchmodat2": unix.SYS_FCHMODAT2, "setxattrat": unix.SYS_SETXATTRAT,
 		"removexattrat": unix.SYS_REMOVEXATTRAT, "open_tree_attr": unix.SYS_OPEN_TREE_ATTR, "file_setattr": unix.SYS_FILE_SETATTR,
+		"kill": unix.SYS_KILL, "fcntl": unix.SYS_FCNTL, "rt_sigqueueinfo": unix.SYS_RT_SIGQUEUEINFO,
+		"setpriority": unix.SYS_SETPRIORITY, "sched_setparam": unix.SYS_SCHED_SETPARAM,
+		"sched_setscheduler": unix.SYS_SCHED_SETSCHEDULER, "tkill": unix.SYS_TKILL,
+		"sched_setaffinity": unix.SYS_SCHED_SETAFFINITY, "tgkill": unix.SYS_TGKILL,
+		"ioprio_set": unix.SYS_IOPRIO_SET, "migrate_pages": unix.SYS_MIGRATE_PAGES,
+		"move_pages": unix.SYS_MOVE_PAGES, "rt_tgsigqueueinfo": unix.SYS_RT_TGSIGQUEUEINFO,
+		"prlimit64": unix.SYS_PRLIMIT64, "sched_setattr": unix.SYS_SCHED_SETATTR,
+		"pidfd_send_signal": unix.SYS_PIDFD_SEND_SIGNAL, "process_mrelease": unix.SYS_PROCESS_MRELEASE,
 	}
 	checkTable(t, "amd64Nr", amd64Nr, want)
 	checkTable(t, "commonAMD64", commonAMD64, map[string]uint32{

@@ -114,6 +114,15 @@ func argRules(cfg Config) []entry {
 	}
 	sockDoc = append(sockDoc, Rule{When: "protocol != 0", Errno: unix.EPROTONOSUPPORT})
 
+	ioctlDoc := []Rule{
+		{When: "cmd == TIOCSTI", Errno: unix.EPERM},
+		{When: "cmd == TIOCLINUX", Errno: unix.EPERM},
+		{When: "cmd == FS_IOC_SETFLAGS, FS_IOC32_SETFLAGS or FS_IOC_FSSETXATTR", Errno: unix.EPERM},
+	}
+	if cfg.NotifySignals {
+		ioctlDoc = append(ioctlDoc, Rule{When: "cmd == FIOSETOWN or SIOCSPGRP", Errno: unix.EPERM})
+	}
+
 	return []entry{
 		{name: "socket", block: sock, doc: sockDoc},
 		{name: "socketpair", block: sock, doc: sockDoc},
@@ -123,19 +132,21 @@ func argRules(cfg Config) []entry {
 			// commands into their shell); TIOCLINUX can do the same
 			// through the console's selection paste.
 			name: "ioctl",
-			block: func(a *assembler, _ Config) {
+			block: func(a *assembler, cfg Config) {
 				a.loadWord(argLow(1))
 				a.jumpIf(bpf.JumpEqual, tiocsti, a.ret(eperm), next)
 				a.jumpIf(bpf.JumpEqual, tioclinux, a.ret(eperm), next)
 				a.jumpIf(bpf.JumpEqual, fsIocSetflags, a.ret(eperm), next)
 				a.jumpIf(bpf.JumpEqual, fsIoc32Setflags, a.ret(eperm), next)
+				if cfg.NotifySignals {
+					// The ioctl forms of F_SETOWN (see procCalls) take
+					// the pid in memory the filter cannot read.
+					a.jumpIf(bpf.JumpEqual, fioSetown, a.ret(eperm), next)
+					a.jumpIf(bpf.JumpEqual, siocSpgrp, a.ret(eperm), next)
+				}
 				a.jumpIf(bpf.JumpEqual, fsIocFssetxattr, a.ret(eperm), a.ret(unix.SECCOMP_RET_ALLOW))
 			},
-			doc: []Rule{
-				{When: "cmd == TIOCSTI", Errno: unix.EPERM},
-				{When: "cmd == TIOCLINUX", Errno: unix.EPERM},
-				{When: "cmd == FS_IOC_SETFLAGS, FS_IOC32_SETFLAGS or FS_IOC_FSSETXATTR", Errno: unix.EPERM},
-			},
+			doc: ioctlDoc,
 		},
 		{
 			// clone(flags, ...): flags is arg0 on both amd64 and

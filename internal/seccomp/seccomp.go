@@ -98,6 +98,23 @@ type Config struct {
 	// supervisor checks pathname unix sockets). Needs a listener too.
 	NotifyConnect bool
 
+	// NotifyProcTargets makes the calls that act on another process by
+	// pid or pidfd and that Landlock's scopes never cover (prlimit64,
+	// sched_set*, setpriority, ioprio_set, migrate_pages, move_pages) go
+	// to the supervisor unless they name the caller (pid 0), and refuses
+	// the forms that name a user, another process group, or a pidfd
+	// (process_mrelease). For runs without a PID namespace; see procCalls.
+	// Needs a listener.
+	NotifyProcTargets bool
+
+	// NotifySignals makes kill (but for pid 0), tkill, tgkill,
+	// rt_sigqueueinfo, rt_tgsigqueueinfo, pidfd_send_signal and
+	// fcntl(F_SETOWN) go to the supervisor, and refuses F_SETOWN_EX,
+	// FIOSETOWN and SIOCSPGRP: what Landlock's signal scope (ABI 6) does
+	// where the kernel lacks it and no PID namespace does. Needs a
+	// listener.
+	NotifySignals bool
+
 	// AllowUnixDgram permits AF_UNIX datagram sockets. When false,
 	// socket() and socketpair() with AF_UNIX fail with EACCES unless the
 	// type is SOCK_STREAM or SOCK_SEQPACKET: an unconnected datagram
@@ -331,6 +348,9 @@ func entries(cfg Config) ([]entry, error) {
 	}
 	if cfg.NotifyConnect {
 		add(entry{name: "connect", ret: unix.SECCOMP_RET_USER_NOTIF, doc: []Rule{{Notify: true}}})
+	}
+	for _, e := range procEntries(cfg) {
+		add(e)
 	}
 	sort.Slice(es, func(i, j int) bool { return es[i].nr < es[j].nr })
 	for i := 1; i < len(es); i++ {

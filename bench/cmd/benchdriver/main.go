@@ -293,6 +293,10 @@ type opts struct {
 	path    string   // PATH for the command; default /usr/bin:/bin
 }
 
+// simABIEnv lowers the Landlock ABI a confine_simabi build sees (see
+// internal/landlock); passed on to confine runs when set.
+const simABIEnv = "CONFINE_SIM_LANDLOCK_ABI"
+
 func (b *bench) command(x box, o opts, argv ...string) *exec.Cmd {
 	path := o.path
 	if path == "" {
@@ -316,6 +320,11 @@ func (b *bench) command(x box, o opts, argv ...string) *exec.Cmd {
 		c.Env = []string{"PATH=" + path, "LANG=C.UTF-8", "HOME=" + b.home,
 			"XDG_STATE_HOME=" + filepath.Join(b.tmp, "xdg"), "XDG_CONFIG_HOME=" + filepath.Join(b.tmp, "xdg"),
 			"CONFINE_EVENT_LOG=" + filepath.Join(b.tmp, "events.jsonl")}
+		if v := os.Getenv(simABIEnv); v != "" {
+			// A confine built with -tags confine_simabi (CONFINE_TAGS)
+			// takes it; a release build ignores it.
+			c.Env = append(c.Env, simABIEnv+"="+v)
+		}
 	case bwrap:
 		a := append([]string(nil), b.bwrapBase...)
 		a = append(a, o.bwrap...)
