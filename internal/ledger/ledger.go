@@ -357,13 +357,18 @@ var table = []Guarantee{
 	},
 	{
 		Name:    policy.GSignals,
-		Promise: "no signal reaches a process outside the run",
+		Promise: "no signal, and no other call that acts on a process by pid or pidfd (resource limits, CPU affinity, scheduling, priority, I/O priority, memory placement, F_SETOWN), reaches a process outside the run",
 		Mechanisms: []Mechanism{
-			feat(core("{landlock} signal scope"), landlock.FeatScope),
+			// Landlock's scope covers signals only; the other calls
+			// that name a process are the supervisor's at every ABI.
+			feat(coreSC("{landlock} signal scope; seccomp: prlimit, sched_set*, setpriority, ioprio_set, migrate_pages, move_pages and F_SETOWN pass only for the caller itself (pid 0, its own pid or tid), the launcher refuses every other target (a pid it checked could be reused before the kernel acts)"), landlock.FeatScope),
+			{Layer: Core, Sufficient: true, Seccomp: true, Below: landlock.FeatScope,
+				Text: "seccomp user notification: the launcher sends kill, tkill, tgkill, rt_sigqueueinfo and pidfd_send_signal itself, through a pidfd it opened and checked alive, only to the run's processes (descendants of its init) and with the command's credentials; prlimit, sched_set*, setpriority, ioprio_set, migrate_pages, move_pages and F_SETOWN pass only for the caller itself, every other target refused"},
 			ns("PID namespace (no process outside the run is visible) with its own /proc"),
 			bw("bubblewrap PID namespace (no process outside the run is visible) with its own /proc"),
 		},
-		Vectors: []string{"kill"},
+		Vectors: []string{"kill", "kill-foreign", "kill-group-foreign", "tgkill-foreign", "sigqueue-foreign", "pidfd-send-signal-foreign",
+			"prlimit-foreign*", "setaffinity-foreign*", "setpriority-foreign*", "setpriority-user*", "ioprio-foreign*", "fcntl-setown-foreign"},
 	},
 	{
 		Name:    policy.GProcInspect,

@@ -81,9 +81,12 @@ func TestDecide(t *testing.T) {
 			refused: []string{policy.GFSWrite, policy.GFSRead, policy.GSignals, policy.GNoNetwork}, mentioned: "Landlock"},
 		{name: "no seccomp", layers: coreOnly, f: Facts{LandlockABI: 7},
 			refused: []string{policy.GNoNetwork, policy.GFSMetadata, policy.GTerminal}, mentioned: "seccomp"},
-		{name: "abi 2 core: signals and truncate", layers: coreOnly, f: abi2,
-			refused: []string{policy.GSignals, policy.GFSWrite}, mentioned: "ABI >= 6"},
-		{name: "abi 2 core, waived", layers: coreOnly, f: abi2, waive: []string{policy.GSignals, policy.GFSWrite}},
+		{name: "abi 2 core: truncate", layers: coreOnly, f: abi2,
+			refused: []string{policy.GFSWrite}, mentioned: "ABI >= 3"},
+		{name: "abi 2 core, waived", layers: coreOnly, f: abi2, waive: []string{policy.GFSWrite},
+			mech: map[string]string{policy.GSignals: "the launcher sends kill"}, nomech: map[string]string{policy.GSignals: "signal scope"}},
+		{name: "abi 6 core: scope, not the launcher", layers: coreOnly, f: Facts{LandlockABI: 6, Seccomp: true},
+			mech: map[string]string{policy.GSignals: "signal scope"}, nomech: map[string]string{policy.GSignals: "the launcher sends kill"}},
 		// Kernel 6.1 with user namespaces: the PID namespace keeps
 		// signals in; truncation still needs ABI 3 or a waiver.
 		{name: "abi 2 namespaces", layers: withNS, f: abi2, refused: []string{policy.GFSWrite}, mentioned: "TRUNCATE"},
