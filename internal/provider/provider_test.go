@@ -145,8 +145,16 @@ func TestLedgerLayersAndEnforce(t *testing.T) {
 		t.Fatalf("abi 2 with user namespaces: %v, %v", sel.Provider, err)
 	}
 	h.UserNS, h.UserNSErr = false, "blocked"
-	_, err = Select(h, Request{Tier: policy.TierSandboxed, Enforce: enforce})
-	if !errors.Is(err, spec.ErrUnavailable) || !strings.Contains(err.Error(), policy.GSignals+" needs") {
+	sel, err = Select(h, Request{Tier: policy.TierSandboxed, Enforce: enforce})
+	if err != nil || sel.Provider.Name() != Core {
+		t.Fatalf("abi 2 without user namespaces, truncation waived: %v, %v", sel.Provider, err)
+	}
+	strict := func(p Provider) error {
+		_, err := ledger.Resolve(ledger.Decide(p.Ledger(), Facts(h, p, false, 100)), nil)
+		return err
+	}
+	_, err = Select(h, Request{Tier: policy.TierSandboxed, Enforce: strict})
+	if !errors.Is(err, spec.ErrUnavailable) || !strings.Contains(err.Error(), policy.GFSWrite+" needs") {
 		t.Fatalf("abi 2 without user namespaces: %v", err)
 	}
 }
