@@ -5,14 +5,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/confine-sandbox/confine/internal/landlock"
 )
 
 // Calls that act on another process by pid, process group, uid or pidfd
@@ -22,7 +19,8 @@ import (
 //
 // The rows run the confined phase under the core (no PID namespace: the
 // target is visible, so only the filter and the supervisor stand in the
-// way), unless the table runs under another backend (TestEscapeBwrap).
+// way), unless the table runs under another backend (TestEscapeBwrap);
+// the "-auto" twins under the backend confine picks.
 // With a simulated Landlock ABI below 6 (-tags confine_simabi), the
 // signal rows test the supervisor's handlers instead of Landlock's scope.
 
@@ -86,10 +84,9 @@ func procFixture(e *env, f fixture) fixture {
 }
 
 // coreRun returns the CLI flags and environment of a confined run of
-// these tests: the simulated ABI passed on; the core backend when no other
-// is asked for; and where that ABI lacks Landlock's scopes, a profile that
-// waives the two guarantees the ledger cannot yet prove there (the
-// supervisor's mechanism still runs).
+// these tests: the simulated ABI passed on, and the core backend when no
+// other is asked for. No guarantee is waived: below ABI 6 the ledger holds
+// no-foreign-signals by the supervisor's mechanism these rows attack.
 func coreRun(e *env) (args, envv []string) {
 	if v := os.Getenv(simABIEnv); v != "" {
 		envv = append(envv, simABIEnv+"="+v)
@@ -97,15 +94,7 @@ func coreRun(e *env) (args, envv []string) {
 	if e.backend != "" {
 		return nil, envv
 	}
-	args = []string{"--backend", "core"}
-	if abi, _, err := landlock.ABI(); err == nil && !landlock.Has(abi, landlock.FeatScope) {
-		p := filepath.Join(e.freshDir("prof-"), "sim.toml")
-		if err := os.WriteFile(p, []byte("waive = [\"no-foreign-signals\", \"no-foreign-unix-sockets\"]\n"), 0o644); err != nil {
-			e.t.Fatal(err)
-		}
-		args = append(args, "--profile", p)
-	}
-	return args, envv
+	return []string{"--backend", "core"}, envv
 }
 
 // procLine reads a "Key:" line of /proc/PID/status or a row of
