@@ -361,9 +361,9 @@ var table = []Guarantee{
 		Mechanisms: []Mechanism{
 			// Landlock's scope covers signals only; the other calls
 			// that name a process are the supervisor's at every ABI.
-			feat(coreSC("{landlock} signal scope; seccomp: prlimit, sched_set*, setpriority, ioprio_set, migrate_pages, move_pages and F_SETOWN pass only for the caller itself (pid 0, its own pid or tid), the launcher refuses every other target (a pid it checked could be reused before the kernel acts)"), landlock.FeatScope),
+			feat(coreSC("{landlock} signal scope (also SIGIO/SIGURG of F_SETOWN, at delivery); seccomp: prlimit, sched_set*, setpriority, ioprio_set, migrate_pages and move_pages pass only for the caller itself (pid 0, its own pid or tid), the launcher refuses every other target (a pid it checked could be reused before the kernel acts); PRIO_USER, IOPRIO_WHO_USER and another process group refused"), landlock.FeatScope),
 			{Layer: Core, Sufficient: true, Seccomp: true, Below: landlock.FeatScope,
-				Text: "seccomp user notification: the launcher sends kill, tkill, tgkill, rt_sigqueueinfo and pidfd_send_signal itself, through a pidfd it opened and checked alive, only to the run's processes (descendants of its init) and with the command's credentials; prlimit, sched_set*, setpriority, ioprio_set, migrate_pages, move_pages and F_SETOWN pass only for the caller itself, every other target refused"},
+				Text: "seccomp user notification: the launcher sends kill, tkill, tgkill, rt_sigqueueinfo and pidfd_send_signal itself, through a pidfd it opened and checked alive, only to the run's processes (descendants of its init) and with the command's credentials; prlimit, sched_set*, setpriority, ioprio_set, migrate_pages and move_pages pass only for the caller itself, every other target refused; F_SETOWN may name only the caller, F_SETOWN_EX, FIOSETOWN and SIOCSPGRP refused"},
 			ns("PID namespace (no process outside the run is visible) with its own /proc"),
 			bw("bubblewrap PID namespace (no process outside the run is visible) with its own /proc"),
 		},
