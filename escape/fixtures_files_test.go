@@ -5,19 +5,23 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/confine-sandbox/confine/internal/host"
-	"github.com/confine-sandbox/confine/policy"
+	"github.com/confine-sandbox/confine/internal/ledger"
 )
 
-// oldABI makes a row's confined run really happen on a Landlock ABI (real,
-// or simulated with -tags confine_simabi) below 6, where the default profile
-// refuses to run for want of signal and abstract-socket scoping: it waives
-// those two guarantees, which have nothing to do with the file mechanisms
-// under test, and requires the probe's own report, so that a refused run
-// cannot pass for a blocked attack.
+// oldABI makes a row's confined run really happen on an old Landlock ABI
+// (real, or simulated with -tags confine_simabi), where the default profile
+// refuses to run for want of guarantees the ledger cannot meet there (signal
+// and abstract-socket scoping below ABI 6, ...): it waives exactly those the
+// ledger finds missing for the core backend, and requires the probe's own
+// report, so that a refused run cannot pass for a blocked attack. A waiver
+// switches no mechanism off: what the row attacks is enforced (or not)
+// whatever the profile says, and the attack itself is the verdict.
 func oldABI(setup func(e *env) fixture) func(e *env) fixture {
 	return func(e *env) fixture {
 		f := setup(e)
@@ -25,11 +29,19 @@ func oldABI(setup func(e *env) fixture) func(e *env) fixture {
 			return f
 		}
 		f.mustReport = true
-		if host.Probe().LandlockABI >= 6 {
+		h := host.Probe()
+		facts := ledger.Facts{LandlockABI: h.LandlockABI, Seccomp: h.Seccomp, RootCommand: e.user.UID == 0, PidsCgroup: h.PidsCgroupRoot != ""}
+		var waive []string
+		for _, d := range ledger.Decide([]ledger.Layer{ledger.Core}, facts) {
+			if d.Missing != "" {
+				waive = append(waive, strconv.Quote(d.Name))
+			}
+		}
+		if len(waive) == 0 {
 			return f
 		}
 		prof := filepath.Join(e.freshDir("profile-"), "waive.toml")
-		body := fmt.Sprintf("name = \"old-abi-files\"\nwaive = [%q, %q]\n", policy.GUnixSockets, policy.GSignals)
+		body := fmt.Sprintf("name = \"old-abi-files\"\nwaive = [%s]\n", strings.Join(waive, ", "))
 		if err := os.WriteFile(prof, []byte(body), 0o644); err != nil {
 			e.t.Fatal(err)
 		}
@@ -42,9 +54,10 @@ func oldABI(setup func(e *env) fixture) func(e *env) fixture {
 // mechanisms enforce (truncate's and rename's handlers): they run under
 // oldABI too.
 var oldABIRows = []string{
-	"write-file-outside", "write-file-ro-root", "truncate-file-outside", "truncate-file-ro-root",
-	"chmod-outside", "chmod-ro-root", "rename-out", "rename-in", "link-out", "link-in-then-write",
-	"symlink-write", "symlink-write-new", "mknod-outside", "mknod-fifo-outside",
+	"write-file-outside", "write-file-new-outside", "write-file-ro-root", "append-file-outside",
+	"truncate-file-outside", "truncate-file-ro-root", "chmod-outside", "chmod-ro-root",
+	"fchmod-ro-outside", "fchmod-ro-ro-root", "rename-out", "rename-in", "link-out", "link-in-then-write",
+	"symlink-write", "symlink-write-new", "mknod-in-workdir", "mknod-outside", "mknod-fifo-outside", "tmp-write",
 }
 
 // withFileVectors puts the old-ABI rows of cases under oldABI and appends
