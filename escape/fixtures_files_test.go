@@ -7,11 +7,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"testing"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/confine-sandbox/confine/internal/host"
 	"github.com/confine-sandbox/confine/internal/ledger"
+	"github.com/confine-sandbox/confine/internal/testutil"
 )
 
 // oldABI makes a row's confined run really happen on an old Landlock ABI
@@ -29,25 +31,43 @@ func oldABI(setup func(e *env) fixture) func(e *env) fixture {
 			return f
 		}
 		f.mustReport = true
-		h := host.Probe()
-		facts := ledger.Facts{LandlockABI: h.LandlockABI, Seccomp: h.Seccomp, RootCommand: e.user.UID == 0, PidsCgroup: h.PidsCgroupRoot != ""}
-		var waive []string
-		for _, d := range ledger.Decide([]ledger.Layer{ledger.Core}, facts) {
-			if d.Missing != "" {
-				waive = append(waive, strconv.Quote(d.Name))
-			}
-		}
-		if len(waive) == 0 {
-			return f
-		}
-		prof := filepath.Join(e.freshDir("profile-"), "waive.toml")
-		body := fmt.Sprintf("name = \"old-abi-files\"\nwaive = [%s]\n", strings.Join(waive, ", "))
-		if err := os.WriteFile(prof, []byte(body), 0o644); err != nil {
-			e.t.Fatal(err)
-		}
-		f.cliArgs = append(f.cliArgs, "--profile", prof)
+		f.cliArgs = append(f.cliArgs, waiveMissing(e.t, e.user)...)
 		return f
 	}
+}
+
+// waiveMissing returns the `confine run` flags of a profile that waives
+// exactly the guarantees the ledger finds missing for the core backend on
+// this host's (possibly simulated) Landlock ABI, as u; none when nothing is
+// missing.
+func waiveMissing(t *testing.T, u testutil.User) []string {
+	t.Helper()
+	h := host.Probe()
+	facts := ledger.Facts{LandlockABI: h.LandlockABI, Seccomp: h.Seccomp, RootCommand: u.UID == 0, PidsCgroup: h.PidsCgroupRoot != ""}
+	var waive []string
+	for _, d := range ledger.Decide([]ledger.Layer{ledger.Core}, facts) {
+		if d.Missing != "" {
+			waive = append(waive, strconv.Quote(d.Name))
+		}
+	}
+	if len(waive) == 0 {
+		return nil
+	}
+	dir, err := os.MkdirTemp(testutil.SharedDir(t), "profile-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	prof := filepath.Join(dir, "waive.toml")
+	body := fmt.Sprintf("name = \"old-abi\"\nwaive = [%s]\n", strings.Join(waive, ", "))
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(prof, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Landlock ABI %d: waiving %s, which the ledger cannot meet here", h.LandlockABI, strings.Join(waive, ", "))
+	return []string{"--profile", prof}
 }
 
 // oldABIRows are rows of fixtures_test.go that attack what the old-ABI file

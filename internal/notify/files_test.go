@@ -132,3 +132,21 @@ func TestFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestMkdirDropsSetIDBits pins the kernel behaviour that lets mkdir and
+// mkdirat go unfiltered: vfs_mkdir keeps only the permission and sticky
+// bits of the mode, so a new directory gets S_ISGID only from a set-group-ID
+// parent, never from its caller.
+func TestMkdirDropsSetIDBits(t *testing.T) {
+	d := filepath.Join(t.TempDir(), "d")
+	if err := unix.Mkdir(d, 0o6755); err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(d, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode&(unix.S_ISUID|unix.S_ISGID) != 0 {
+		t.Errorf("mkdir(0o6755) made mode %#o: the kernel keeps set-ID bits, mkdir needs a filter rule", st.Mode&0o7777)
+	}
+}
