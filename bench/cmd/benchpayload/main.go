@@ -10,7 +10,7 @@
 //	                               FILTER installs a seccomp filter on the timing thread first: allow1 (one
 //	                               RET ALLOW instruction, the cheapest filter there is) or confine (the filter
 //	                               confine installs, without the notification listener)
-//	benchpayload files N DIR SIZE  create+write, read, delete N files of SIZE bytes in DIR
+//	benchpayload files N DIR SIZE  create+write, read, rename into a sibling directory, delete N files of SIZE bytes in DIR
 //	benchpayload spawn N           sh -c 'i=0; while [ $i -lt N ]; do /bin/true; ...; done'
 //	benchpayload flood BYTES FILE  write BYTES to stdout, elapsed ns to FILE
 //	benchpayload run PROGRAM ARGS  run PROGRAM, report its tree's wall and CPU time
@@ -222,15 +222,18 @@ func installFilter(which string) error {
 	return err
 }
 
-// files creates and writes, reads back, then deletes n files of size bytes
-// in dir, with plain system calls.
+// files creates and writes, reads back, renames into a sibling directory
+// (as build tools move finished outputs into place), then deletes n files of
+// size bytes in dir, with plain system calls.
 func files(n int, dir string, size int) (map[string]float64, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	moved := filepath.Join(dir, "moved")
+	if err := os.MkdirAll(moved, 0o755); err != nil {
 		return nil, err
 	}
-	names := make([]string, n)
+	names, dests := make([]string, n), make([]string, n)
 	for i := range names {
 		names[i] = filepath.Join(dir, "f"+strconv.Itoa(i))
+		dests[i] = filepath.Join(moved, "f"+strconv.Itoa(i))
 	}
 	buf := make([]byte, size)
 	for i := range buf {
@@ -265,7 +268,13 @@ func files(n int, dir string, size int) (map[string]float64, error) {
 		}
 	}
 	t2 := time.Now()
-	for _, name := range names {
+	for i, name := range names {
+		if err := unix.Rename(name, dests[i]); err != nil {
+			return nil, err
+		}
+	}
+	tr := time.Now()
+	for _, name := range dests {
 		if err := unix.Unlink(name); err != nil {
 			return nil, err
 		}
@@ -275,7 +284,7 @@ func files(n int, dir string, size int) (map[string]float64, error) {
 	ms := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 	return map[string]float64{
 		"total_ms": ms(t3.Sub(t0)), "create_write_ms": ms(t1.Sub(t0)),
-		"read_ms": ms(t2.Sub(t1)), "delete_ms": ms(t3.Sub(t2)), "n": float64(n), "cpu_ms": cpu,
+		"read_ms": ms(t2.Sub(t1)), "rename_ms": ms(tr.Sub(t2)), "delete_ms": ms(t3.Sub(tr)), "n": float64(n), "cpu_ms": cpu,
 	}, nil
 }
 
