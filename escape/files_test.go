@@ -109,3 +109,38 @@ os.truncate("d1/g", 0)
 assert os.stat("d2/f").st_size == 0
 print("truncate ok", flush=True)
 `
+
+// TestRootsNosuid checks that where the run has a mount namespace of its
+// own (landlock+namespaces, bubblewrap), the work directory, the private
+// temp dir and a read-only root are mounted nosuid: a set-user-ID file
+// found or left there never runs with its owner's privileges inside the run,
+// on top of no_new_privs. The core has no mounts of its own; there the
+// set-ID refusals of the seccomp filter and the supervisor hold alone.
+func TestRootsNosuid(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skipf("not applicable on this host: python3 missing (%v)", err)
+	}
+	const script = `import os
+for p in (".", os.environ["TMPDIR"], "/usr/bin"):
+    print(p if p != os.environ["TMPDIR"] else "tmp", "nosuid" if os.statvfs(p).f_flag & os.ST_NOSUID else "SUID")
+`
+	for _, u := range testutil.Users(t) {
+		for _, backend := range []string{"namespaces", "bwrap"} {
+			t.Run(u.Name+"/"+backend, func(t *testing.T) {
+				if backend == "bwrap" {
+					requireBwrap(t, u)
+				}
+				wd := testutil.Workdir(t, u.UID)
+				args := append([]string{"run", "--workdir", wd, "--backend", backend}, waiveMissing(t, u)...)
+				o := cliRun(t, u, wd, nil, append(args, "--", "python3", "-c", script)...)
+				if o.code == 125 && strings.Contains(o.stderr, "unavailable") {
+					t.Skipf("not applicable here as %s (%s): %s", u.Name, testutil.Mode(), oneLine(o.stderr, 300))
+				}
+				want := ". nosuid\ntmp nosuid\n/usr/bin nosuid\n"
+				if o.code != 0 || o.stdout != want {
+					t.Fatalf("exit %d, stdout %q, want %q\nstderr: %s", o.code, o.stdout, want, o.stderr)
+				}
+			})
+		}
+	}
+}
