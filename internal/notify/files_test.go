@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/confine-sandbox/confine/internal/seccomp"
 )
 
 // fileOp makes the calls of files.go for the probe: Path is the source (or
@@ -148,5 +151,32 @@ func TestMkdirDropsSetIDBits(t *testing.T) {
 	}
 	if st.Mode&(unix.S_ISUID|unix.S_ISGID) != 0 {
 		t.Errorf("mkdir(0o6755) made mode %#o: the kernel keeps set-ID bits, mkdir needs a filter rule", st.Mode&0o7777)
+	}
+}
+
+// TestHandlesEveryNotifiedCall: every call the filter can hand to the
+// supervisor (every flag on) has a handler; a call without one would be
+// refused with EACCES as "not handled".
+func TestHandlesEveryNotifiedCall(t *testing.T) {
+	arch, err := seccomp.NativeArch()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules, err := seccomp.Denied(seccomp.Config{Arch: arch, NotifyMetadata: true, NotifyConnect: true, NotifyTruncate: true, NotifyRename: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	handled := Syscalls()
+	n := 0
+	for _, r := range rules {
+		if r.Notify {
+			n++
+			if !slices.Contains(handled, r.Syscall) {
+				t.Errorf("the filter notifies %s, which the supervisor does not handle", r.Syscall)
+			}
+		}
+	}
+	if n != len(handled) {
+		t.Errorf("the filter notifies %d calls, the supervisor handles %d (%v)", n, len(handled), handled)
 	}
 }
