@@ -180,3 +180,25 @@ func TestHandlesEveryNotifiedCall(t *testing.T) {
 		t.Errorf("the filter notifies %d calls, the supervisor handles %d (%v)", n, len(handled), handled)
 	}
 }
+
+func TestSplitParent(t *testing.T) {
+	for _, c := range []struct{ in, parent, last string }{
+		{"f", "", "f"},
+		{"d/f", "d", "f"},
+		{"d//f", "d", "f"},
+		{"d/f/", "d", "f/"},
+		{"/f", "/", "f"},
+		{"//f", "/", "f"},
+		{"/a/b/c", "/a/b", "c"},
+		{"/a/b/c//", "/a/b", "c//"},
+		{"/", "/", "."},
+		{"///", "/", "."},
+		{"..", "", ".."},
+		{"a/..", "a", ".."},
+		{"/proc/self/fd/5/x", "/proc/self/fd/5", "x"},
+	} {
+		if p, l := splitParent(c.in); p != c.parent || l != c.last {
+			t.Errorf("splitParent(%q) = %q, %q; want %q, %q", c.in, p, l, c.parent, c.last)
+		}
+	}
+}
