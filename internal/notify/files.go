@@ -162,12 +162,18 @@ func (t *task) renameLink(kind sysKind) result {
 	if e != 0 {
 		return fail(e)
 	}
+	oldParent, oldLast := splitParent(oldPath)
+	newParent, newLast := splitParent(newPath)
+	if oldDir == newDir && oldParent == newParent {
+		// The same directory by name: Landlock allows or refuses it on
+		// its own, with no resolution here (the common case: a file
+		// written beside its final name, then renamed over it).
+		return cont
+	}
 	ts, _, ok := t.status(oldPath)
 	if !ok {
 		return cont
 	}
-	oldParent, oldLast := splitParent(oldPath)
-	newParent, newLast := splitParent(newPath)
 	op, e := t.acquireDir(&ts, oldDir, oldParent)
 	if e != 0 {
 		return cont
