@@ -58,7 +58,7 @@ func main() {
 	switch os.Args[1] {
 	case "syscalls":
 		if len(args) != 1 && len(args) != 2 {
-			die(fmt.Errorf("syscalls N FILE [allow1|confine]"))
+			die(fmt.Errorf("syscalls N FILE [allow1|confine|confine-old]"))
 		}
 		filter := ""
 		if len(args) == 2 {
@@ -189,6 +189,18 @@ func syscalls(n int, file, filter string) (map[string]float64, error) {
 	}); err != nil {
 		return nil, err
 	}
+	// openat+close of the file: openat's mode and flags are inspected by
+	// confine's filter, so it is not decided from nr alone.
+	if res["open_ns"], res["open_wall_ns"], err = perCall(n, func() error {
+		fd, _, e := unix.RawSyscall6(unix.SYS_OPENAT, uintptr(cwd), uintptr(unsafe.Pointer(p)), unix.O_RDONLY|unix.O_CLOEXEC, 0, 0, 0)
+		if e != 0 {
+			return fmt.Errorf("open %s: %w", file, e)
+		}
+		unix.RawSyscall(unix.SYS_CLOSE, fd, 0, 0)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
 	res["n"] = float64(n)
 	return res, nil
 }
@@ -204,16 +216,20 @@ func installFilter(which string) error {
 	switch which {
 	case "allow1":
 		prog = []bpf.RawInstruction{{Op: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ALLOW}}
-	case "confine":
+	case "confine", "confine-old":
 		arch, err := seccomp.NativeArch()
 		if err != nil {
 			return err
 		}
-		if prog, err = seccomp.Build(seccomp.Config{Arch: arch, NotifyMetadata: true, NotifyConnect: true}); err != nil {
+		// confine-old adds the rules of Landlock ABI 1 (truncation and
+		// renames), as a run there gets.
+		old := which == "confine-old"
+		if prog, err = seccomp.Build(seccomp.Config{Arch: arch, NotifyMetadata: true, NotifyConnect: true,
+			NotifyTruncate: old, NotifyRename: old}); err != nil {
 			return err
 		}
 	default:
-		return fmt.Errorf("unknown filter %q (allow1, confine)", which)
+		return fmt.Errorf("unknown filter %q (allow1, confine, confine-old)", which)
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
