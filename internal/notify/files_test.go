@@ -162,7 +162,8 @@ func TestHandlesEveryNotifiedCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rules, err := seccomp.Denied(seccomp.Config{Arch: arch, NotifyMetadata: true, NotifyConnect: true, NotifyTruncate: true, NotifyRename: true})
+	rules, err := seccomp.Denied(seccomp.Config{Arch: arch, NotifyMetadata: true, NotifyConnect: true,
+		NotifyProcTargets: true, NotifySignals: true, NotifyTruncate: true, NotifyRename: true})
 	if err != nil {
 		t.Fatal(err)
 	}
