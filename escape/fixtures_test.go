@@ -885,6 +885,7 @@ func vectors() []vcase {
 			return fixture{}
 		}},
 	)
+	cases = withFileVectors(cases)
 
 	// Terminals: the launched process (probe or CLI) is a session leader
 	// whose controlling terminal and stdin is a pty the test opened: the

@@ -139,9 +139,7 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: seccomp: %v", spec.ErrLaunch, err)
 	}
-	filter, err := seccomp.Cached(seccomp.Config{Arch: arch, NotifyMetadata: sc.NotifyMetadata,
-		NotifyConnect: sc.NotifyConnect, AllowUnixDgram: sc.AllowUnixDgram,
-		NotifyProcTargets: sc.NotifyProcTargets, NotifySignals: sc.NotifySignals})
+	filter, err := seccomp.Cached(seccomp.FromPlan(arch, sc))
 	if err != nil {
 		return nil, fmt.Errorf("%w: seccomp: %v", spec.ErrLaunch, err)
 	}

@@ -53,7 +53,8 @@ type result struct {
 	path   string // target, for denials
 	// cont lets the kernel run the call as issued
 	// (SECCOMP_USER_NOTIF_FLAG_CONTINUE); only for calls whose target
-	// cannot change meanwhile (see proc_targets.go).
+	// cannot change meanwhile (see proc_targets.go), or whose every effect
+	// the command's own Landlock domain still checks (see renameLink).
 	cont bool
 }
 
@@ -150,6 +151,9 @@ func (h *handler) handle(n *seccompNotif) (r result) {
 	}
 	if isProcKind(ent.kind) {
 		return t.procCall(ent.kind)
+	}
+	if isFileKind(ent.kind) {
+		return t.fileCall(ent.kind)
 	}
 	a, e := t.decode(ent.kind)
 	if e != 0 {
@@ -642,6 +646,9 @@ func checkPerm(a *action, st *unix.Stat_t, cr *creds, real string) (result, bool
 		}
 		if !owner {
 			return deny(unix.EPERM, "chmod of a file the caller does not own", real), false
+		}
+		if r, ok := checkSetID(a.mode, st.Mode, real); !ok {
+			return r, false
 		}
 	case opChown:
 		if a.uid != unchanged && (!owner || a.uid != st.Uid) {

@@ -409,6 +409,8 @@ func runOp(op probeOp, base string) (r probeResult) {
 		return probeProc(op)
 	case "sleep":
 		time.Sleep(time.Duration(op.Iter) * time.Millisecond)
+	case "truncate", "rename", "renameat2", "link", "linkat":
+		e = fileOp(op, sys, d, path, cstr(expand(op.Alt)))
 	default:
 		return setupFail("unknown call", errors.New(op.Call))
 	}
@@ -517,6 +519,9 @@ func newFixture(t testing.TB, uid int) *fixture {
 		must(os.Chown(d, uid, uid))
 	}
 	must(os.Chown(filepath.Join(fx.w, "priv"), 0, 0))
+	gd := filepath.Join(fx.w, "gd")
+	must(os.Mkdir(gd, 0o755))
+	must(os.Chown(gd, uid, 0))
 	must(os.Chmod(filepath.Join(fx.w, "priv"), 0o700))
 	files := map[string][2]int{
 		"w/f": {uid, uid}, "w/f2": {uid, uid}, "w/g": {uid, 0}, "w/rootfile": {0, 0},

@@ -16,6 +16,12 @@
 // /proc/<tid>/mem, resolves the target once to a file descriptor of its own,
 // checks where that object really is, and performs the operation itself on
 // that descriptor, with the task's credentials and no capabilities.
+//
+// On old Landlock ABIs the filter also routes truncate(2) (ABI < 3) and
+// rename and link (ABI 1) here; see files.go. A rename or link the
+// supervisor does not perform itself is resumed in the kernel, where the
+// command's own Landlock domain still checks it (the calls of
+// proc_targets.go are resumed on their own terms).
 package notify
 
 import (

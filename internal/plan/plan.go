@@ -44,6 +44,10 @@ type Seccomp struct {
 	// already resolves pids within the run (see Effective).
 	NotifyProcTargets bool `json:"notify_proc_targets,omitempty"`
 	NotifySignals     bool `json:"notify_signals,omitempty"`
+	// NotifyTruncate and NotifyRename close the old-ABI gaps (see
+	// seccomp.Config): set when the Landlock ABI is below 3 and 2.
+	NotifyTruncate bool `json:"notify_truncate,omitempty"`
+	NotifyRename   bool `json:"notify_rename,omitempty"`
 }
 
 // Effective returns s as it applies to a run with (pidNS) or without a PID
@@ -58,7 +62,8 @@ func (s Seccomp) Effective(pidNS bool) Seccomp {
 // Listener reports whether the filter built from s hands calls to a
 // supervisor, which then needs the filter's listener.
 func (s Seccomp) Listener() bool {
-	return s.NotifyMetadata || s.NotifyConnect || s.NotifyProcTargets || s.NotifySignals
+	return s.NotifyMetadata || s.NotifyConnect || s.NotifyProcTargets || s.NotifySignals ||
+		s.NotifyTruncate || s.NotifyRename
 }
 
 // Namespaces asks for the landlock+namespaces provider: stage-2 is started

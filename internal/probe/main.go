@@ -191,6 +191,16 @@ func init() {
 		"open-by-handle": {"PATH [MOUNTDIR]", 1, 2, vOpenByHandle},
 		"block-device":   {"PATH", 1, 1, vBlockDevice},
 
+		// set-ID files, truncation, rename and link (setid.go)
+		"open-creat-mode":    {"PATH MODE-OCTAL", 2, 2, vOpenCreatMode},
+		"open-tmpfile-mode":  {"DIR NAME MODE-OCTAL", 3, 3, vOpenTmpfileMode},
+		"mknod-mode":         {"PATH MODE-OCTAL", 2, 2, vMknodMode},
+		"openat2-creat-mode": {"PATH MODE-OCTAL", 2, 2, vOpenat2CreatMode},
+		"open-trunc":         {"PATH rdonly|accmode3", 2, 2, vOpenTrunc},
+		"openat2-trunc":      {"PATH", 1, 1, vOpenat2Trunc},
+		"linkat-follow":      {"SRC DST", 2, 2, vLinkatFollow},
+		"rename-exchange":    {"A B", 2, 2, vRenameExchange},
+
 		// ttys
 		"tiocsti":    {"TTYPATH", 1, 1, vTIOCSTI},
 		"tiocsti-hi": {"TTYPATH", 1, 1, vTIOCSTIHi},

@@ -113,16 +113,19 @@ func Namespaced(p *plan.Plan, fds FDs, rs *landlock.Ruleset, layout nsinit.Layou
 	add(b.call("make / private", unix.SYS_MOUNT, str(""), str("/"), str(""), unix.MS_REC|unix.MS_PRIVATE, 0))
 	// Each root's mounts are cloned before the new root exists; with
 	// every other descriptor closed they get FDFree, FDFree+1, ...
-	ro := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
-	prog.Keep(ro)
+	attrs := map[nsinit.Kind]*unix.MountAttr{}
 	for i, bp := range layout.Binds {
 		fd := uintptr(spawn.FDFree + i)
 		add(b.call("clone the mount of "+bp.Path, unix.SYS_OPEN_TREE, spawn.AtFDCWD, str(bp.Path),
 			unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE).Want(fd))
-		if bp.Kind == nsinit.ReadOnly {
-			add(b.call("make "+bp.Path+" read-only", unix.SYS_MOUNT_SETATTR, fd, str(""),
-				unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, uintptr(unsafe.Pointer(ro)), unsafe.Sizeof(*ro)))
+		attr := attrs[bp.Kind]
+		if attr == nil {
+			attr = &unix.MountAttr{Attr_set: bp.Kind.MountAttr()}
+			prog.Keep(attr)
+			attrs[bp.Kind] = attr
 		}
+		add(b.call(bp.Kind.AttrStep(bp.Path), unix.SYS_MOUNT_SETATTR, fd, str(""),
+			unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, uintptr(unsafe.Pointer(attr)), unsafe.Sizeof(*attr)))
 	}
 	st := layout.Stage
 	add(b.call("mount the new root's tmpfs on "+st, unix.SYS_MOUNT, str("tmpfs"), str(st), str("tmpfs"), unix.MS_NOSUID|unix.MS_NODEV, str(nsinit.RootTmpfsOptions)))

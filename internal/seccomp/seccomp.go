@@ -121,6 +121,19 @@ type Config struct {
 	// socket can sendto() any pathname socket on the host without ever
 	// calling connect(), which is what NotifyConnect watches.
 	AllowUnixDgram bool
+
+	// NotifyTruncate is for Landlock ABI < 3, which has no TRUNCATE right:
+	// truncate(2) returns SECCOMP_RET_USER_NOTIF (the supervisor truncates
+	// only inside the writable roots), and open/openat with O_TRUNC fail
+	// with EACCES unless the file is opened for writing. Needs a listener.
+	NotifyTruncate bool
+
+	// NotifyRename is for Landlock ABI 1, which has no REFER right and
+	// refuses every rename or link across directories: rename, renameat,
+	// renameat2, link and linkat return SECCOMP_RET_USER_NOTIF (the
+	// supervisor performs those inside the writable roots). Needs a
+	// listener.
+	NotifyRename bool
 }
 
 // Rule is one line of the policy the filter enforces, for documentation
@@ -339,6 +352,9 @@ func entries(cfg Config) ([]entry, error) {
 		add(entry{name: n, ret: errno(unix.ENOSYS), doc: []Rule{{Errno: unix.ENOSYS}}})
 	}
 	for _, b := range argRules(cfg) {
+		add(b)
+	}
+	for _, b := range fileRules(cfg) {
 		add(b)
 	}
 	if cfg.NotifyMetadata {

@@ -32,7 +32,7 @@ func initMain(p *plan.Plan, status *os.File) int {
 		return 125
 	}
 	unix.CloseOnExec(6)
-	notify := p.Seccomp.NotifyMetadata || p.Seccomp.NotifyConnect
+	notify := p.Seccomp.Effective(true).Listener()
 	if notify {
 		unix.CloseOnExec(5)
 	}

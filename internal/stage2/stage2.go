@@ -130,12 +130,9 @@ func apply(p *plan.Plan) (int, error) {
 	if err != nil {
 		return 125, fmt.Errorf("seccomp: %w", err)
 	}
-	prog, err := seccomp.Build(seccomp.Config{
-		Arch:           arch,
-		NotifyMetadata: p.Seccomp.NotifyMetadata,
-		NotifyConnect:  p.Seccomp.NotifyConnect,
-		AllowUnixDgram: p.Seccomp.AllowUnixDgram,
-	})
+	// Only bubblewrap starts stage-2: the command is in a PID namespace.
+	sc := p.Seccomp.Effective(true)
+	prog, err := seccomp.Build(seccomp.FromPlan(arch, sc))
 	if err != nil {
 		return 125, fmt.Errorf("seccomp: %w", err)
 	}
@@ -144,7 +141,7 @@ func apply(p *plan.Plan) (int, error) {
 	if err := rlimit.Apply(p.Rlimits); err != nil {
 		return 125, err
 	}
-	listener := p.Seccomp.NotifyMetadata || p.Seccomp.NotifyConnect
+	listener := sc.Listener()
 	// Everything below runs under the filter: only close_range, sendmsg,
 	// close, rt_sigaction and execve, all of which it allows.
 	nfd, err := seccomp.Install(prog, listener)

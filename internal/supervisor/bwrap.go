@@ -66,7 +66,8 @@ func startBwrap(p *plan.Plan) (pid, notifyFD int, exitPipe *os.File, err error) 
 		return fail("%v", err)
 	}
 	var sockParent, sockChild *os.File
-	wantNotify := p.Seccomp.NotifyMetadata || p.Seccomp.NotifyConnect
+	// bubblewrap's runs have a PID namespace.
+	wantNotify := p.Seccomp.Effective(true).Listener()
 	if wantNotify {
 		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 		if err != nil {

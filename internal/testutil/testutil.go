@@ -173,6 +173,11 @@ func (c CLI) Command() *exec.Cmd {
 	if c.Container || SimulatingContainer() {
 		cmd.Env = append(cmd.Env, wrapEnv+"=1")
 	}
+	// A simulated Landlock ABI (builds with -tags confine_simabi) reaches
+	// the CLI; release builds ignore the variable.
+	if v, ok := os.LookupEnv("CONFINE_SIM_LANDLOCK_ABI"); ok {
+		cmd.Env = append(cmd.Env, "CONFINE_SIM_LANDLOCK_ABI="+v)
+	}
 	if os.Geteuid() == 0 && c.UID != 0 {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(c.UID), Gid: uint32(c.UID)}}
 	}

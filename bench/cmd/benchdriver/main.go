@@ -908,7 +908,7 @@ func (b *bench) files() error {
 	reps := b.knobInt("FILES_REPS", 5)
 	size := b.knobInt("FILES_SIZE", 512)
 	s, cpu := map[box][]float64{}, map[box][]float64{}
-	phases := map[string]map[box][]float64{"create_write_ms": {}, "read_ms": {}, "delete_ms": {}}
+	phases := map[string]map[box][]float64{"create_write_ms": {}, "read_ms": {}, "rename_ms": {}, "delete_ms": {}}
 	err := b.rounds(reps, func(x box, i int) error {
 		dir := filepath.Join(b.wd, "files", fmt.Sprintf("%s-%d", x, i))
 		m, err := b.payloadJSON(x, opts{}, "files", strconv.Itoa(n), dir, strconv.Itoa(size))
@@ -926,13 +926,13 @@ func (b *bench) files() error {
 	if err != nil {
 		return err
 	}
-	r := newRow("files", fmt.Sprintf("files: create+write, read, delete %d × %d B in the workdir", n, size), "ms", 0)
+	r := newRow("files", fmt.Sprintf("files: create+write, read, rename across directories, delete %d × %d B in the workdir", n, size), "ms", 0)
 	b.fill(r, s)
 	r.Target = "≤ 1.05x"
 	r.Met = verdict(r.Ratio[confine] <= 1.05)
 	flagNoise(r, 1.05, false)
 	var ph []string
-	for _, k := range []string{"create_write_ms", "read_ms", "delete_ms"} {
+	for _, k := range []string{"create_write_ms", "read_ms", "rename_ms", "delete_ms"} {
 		var parts []string
 		for _, x := range b.active() {
 			parts = append(parts, fmt.Sprintf("%s %.0f", x, median(phases[k][x])))

@@ -10,7 +10,7 @@
 //	                               FILTER installs a seccomp filter on the timing thread first: allow1 (one
 //	                               RET ALLOW instruction, the cheapest filter there is) or confine (the filter
 //	                               confine installs, without the notification listener)
-//	benchpayload files N DIR SIZE  create+write, read, delete N files of SIZE bytes in DIR
+//	benchpayload files N DIR SIZE  create+write, read, rename into a sibling directory, delete N files of SIZE bytes in DIR
 //	benchpayload spawn N           sh -c 'i=0; while [ $i -lt N ]; do /bin/true; ...; done'
 //	benchpayload flood BYTES FILE  write BYTES to stdout, elapsed ns to FILE
 //	benchpayload run PROGRAM ARGS  run PROGRAM, report its tree's wall and CPU time
@@ -58,7 +58,7 @@ func main() {
 	switch os.Args[1] {
 	case "syscalls":
 		if len(args) != 1 && len(args) != 2 {
-			die(fmt.Errorf("syscalls N FILE [allow1|confine]"))
+			die(fmt.Errorf("syscalls N FILE [allow1|confine|confine-old]"))
 		}
 		filter := ""
 		if len(args) == 2 {
@@ -189,6 +189,18 @@ func syscalls(n int, file, filter string) (map[string]float64, error) {
 	}); err != nil {
 		return nil, err
 	}
+	// openat+close of the file: openat's mode and flags are inspected by
+	// confine's filter, so it is not decided from nr alone.
+	if res["open_ns"], res["open_wall_ns"], err = perCall(n, func() error {
+		fd, _, e := unix.RawSyscall6(unix.SYS_OPENAT, uintptr(cwd), uintptr(unsafe.Pointer(p)), unix.O_RDONLY|unix.O_CLOEXEC, 0, 0, 0)
+		if e != 0 {
+			return fmt.Errorf("open %s: %w", file, e)
+		}
+		unix.RawSyscall(unix.SYS_CLOSE, fd, 0, 0)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
 	res["n"] = float64(n)
 	return res, nil
 }
@@ -204,16 +216,20 @@ func installFilter(which string) error {
 	switch which {
 	case "allow1":
 		prog = []bpf.RawInstruction{{Op: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ALLOW}}
-	case "confine":
+	case "confine", "confine-old":
 		arch, err := seccomp.NativeArch()
 		if err != nil {
 			return err
 		}
-		if prog, err = seccomp.Build(seccomp.Config{Arch: arch, NotifyMetadata: true, NotifyConnect: true}); err != nil {
+		// confine-old adds the rules of Landlock ABI 1 (truncation and
+		// renames), as a run there gets.
+		old := which == "confine-old"
+		if prog, err = seccomp.Build(seccomp.Config{Arch: arch, NotifyMetadata: true, NotifyConnect: true,
+			NotifyTruncate: old, NotifyRename: old}); err != nil {
 			return err
 		}
 	default:
-		return fmt.Errorf("unknown filter %q (allow1, confine)", which)
+		return fmt.Errorf("unknown filter %q (allow1, confine, confine-old)", which)
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
@@ -222,15 +238,18 @@ func installFilter(which string) error {
 	return err
 }
 
-// files creates and writes, reads back, then deletes n files of size bytes
-// in dir, with plain system calls.
+// files creates and writes, reads back, renames into a sibling directory
+// (as build tools move finished outputs into place), then deletes n files of
+// size bytes in dir, with plain system calls.
 func files(n int, dir string, size int) (map[string]float64, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	moved := filepath.Join(dir, "moved")
+	if err := os.MkdirAll(moved, 0o755); err != nil {
 		return nil, err
 	}
-	names := make([]string, n)
+	names, dests := make([]string, n), make([]string, n)
 	for i := range names {
 		names[i] = filepath.Join(dir, "f"+strconv.Itoa(i))
+		dests[i] = filepath.Join(moved, "f"+strconv.Itoa(i))
 	}
 	buf := make([]byte, size)
 	for i := range buf {
@@ -265,7 +284,13 @@ func files(n int, dir string, size int) (map[string]float64, error) {
 		}
 	}
 	t2 := time.Now()
-	for _, name := range names {
+	for i, name := range names {
+		if err := unix.Rename(name, dests[i]); err != nil {
+			return nil, err
+		}
+	}
+	tr := time.Now()
+	for _, name := range dests {
 		if err := unix.Unlink(name); err != nil {
 			return nil, err
 		}
@@ -275,7 +300,7 @@ func files(n int, dir string, size int) (map[string]float64, error) {
 	ms := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 	return map[string]float64{
 		"total_ms": ms(t3.Sub(t0)), "create_write_ms": ms(t1.Sub(t0)),
-		"read_ms": ms(t2.Sub(t1)), "delete_ms": ms(t3.Sub(t2)), "n": float64(n), "cpu_ms": cpu,
+		"read_ms": ms(t2.Sub(t1)), "rename_ms": ms(tr.Sub(t2)), "delete_ms": ms(t3.Sub(tr)), "n": float64(n), "cpu_ms": cpu,
 	}, nil
 }
 

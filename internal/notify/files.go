@@ -1,0 +1,285 @@
+//go:build linux
+
+package notify
+
+import (
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// File calls the supervisor handles on old Landlock ABIs (the seccomp
+// filter routes them here only there; see seccomp.Config.NotifyTruncate and
+// NotifyRename): truncate(2) on ABI < 3, which has no TRUNCATE right, and
+// rename and link on ABI 1, which has no REFER right and refuses every
+// reparenting, even inside one writable root.
+const (
+	sysTruncate sysKind = iota + 1000
+	sysRename
+	sysRenameat
+	sysRenameat2
+	sysLink
+	sysLinkat
+)
+
+func isFileKind(k sysKind) bool { return k >= sysTruncate && k <= sysLinkat }
+
+func init() {
+	for nr, e := range fileSysTable {
+		sysTable[nr] = e
+	}
+}
+
+func (t *task) fileCall(kind sysKind) result {
+	if kind == sysTruncate {
+		return t.truncate()
+	}
+	return t.renameLink(kind)
+}
+
+// checkSetID refuses a chmod that would set S_ISUID on anything or S_ISGID
+// on anything but a directory: such a file outlives the run, and whoever
+// executes it later runs with its owner's (or group's) privileges. A
+// directory's S_ISGID only makes new entries inherit its group, one the
+// caller belongs to (the kernel clears the bit otherwise), so tools that set
+// it (git's shared repositories, install -d -m 2775) keep working.
+func checkSetID(mode, cur uint32, real string) (result, bool) {
+	switch {
+	case mode&unix.S_ISUID != 0:
+		return deny(unix.EPERM, "set-user-ID bit", real), false
+	case mode&unix.S_ISGID != 0 && cur&unix.S_IFMT != unix.S_IFDIR:
+		return deny(unix.EPERM, "set-group-ID bit on a non-directory", real), false
+	}
+	return result{}, true
+}
+
+// truncate handles truncate(path, length): the path is resolved once, with
+// the task's credentials, to a descriptor of the supervisor's, which must lie
+// inside a writable root; the supervisor then truncates that very inode
+// through its /proc/self/fd magic link (the kernel checks write permission
+// against the task's credentials). ftruncate needs a descriptor open for
+// writing, which Landlock checked at open.
+func (t *task) truncate() result {
+	args := t.n.Data.Args
+	path, e := t.pathArg(args[0])
+	if e != 0 {
+		return fail(e)
+	}
+	length := int64(args[1])
+	if length < 0 {
+		return fail(unix.EINVAL)
+	}
+	ts, r, ok := t.status(path)
+	if !ok {
+		return r
+	}
+	p, e := t.acquire(&ts, refPath, unix.AT_FDCWD, path, false)
+	if e != 0 {
+		return fail(e)
+	}
+	tc := t.h.tc
+	defer tc.restore()
+	if err := tc.become(&ts.cr); err != nil {
+		return deny(unix.EACCES, "cannot assume the caller's credentials: "+err.Error(), path)
+	}
+	obj, e := t.resolve(&p, false)
+	if e != 0 {
+		return fail(e)
+	}
+	real, ok := fdPath(obj)
+	if !ok {
+		return deny(unix.EACCES, "cannot determine the target's path", path)
+	}
+	if !t.h.s.pol.writable(real) {
+		return deny(unix.EACCES, "truncate outside the writable roots", real)
+	}
+	if !t.valid() {
+		return deny(unix.EACCES, "notification no longer valid", real)
+	}
+	return fail(errnoOf(unix.Truncate(selfFD(obj), length)))
+}
+
+// renameLink handles rename, renameat, renameat2, link and linkat on
+// Landlock ABI 1.
+//
+// The supervisor performs the call itself only when it has resolved both
+// parent directories, once and with the task's credentials, to descriptors
+// of its own, they are distinct and both lie inside writable roots (and, for
+// a link that follows a symlink, the file linked does too); it then calls
+// renameat2 or linkat on those descriptors with the last path components.
+// A parent outside every root is refused with EXDEV, which is what Landlock
+// answers to any reparenting on this ABI.
+//
+// Every other call is resumed in the kernel (SECCOMP_USER_NOTIF_FLAG_CONTINUE):
+// a rename or link within one directory, or one whose paths the supervisor
+// cannot resolve as the task sees them (inside the namespaces' private
+// tmpfs). That is safe although the kernel re-reads the task's memory: the
+// resumed call runs under the task's Landlock domain, which checks it as on
+// any ABI-1 kernel and refuses every reparenting with EXDEV. So the
+// supervisor adds exactly one thing to what Landlock allows: moves and links
+// between two directories inside the writable roots.
+func (t *task) renameLink(kind sysKind) result {
+	args := t.n.Data.Args
+	oldDir, newDir := int32(unix.AT_FDCWD), int32(unix.AT_FDCWD)
+	var oldAddr, newAddr, flags uint64
+	switch kind {
+	case sysRename, sysLink:
+		oldAddr, newAddr = args[0], args[1]
+	default:
+		oldDir, oldAddr, newDir, newAddr = int32(args[0]), args[1], int32(args[2]), args[3]
+		if kind != sysRenameat {
+			flags = args[4]
+		}
+	}
+	link := kind == sysLink || kind == sysLinkat
+	cont := result{cont: true}
+	if link {
+		switch {
+		case flags&^uint64(unix.AT_SYMLINK_FOLLOW|unix.AT_EMPTY_PATH) != 0:
+			return fail(unix.EINVAL)
+		case flags&unix.AT_EMPTY_PATH != 0:
+			// The source is an open file; linking it into another
+			// directory is a reparenting Landlock refuses.
+			return cont
+		}
+	} else {
+		switch {
+		case flags&^uint64(unix.RENAME_NOREPLACE|unix.RENAME_EXCHANGE|unix.RENAME_WHITEOUT) != 0,
+			flags&unix.RENAME_NOREPLACE != 0 && flags&unix.RENAME_EXCHANGE != 0:
+			return fail(unix.EINVAL)
+		}
+		// NOREPLACE, EXCHANGE and WHITEOUT are passed on: every object
+		// they move or create stays in the two checked directories
+		// (EXCHANGE moves the destination into the source's directory;
+		// WHITEOUT leaves a 0:0 whiteout node, which opens nothing, where
+		// the source was).
+	}
+	oldPath, e := t.pathArg(oldAddr)
+	if e != 0 {
+		return fail(e)
+	}
+	newPath, e := t.pathArg(newAddr)
+	if e != 0 {
+		return fail(e)
+	}
+	oldParent, oldLast := splitParent(oldPath)
+	newParent, newLast := splitParent(newPath)
+	if oldDir == newDir && oldParent == newParent {
+		// The same directory by name: Landlock allows or refuses it on
+		// its own, with no resolution here (the common case: a file
+		// written beside its final name, then renamed over it).
+		return cont
+	}
+	ts, _, ok := t.status(oldPath)
+	if !ok {
+		return cont
+	}
+	op, e := t.acquireDir(&ts, oldDir, oldParent)
+	if e != 0 {
+		return cont
+	}
+	np, e := t.acquireDir(&ts, newDir, newParent)
+	if e != 0 {
+		return cont
+	}
+	tc := t.h.tc
+	defer tc.restore()
+	if err := tc.become(&ts.cr); err != nil {
+		return deny(unix.EACCES, "cannot assume the caller's credentials: "+err.Error(), oldPath)
+	}
+	ofd, e := t.resolve(&op, false)
+	if e != 0 {
+		return cont
+	}
+	nfd, e := t.resolve(&np, false)
+	if e != 0 {
+		return cont
+	}
+	var ost, nst unix.Stat_t
+	if unix.Fstat(ofd, &ost) != nil || unix.Fstat(nfd, &nst) != nil ||
+		ost.Mode&unix.S_IFMT != unix.S_IFDIR || nst.Mode&unix.S_IFMT != unix.S_IFDIR ||
+		(ost.Dev == nst.Dev && ost.Ino == nst.Ino) {
+		return cont
+	}
+	what := "rename"
+	if link {
+		what = "link"
+	}
+	for _, fd := range []int{ofd, nfd} {
+		real, ok := fdPath(fd)
+		if !ok {
+			return deny(unix.EXDEV, "cannot determine a parent directory's path", oldPath)
+		}
+		if !t.h.s.pol.writable(real) {
+			return deny(unix.EXDEV, what+" across directories with a side outside the writable roots", real)
+		}
+	}
+	src := -1
+	if link && flags&unix.AT_SYMLINK_FOLLOW != 0 {
+		// The file linked is where the symlink leads, not the symlink.
+		p := prepared{base: ofd, path: oldLast}
+		if src, e = t.resolve(&p, false); e != 0 {
+			return fail(e)
+		}
+		real, ok := fdPath(src)
+		if !ok || !t.h.s.pol.writable(real) {
+			return deny(unix.EXDEV, "link of a file outside the writable roots", real)
+		}
+	}
+	if !t.valid() {
+		return deny(unix.EACCES, "notification no longer valid", oldPath)
+	}
+	switch {
+	case !link:
+		return fail(errnoOf(unix.Renameat2(ofd, oldLast, nfd, newLast, uint(flags))))
+	case src >= 0:
+		return fail(errnoOf(unix.Linkat(unix.AT_FDCWD, selfFD(src), nfd, newLast, unix.AT_SYMLINK_FOLLOW)))
+	}
+	return fail(errnoOf(unix.Linkat(ofd, oldLast, nfd, newLast, 0)))
+}
+
+// acquireDir takes the start of the walk to a parent directory: dirfd itself
+// when parent is empty, else parent resolved from dirfd.
+func (t *task) acquireDir(ts *taskStatus, dirfd int32, parent string) (prepared, unix.Errno) {
+	if parent == "" {
+		return t.acquire(ts, refEmpty, dirfd, "", false)
+	}
+	return t.acquire(ts, refPath, dirfd, parent, false)
+}
+
+// splitParent splits a non-empty path into its parent directory ("" for
+// the start directory, "/" for the root) and its last component, which keeps
+// any trailing slashes (the kernel then requires a directory). A path of
+// slashes only has the last component "." (the kernel refuses to rename or
+// link it).
+func splitParent(p string) (parent, last string) {
+	end := len(p)
+	for end > 0 && p[end-1] == '/' {
+		end--
+	}
+	if end == 0 {
+		return "/", "."
+	}
+	i := strings.LastIndexByte(p[:end], '/')
+	switch {
+	case i < 0:
+		return "", p
+	case i == 0:
+		return "/", p[1:]
+	}
+	parent = p[:i]
+	for len(parent) > 1 && parent[len(parent)-1] == '/' {
+		parent = parent[:len(parent)-1]
+	}
+	return parent, p[i+1:]
+}
+
+func errnoOf(err error) unix.Errno {
+	if err == nil {
+		return 0
+	}
+	if en, ok := err.(unix.Errno); ok {
+		return en
+	}
+	return unix.EACCES
+}

@@ -1,0 +1,111 @@
+package seccomp
+
+import (
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+)
+
+// Rules on how files are created, truncated, renamed and linked: what
+// Landlock does not govern at all (the mode of a new file) or not on old
+// ABIs (truncation before ABI 3, reparenting before ABI 2).
+
+// Open flags and mode bits the blocks test. They are the same on amd64 and
+// arm64 (unix.O_TMPFILE is not: it includes O_DIRECTORY, whose value
+// differs, so only its own bit __O_TMPFILE is tested).
+const (
+	oCreat    = 0x40
+	oTrunc    = 0x200
+	oTmpfile  = 0x400000 // __O_TMPFILE
+	oAccmode  = 0x3
+	oWronly   = 0x1
+	oRdwr     = 0x2
+	setIDBits = unix.S_ISUID | unix.S_ISGID
+)
+
+// renameCalls go to the supervisor under Config.NotifyRename.
+var renameCalls = []string{"rename", "renameat", "renameat2", "link", "linkat"}
+
+// fileRules returns the file-creation and truncation entries for cfg.
+//
+// No new file gets a set-user-ID or set-group-ID bit from its creation mode
+// (the chmod family is the supervisor's; see package notify). mkdir and
+// mkdirat need no rule: the kernel keeps only the permission and sticky
+// bits of their mode (vfs_mkdir), and a directory's S_ISGID comes only from
+// its parent.
+//
+// openat2 passes flags and mode in a struct the filter cannot read, so it
+// fails with ENOSYS, as clone3 does: no C library calls it on its own, and
+// the programs that do (systemd's path helpers, some hardened file
+// libraries) fall back to openat, whose arguments are checked. Go's os
+// package never calls it.
+func fileRules(cfg Config) []entry {
+	eperm := errno(unix.EPERM)
+	modeOnly := func(arg int) func(a *assembler, _ Config) {
+		return func(a *assembler, _ Config) {
+			a.loadWord(argLow(arg))
+			a.jumpIf(bpf.JumpBitsSet, setIDBits, a.ret(eperm), a.ret(unix.SECCOMP_RET_ALLOW))
+		}
+	}
+	modeDoc := []Rule{{When: "mode & (S_ISUID|S_ISGID)", Errno: unix.EPERM}}
+	openDoc := []Rule{{When: "flags & (O_CREAT|O_TMPFILE) && mode & (S_ISUID|S_ISGID)", Errno: unix.EPERM}}
+	if cfg.NotifyTruncate {
+		openDoc = append(openDoc, Rule{When: "flags & O_TRUNC && (flags & O_ACCMODE) not O_WRONLY or O_RDWR", Errno: unix.EACCES})
+	}
+	es := []entry{
+		{name: "open", block: openBlock(1, 2), doc: openDoc},
+		{name: "openat", block: openBlock(2, 3), doc: openDoc},
+		// creat() is open(O_CREAT|O_WRONLY|O_TRUNC): write access, which
+		// Landlock checks at every ABI, so only its mode matters.
+		{name: "creat", block: modeOnly(1), doc: modeDoc},
+		{name: "mknod", block: modeOnly(1), doc: modeDoc},
+		{name: "mknodat", block: modeOnly(2), doc: modeDoc},
+		{name: "openat2", ret: errno(unix.ENOSYS), doc: []Rule{{Errno: unix.ENOSYS}}},
+	}
+	if cfg.NotifyTruncate {
+		es = append(es, entry{name: "truncate", ret: unix.SECCOMP_RET_USER_NOTIF, doc: []Rule{{Notify: true}}})
+	}
+	if cfg.NotifyRename {
+		for _, n := range renameCalls {
+			es = append(es, entry{name: n, ret: unix.SECCOMP_RET_USER_NOTIF, doc: []Rule{{Notify: true}}})
+		}
+	}
+	return es
+}
+
+// openBlock checks open-style calls whose flags are argument flags and
+// mode argument mode.
+//
+// Under NotifyTruncate (Landlock ABI < 3) it also refuses O_TRUNC unless the
+// file is opened for writing: the kernel truncates on open(O_RDONLY|O_TRUNC)
+// (and on the access mode 3, which gives neither read nor write) after
+// checking only DAC write permission, and a Landlock ruleset without the
+// TRUNCATE right then checks only read access (or nothing). O_WRONLY and
+// O_RDWR opens need Landlock's WRITE_FILE at every ABI.
+func openBlock(flags, mode int) func(a *assembler, cfg Config) {
+	return func(a *assembler, cfg Config) {
+		allow := a.ret(unix.SECCOMP_RET_ALLOW)
+		afterMode := allow
+		var trunc label
+		if cfg.NotifyTruncate {
+			trunc = a.newLabel()
+			afterMode = trunc
+		}
+		creates := a.newLabel()
+		a.loadWord(argLow(flags))
+		a.jumpIf(bpf.JumpBitsSet, oCreat|oTmpfile, creates, afterMode)
+		a.mark(creates)
+		a.loadWord(argLow(mode))
+		if !cfg.NotifyTruncate {
+			a.jumpIf(bpf.JumpBitsSet, setIDBits, a.ret(errno(unix.EPERM)), allow)
+			return
+		}
+		a.jumpIf(bpf.JumpBitsSet, setIDBits, a.ret(errno(unix.EPERM)), next)
+		a.loadWord(argLow(flags))
+		// A holds flags on both paths into trunc.
+		a.mark(trunc)
+		a.jumpIf(bpf.JumpBitsSet, oTrunc, next, allow)
+		a.insn(bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: oAccmode})
+		a.jumpIf(bpf.JumpEqual, oWronly, allow, next)
+		a.jumpIf(bpf.JumpEqual, oRdwr, allow, a.ret(errno(unix.EACCES)))
+	}
+}

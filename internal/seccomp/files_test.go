@@ -1,0 +1,75 @@
+package seccomp
+
+import (
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestFileRules walks the file-creation, truncation and rename rules on
+// both arches, with the old-ABI flags off and on.
+func TestFileRules(t *testing.T) {
+	const (
+		setuid  = unix.S_ISUID | 0o755
+		setgid  = unix.S_ISGID | 0o755
+		tmpfile = oTmpfile | unix.O_RDWR
+	)
+	type fcase struct {
+		name string
+		sys  string
+		args []uint64
+		want uint32 // without the old-ABI flags
+		old  uint32 // with NotifyTruncate and NotifyRename
+	}
+	cases := []fcase{
+		{"plain read", "openat", []uint64{0, 0, unix.O_RDONLY, 0}, allow, allow},
+		{"create 0644", "openat", []uint64{0, 0, unix.O_WRONLY | oCreat | unix.O_TRUNC, 0o644}, allow, allow},
+		{"create setuid", "openat", []uint64{0, 0, unix.O_WRONLY | oCreat, setuid}, eperm, eperm},
+		{"create setgid", "openat", []uint64{0, 0, unix.O_WRONLY | oCreat, setgid}, eperm, eperm},
+		{"create setuid high mode word", "openat", []uint64{0, 0, unix.O_WRONLY | oCreat, setuid | hi}, eperm, eperm},
+		{"create, mode high word only", "openat", []uint64{0, 0, unix.O_WRONLY | oCreat, 0o644 | hi*unix.S_ISUID}, allow, allow},
+		{"create flag in high word", "openat", []uint64{0, 0, unix.O_WRONLY | hi*oCreat, setuid}, allow, allow},
+		{"tmpfile setuid", "openat", []uint64{0, 0, tmpfile, setuid}, eperm, eperm},
+		{"no create: mode ignored", "openat", []uint64{0, 0, unix.O_RDONLY, setuid}, allow, allow},
+		{"rdonly trunc", "openat", []uint64{0, 0, unix.O_RDONLY | unix.O_TRUNC, 0}, allow, eacces},
+		{"accmode 3 trunc", "openat", []uint64{0, 0, 3 | unix.O_TRUNC, 0}, allow, eacces},
+		{"rdonly creat trunc", "openat", []uint64{0, 0, unix.O_RDONLY | oCreat | unix.O_TRUNC, 0o644}, allow, eacces},
+		{"wronly trunc", "openat", []uint64{0, 0, unix.O_WRONLY | unix.O_TRUNC, 0}, allow, allow},
+		{"rdwr trunc", "openat", []uint64{0, 0, unix.O_RDWR | unix.O_TRUNC | unix.O_CLOEXEC, 0}, allow, allow},
+		{"rdonly trunc in high word", "openat", []uint64{0, 0, unix.O_RDONLY | hi*unix.O_TRUNC, 0}, allow, allow},
+		{"open create setuid", "open", []uint64{0, unix.O_WRONLY | oCreat, setuid}, eperm, eperm},
+		{"open rdonly trunc", "open", []uint64{0, unix.O_RDONLY | unix.O_TRUNC}, allow, eacces},
+		{"creat setuid", "creat", []uint64{0, setuid}, eperm, eperm},
+		{"creat 0755", "creat", []uint64{0, 0o755}, allow, allow},
+		{"mknod reg setuid", "mknod", []uint64{0, unix.S_IFREG | setuid, 0}, eperm, eperm},
+		{"mknod fifo", "mknod", []uint64{0, unix.S_IFIFO | 0o644, 0}, allow, allow},
+		{"mknodat reg setgid", "mknodat", []uint64{0, 0, unix.S_IFREG | setgid, 0}, eperm, eperm},
+		{"mknodat reg", "mknodat", []uint64{0, 0, unix.S_IFREG | 0o644, 0}, allow, allow},
+		{"openat2", "openat2", []uint64{0, 0, 0, 24}, enosys, enosys},
+		{"truncate", "truncate", []uint64{0, 0}, allow, notif},
+		{"rename", "rename", []uint64{0, 0}, allow, notif},
+		{"renameat", "renameat", []uint64{0, 0, 0, 0}, allow, notif},
+		{"renameat2", "renameat2", []uint64{0, 0, 0, 0, 0}, allow, notif},
+		{"link", "link", []uint64{0, 0}, allow, notif},
+		{"linkat", "linkat", []uint64{0, 0, 0, 0, 0}, allow, notif},
+	}
+	for _, arch := range arches {
+		_, table, _ := archInfo(arch)
+		for _, old := range []bool{false, true} {
+			v := newVM(t, Config{Arch: arch, NotifyMetadata: true, NotifyConnect: true, NotifyTruncate: old, NotifyRename: old})
+			for _, c := range cases {
+				nr, ok := table[c.sys]
+				if !ok {
+					continue // arm64 has only the *at forms
+				}
+				want := c.want
+				if old {
+					want = c.old
+				}
+				if got := v.run(t, nr, c.args...); got != want {
+					t.Errorf("%v old-ABI %v: %s %s(%#x) = %s, want %s", arch, old, c.name, c.sys, c.args, retName(got), retName(want))
+				}
+			}
+		}
+	}
+}

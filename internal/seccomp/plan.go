@@ -1,0 +1,12 @@
+package seccomp
+
+import "github.com/confine-sandbox/confine/internal/plan"
+
+// FromPlan is the Config for a plan's Seccomp section on arch (after
+// plan.Seccomp.Effective): the one conversion every launch path uses, so
+// that no flag is dropped on the way.
+func FromPlan(arch Arch, s plan.Seccomp) Config {
+	return Config{Arch: arch, NotifyMetadata: s.NotifyMetadata, NotifyConnect: s.NotifyConnect,
+		AllowUnixDgram: s.AllowUnixDgram, NotifyProcTargets: s.NotifyProcTargets, NotifySignals: s.NotifySignals,
+		NotifyTruncate: s.NotifyTruncate, NotifyRename: s.NotifyRename}
+}
