@@ -316,10 +316,17 @@ var table = []Guarantee{
 		Promise: "writes, creates, renames, links and truncations only in the workdir, the private temp dir and granted roots",
 		Mechanisms: []Mechanism{
 			feat(core("{landlock}: writes only in the workdir, the private temp dir and granted roots"), landlock.FeatTruncate),
+			// Below ABI 3 Landlock has no TRUNCATE right: the filter and
+			// the launcher take truncation over.
+			{Layer: Core, Sufficient: true, Seccomp: true, Below: landlock.FeatTruncate,
+				Text: "{landlock}: writes only in the workdir, the private temp dir and granted roots; seccomp: O_TRUNC opens without write access refused, openat2 ENOSYS, truncate(2) resolved once and performed by the launcher only inside writable roots"},
+			plus(Mechanism{Layer: Core, Seccomp: true, Below: landlock.FeatRefer,
+				Text: "renames and links across directories (Landlock ABI 1 refuses them all) performed by the launcher only between directories inside writable roots"}),
 			plus(ns("mount namespace: a read-only empty root holding only the granted roots (read-only ones bound read-only), /dev holds only the granted device nodes, /dev/shm is a private per-run tmpfs")),
 			plus(bw("bubblewrap mount namespace: only the granted roots exist, /dev holds only the granted device nodes, /dev/shm is a private per-run tmpfs")),
 		},
-		Vectors: []string{"write-file-*", "append-file-outside", "truncate-file-*", "rename-out", "rename-in", "link-out", "link-in-then-write", "symlink-write*", "mknod-*", "tmp-write", "shm-write"},
+		Vectors: []string{"write-file-*", "append-file-outside", "truncate-file-*", "truncate-via-workdir-symlink", "open-rdonly-trunc-*", "open-accmode3-trunc-ro-root", "openat2-trunc-ro-root",
+			"rename-out", "rename-in", "rename-exchange-out", "link-out", "link-in-then-write", "link-in-follow-then-write", "symlink-write*", "mknod-*", "tmp-write", "shm-write"},
 	},
 	{
 		Name:    policy.GFSRead,
@@ -419,9 +426,13 @@ var table = []Guarantee{
 		Vectors: []string{"setsid-daemon"},
 	},
 	{
-		Name:       policy.GNoPrivilege,
-		Promise:    "no privilege: no_new_privs, every capability dropped",
-		Mechanisms: []Mechanism{{Layer: Core, Sufficient: true, Text: "no_new_privs; no capability in the effective, permitted, inheritable or ambient set; launched as root, the bounding set emptied and securebits locked (an unprivileged launcher cannot empty the bounding set, which grants nothing under no_new_privs)"}},
-		Vectors:    []string{"privilege"},
+		Name:    policy.GNoPrivilege,
+		Promise: "no privilege: no_new_privs, every capability dropped, and no set-user-ID or set-group-ID file left behind",
+		Mechanisms: []Mechanism{
+			coreSC("no_new_privs; no capability in the effective, permitted, inheritable or ambient set; launched as root, the bounding set emptied and securebits locked (an unprivileged launcher cannot empty the bounding set, which grants nothing under no_new_privs); seccomp: set-ID modes refused in open, openat, creat, mknod and mknodat, openat2 ENOSYS, and the launcher refuses S_ISUID (S_ISGID on non-directories) in the chmod family"),
+			plus(ns("every bound root mounted nosuid")),
+			plus(bw("bubblewrap binds every root nosuid")),
+		},
+		Vectors: []string{"privilege", "chmod-setuid-workdir", "chmod-setgid-workdir", "open-creat-setuid", "open-creat-setgid", "open-tmpfile-setuid", "mknod-setuid", "openat2-creat-setuid"},
 	},
 }
