@@ -2,6 +2,7 @@ package provider
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -149,12 +150,16 @@ func TestLedgerLayersAndEnforce(t *testing.T) {
 	if err != nil || sel.Provider.Name() != Core {
 		t.Fatalf("abi 2 without user namespaces, truncation waived: %v, %v", sel.Provider, err)
 	}
-	strict := func(p Provider) error {
-		_, err := ledger.Resolve(ledger.Decide(p.Ledger(), Facts(h, p, false, 100)), nil)
-		return err
+	// A backend that cannot enforce what the run needs is skipped, with
+	// what it lacks as the reason.
+	lacks := func(p Provider) error {
+		if p.Name() == Core {
+			return fmt.Errorf("%w: %s needs X%s", spec.ErrUnavailable, policy.GFSWrite, ledger.WaiveHint)
+		}
+		return nil
 	}
-	_, err = Select(h, Request{Tier: policy.TierSandboxed, Enforce: strict})
-	if !errors.Is(err, spec.ErrUnavailable) || !strings.Contains(err.Error(), policy.GFSWrite+" needs") {
-		t.Fatalf("abi 2 without user namespaces: %v", err)
+	sel, err = Select(h, Request{Tier: policy.TierSandboxed, Enforce: lacks})
+	if !errors.Is(err, spec.ErrUnavailable) || !strings.Contains(err.Error(), policy.GFSWrite+" needs X") || strings.Contains(names(sel.Skipped), "waive") {
+		t.Fatalf("core lacking a guarantee: %v (skipped %s)", err, names(sel.Skipped))
 	}
 }
