@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# Kernel matrix: the escape suite (which holds the functional tests too) and
+# the probe's foreign-ABI tests under Debian's 6.1 (Landlock ABI 2) and 6.12
+# (ABI 6) kernels, booted under qemu, with user namespaces allowed and with
+# user.max_user_namespaces=0. Each boot runs the suite as root, which runs
+# every vector as root and again as uid 65534; the table has one cell per
+# kernel x uid x namespaces.
+#
+# The guest boots a busybox initramfs that loads the 9p modules of its own
+# kernel, switches into a tmpfs root (the initramfs root cannot be
+# pivot_root()ed away, and the namespaces backend pivots), binds the host's
+# root read-only over 9p (toolchains: gcc, go, python3, node, git), and
+# writes its logs into a writable 9p share. The host reads the result from
+# there and from a marker line on the serial console: the qemu exit status
+# alone proves nothing.
+#
+# Run from the repository root as root. Environment:
+#   CONFINE_CI_MATRIX=0              skip (prints why)
+#   CONFINE_CI_MATRIX_KERNELS        kernel lines, default "6.1 6.12"
+#   CONFINE_CI_MATRIX_ACCEL          auto (KVM if /dev/kvm is usable), kvm, tcg
+#   CONFINE_CI_MATRIX_WORK           work directory, default /var/tmp/confine-ci-matrix
+#   CONFINE_CI_MATRIX_CELL_TIMEOUT   seconds per boot, default 1500
+#   CONFINE_CI_MATRIX_RUN            -test.run pattern for escape.test (default: all)
+# Exit status: 0 when every cell passed, 1 when any failed or could not run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$(pwd -P)
+. .ci/matrix-lib.sh
+
+if [ "${CONFINE_CI_MATRIX:-1}" = 0 ]; then
+  echo "kernel matrix: skipped: CONFINE_CI_MATRIX=0"
+  exit 0
+fi
+if [ "$(id -u)" != 0 ]; then
+  echo "kernel matrix: FAIL: must run as root (qemu's 9p passthrough and the suite's uid drop need it)"
+  exit 1
+fi
+
+kernels=${CONFINE_CI_MATRIX_KERNELS:-6.1 6.12}
+work=${CONFINE_CI_MATRIX_WORK:-/var/tmp/confine-ci-matrix}
+cell_timeout=${CONFINE_CI_MATRIX_CELL_TIMEOUT:-1500}
+mkdir -p "$work"
+work=$(cd "$work" && pwd -P)
+case "$work/" in
+  "$repo"/*) echo "kernel matrix: FAIL: the work directory $work must be outside the repository"; exit 1 ;;
+esac
+
+# Tools: qemu and a static busybox for the initramfs.
+need=()
+command -v qemu-system-x86_64 >/dev/null 2>&1 || need+=(qemu-system-x86)
+if ! [ -x /bin/busybox ] || ! file_is_static /bin/busybox; then need+=(busybox-static); fi
+if [ "${#need[@]}" -gt 0 ]; then
+  if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"; }; then
+    echo "kernel matrix: FAIL: cannot install ${need[*]} (no network to Debian's archive?)"
+    exit 1
+  fi
+fi
+busybox=/bin/busybox
+file_is_static "$busybox" || { echo "kernel matrix: FAIL: $busybox is not static"; exit 1; }
+
+accel=${CONFINE_CI_MATRIX_ACCEL:-auto}
+if [ "$accel" = auto ]; then
+  if [ -r /dev/kvm ] && [ -w /dev/kvm ] && timeout 60 qemu-system-x86_64 -accel kvm -machine none -display none -nodefaults -S -daemonize -pidfile "$work/kvmcheck.pid" >/dev/null 2>&1; then
+    kill "$(cat "$work/kvmcheck.pid")" 2>/dev/null || true
+    accel=kvm
+  else
+    accel=tcg
+    echo "kernel matrix: /dev/kvm is not usable here: TCG (software emulation)"
+  fi
+  rm -f "$work/kvmcheck.pid"
+fi
+case "$accel" in
+  kvm) qaccel=(-accel kvm -cpu host) ;;
+  tcg) qaccel=(-accel tcg,thread=multi -cpu max) ;;
+  *) echo "kernel matrix: FAIL: CONFINE_CI_MATRIX_ACCEL=$accel (want auto, kvm or tcg)"; exit 1 ;;
+esac
+
+# The test binaries and a Go build cache holding the probe (the suite builds
+# it in TestMain; under TCG a cold build would take minutes).
+export PATH="/usr/local/go/bin:$PATH"
+goroot=$(go env GOROOT)
+gomodcache=$(go env GOMODCACHE)
+echo "kernel matrix: building the test binaries"
+CGO_ENABLED=0 go test -c -o "$work/escape.test" ./escape
+CGO_ENABLED=0 go test -c -o "$work/probe.test" ./escape/probe
+mkdir -p "$work/gocache"
+GOCACHE="$work/gocache" CGO_ENABLED=0 GOFLAGS=-buildvcs=false go build -o /dev/null ./escape/probe
+
+# A cell is one boot: kernel line x namespaces (on, off), plus, on 6.12, a
+# boot with ia32_emulation=0: a host without the INT $0x80 gate, where the
+# foreign-ABI tests must say "not applicable" rather than fail.
+rows=()
+status=0
+for line in $kernels; do
+  if ! kdir=$(fetch_kernel "$line" "$work/kernels"); then
+    for ns in on off; do
+      for u in root nobody; do rows+=("$line|$u|$ns|SKIPPED|kernel package unavailable (see above)||"); done
+    done
+    status=1
+    continue
+  fi
+  initrd="$kdir/initrd.cpio.gz"
+  build_initramfs "$kdir" "$initrd"
+  cells=("on|" "off|")
+  case "$line" in 6.1[2-9]*|6.[2-9]*|[7-9].*) cells+=("on|ia32_emulation=0") ;; esac
+  for c in "${cells[@]}"; do
+    ns=${c%%|*}; extra=${c#*|}
+    name="$line-ns$ns${extra:+-noia32}"
+    cdir="$work/cells/$name"
+    rm -rf "$cdir"; mkdir -p "$cdir"
+    {
+      shvar CELL "$name"; shvar NS "$ns"; shvar REPO "$repo"; shvar WORK "$work"
+      shvar GOROOT "$goroot"; shvar GOMODCACHE "$gomodcache"
+      shvar RUN "${CONFINE_CI_MATRIX_RUN:-}"
+      shvar ONLY_FOREIGN_ABI "${extra:+1}"
+    } > "$cdir/config"
+    echo "kernel matrix: booting $name ($accel)"
+    t0=$(date +%s)
+    rc=0
+    timeout -k 20 "$cell_timeout" qemu-system-x86_64 "${qaccel[@]}" -smp 2 -m 3072 \
+      -nodefaults -display none -no-reboot -monitor none \
+      -serial "file:$cdir/console.log" \
+      -kernel "$kdir/vmlinuz" -initrd "$initrd" \
+      -append "console=ttyS0 panic=-1 quiet syscall.x32=y confine.cell=$name $extra" \
+      -virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap" \
+      -virtfs "local,path=$work,mount_tag=work,security_model=none,multidevs=remap" \
+      || rc=$?
+    t1=$(date +%s)
+    echo "$((t1 - t0))" > "$cdir/wall"
+    if ! grep -q "^CONFINE-MATRIX-DONE $name" "$cdir/console.log" 2>/dev/null; then
+      why="no completion marker on the console (qemu exit $rc$([ "$rc" = 124 ] && echo ", timed out after ${cell_timeout}s"))"
+      echo "kernel matrix: $name: $why; console tail:"
+      tail -n 30 "$cdir/console.log" 2>/dev/null | sed 's/^/    /' || true
+      echo "$why" > "$cdir/error"
+    fi
+    if [ -n "$extra" ]; then
+      users="root"
+    else
+      users="root nobody"
+    fi
+    for u in $users; do
+      rows+=("$(summarize_cell "$cdir" "$u" "$line${extra:+ ($extra)}" "$ns")")
+    done
+  done
+done
+
+print_matrix "kernel matrix ($accel)" "${rows[@]}" || status=1
+exit "$status"
