@@ -193,7 +193,8 @@ if [ "$NS" = off ]; then
 fi
 
 export PATH="$GOROOT/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-export HOME=/tmp/home GOCACHE=$WORK/gocache GOMODCACHE GOROOT GOFLAGS=-buildvcs=false GOTOOLCHAIN=local GOPROXY=off LANG=C.UTF-8
+export CONFINE_ESCAPE_PROBE=$WORK/probe
+export HOME=/tmp/home GOCACHE=/tmp/gocache GOMODCACHE GOROOT GOFLAGS=-buildvcs=false GOTOOLCHAIN=local GOPROXY=off LANG=C.UTF-8
 $B mkdir -p "$HOME"
 cd "$REPO/escape"
 say "running probe.test (foreign ABI)"
