@@ -111,6 +111,7 @@ B=/bin/busybox
 $B mount -t proc proc /proc
 $B mount -t sysfs sys /sys
 $B mount -t devtmpfs dev /dev
+if $B grep -q confine.kvmcheck /proc/cmdline; then echo CONFINE-KVM-OK; $B poweroff -f; fi
 for m in $($B cat /modules/order); do
   $B insmod /modules/$m || echo "CONFINE-MATRIX: insmod $m failed"
 done
