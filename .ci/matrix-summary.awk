@@ -1,6 +1,6 @@
 # Reads `go test -v` output (of one or more test binaries) and prints, for
 # the user U (variable), "PASS SKIP FAIL SECONDS" on the first line and then
-# one line per failure: "TestName: first line of its message". Used by
+# one line per failure: "TestName: its last logged line". Used by
 # .ci/matrix-lib.sh.
 #
 # Only leaves count (a test with subtests is judged by them), except a
@@ -12,24 +12,24 @@ function owner(name,   p) {
   if (p[2] == "root" || p[2] == "nobody" || p[2] == "self") return p[2]
   return (U == "root" || U == "self") ? U : ""
 }
+# -v output streams each test's log lines after its "=== RUN" (or "=== CONT"
+# / "=== NAME" when tests interleave); the "--- FAIL" lines come later. A
+# test's last "file.go:N:" line is kept as its message (t.Fatal is last).
+/^=== (RUN|CONT|NAME) / { cur = $3; next }
 /^ *--- (PASS|FAIL|SKIP): / {
   st = $2; sub(":", "", st)
   name = $3
   dur = $4; gsub(/[()s]/, "", dur)
-  n++; names[n] = name; status[name] = st; want = (st == "FAIL")
+  n++; names[n] = name; status[name] = st
   split(name, p, "/")
   if (p[3] == "" && (p[2] == U)) secs += dur
-  last = name; grab = (st == "FAIL") ? 2 : 0
   next
 }
-# The first lines after a failing test's result line are its messages.
-grab > 0 && /^ +[^ ].*/ {
+cur != "" && /^ +[A-Za-z0-9_]+\.go:[0-9]+: / {
   line = $0; sub(/^ +/, "", line)
-  if (!(last in msg)) msg[last] = substr(line, 1, 200)
-  grab--
+  msg[cur] = substr(line, 1, 220)
   next
 }
-{ grab = 0 }
 END {
   for (i = 1; i <= n; i++) {
     a = names[i]
