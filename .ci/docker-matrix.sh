@@ -109,10 +109,11 @@ tar -C "$skel" -cf "$work/root.tar" .
 "${docker[@]}" import "$work/root.tar" "$img" >/dev/null
 rm -rf "$skel" "$work/root.tar"
 
-# The host's directories the tests need, read-only; /usr holds the
-# toolchains, the repository the sources the suite reads.
+# The host's directories the tests need, read-only: /usr (and /opt) hold
+# the toolchains, the repository the sources the suite reads. The rest of
+# the image (/home, /var, /root, /tmp) stays writable, as in a real image.
 mounts=()
-for d in /usr /opt /srv /root /home /var; do
+for d in /usr /opt; do
   [ -d "$d" ] && ! [ -L "$d" ] && mounts+=(-v "$d:$d:ro")
 done
 mounts+=(-v "$repo:$repo:ro" -v "$work/bin:$work/bin:ro")
