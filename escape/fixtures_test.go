@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -241,6 +242,7 @@ func (e *env) unixListener(path string) *recorder {
 // vectors. Only its pid is ever signalled.
 type target struct {
 	pid   int
+	uid   int // the uid it runs as
 	done  chan struct{}
 	state *os.ProcessState
 }
@@ -262,7 +264,10 @@ func (e *env) startSleep() *target {
 	if err := cmd.Start(); err != nil {
 		e.t.Fatalf("start sleep: %v", err)
 	}
-	tg := &target{pid: cmd.Process.Pid, done: make(chan struct{})}
+	tg := &target{pid: cmd.Process.Pid, uid: os.Geteuid(), done: make(chan struct{})}
+	if cmd.SysProcAttr != nil {
+		tg.uid = e.user.UID
+	}
 	go func() {
 		_ = cmd.Wait()
 		tg.state = cmd.ProcessState
@@ -327,9 +332,18 @@ func (tg *target) check() error {
 
 // firstMapping is the start address of the target's first mapping.
 func (tg *target) firstMapping() (string, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", tg.pid))
+	maps := fmt.Sprintf("/proc/%d/maps", tg.pid)
+	b, err := os.ReadFile(maps)
+	if errors.Is(err, os.ErrPermission) && os.Geteuid() == 0 && tg.uid != 0 {
+		// Root without CAP_SYS_PTRACE (a real Docker container) may not
+		// read another uid's maps; the target's own uid may.
+		cmd := exec.Command("cat", maps)
+		cmd.Env = []string{controlPATH}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(tg.uid), Gid: uint32(tg.uid)}}
+		b, err = cmd.Output()
+	}
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("read %s: %w", maps, err)
 	}
 	start, _, ok := strings.Cut(string(b), "-")
 	if !ok {
