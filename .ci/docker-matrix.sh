@@ -3,7 +3,7 @@
 # tests inside a real Docker container: Debian's docker.io, its default
 # seccomp profile, no added capabilities, --network none; once as root (the
 # suite then runs every vector as root and as uid 65534) and once as
-# --user 1000:1000.
+# --user 1000:1000 (with a second group, 1001, which the chown fixtures need).
 #
 # No registry is reachable, so the image is imported from a local tarball:
 # an empty skeleton plus a copy of the host's /etc; the toolchains (gcc, go,
@@ -124,7 +124,7 @@ for who in root 1000; do
   rm -rf "$cdir"; mkdir -p "$cdir"; chmod 777 "$cdir"
   name="confine-ci-$who-$$"
   user=(); label=root
-  if [ "$who" != root ]; then user=(--user "$who:$who"); label=self; fi
+  if [ "$who" != root ]; then user=(--user "$who:$who" --group-add 1001); label=self; fi
   echo "docker matrix: running the suite as $who"
   t0=$(date +%s)
   rc=0

@@ -41,6 +41,23 @@ func (e *env) own(path string, gid int) {
 	}
 }
 
+// secondGroup is a supplementary group of the unprivileged harness other
+// than its own: a fixture that needs a file of a foreign group is not
+// applicable without one (e.g. docker run --user 1000:1000).
+func (e *env) secondGroup() int {
+	e.t.Helper()
+	gs, err := os.Getgroups()
+	if err == nil {
+		for _, g := range gs {
+			if g != os.Getegid() {
+				return g
+			}
+		}
+	}
+	e.t.Skipf("not applicable as uid %d: the harness is not root and has no second group to give the victim a foreign group (groups %v, %v)", os.Geteuid(), gs, err)
+	return 0
+}
+
 // freshDir makes a new 0755 directory under SharedDir owned by the user;
 // nothing grants it to a confined run unless the fixture says so.
 func (e *env) freshDir(prefix string) string {
@@ -768,7 +785,16 @@ func vectors() []vcase {
 				if e.user.UID == 0 {
 					other = 1
 				}
-				e.own(p, other)
+				if os.Geteuid() == 0 {
+					e.own(p, other)
+				} else {
+					// Unprivileged, the harness can only hand the victim
+					// to another group of its own.
+					other = e.secondGroup()
+					if err := os.Lchown(p, -1, other); err != nil {
+						e.t.Fatal(err)
+					}
+				}
 				return fixture{args: []string{p, strconv.Itoa(e.user.UID), strconv.Itoa(e.user.UID)}, cliArgs: ro,
 					effect: func() (bool, string) {
 						st, err := statOf(p)
