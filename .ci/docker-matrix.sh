@@ -123,8 +123,8 @@ for who in root 1000; do
   cdir="$work/cells/$who"
   rm -rf "$cdir"; mkdir -p "$cdir"; chmod 777 "$cdir"
   name="confine-ci-$who-$$"
-  user=(); label=root
-  if [ "$who" != root ]; then user=(--user "$who:$who" --group-add 1001); label=self; fi
+  user=()
+  if [ "$who" != root ]; then user=(--user "$who:$who" --group-add 1001); fi
   echo "docker matrix: running the suite as $who"
   t0=$(date +%s)
   rc=0
