@@ -154,5 +154,6 @@ for who in root 1000; do
 done
 
 status=0
+print_refusals "$work/cells/root" "$work/cells/1000"
 print_matrix "real Docker container ($(uname -r))" "${rows[@]}" || status=1
 exit "$status"

@@ -166,11 +166,17 @@ for c in "${cells[@]}"; do
   IFS='|' read -r line ns extra kdir <<<"$c"
   cdir="$work/cells/$line-ns$ns${extra:+-noia32}"
   users="root nobody"
-  [ -n "$extra" ] && users=root
+
   for u in $users; do
     rows+=("$(summarize_cell "$cdir" "$u" "$line${extra:+ ($extra)}" "$ns")")
   done
 done
 
+dirs=()
+for c in "${cells[@]}"; do
+  IFS='|' read -r line ns extra kdir <<<"$c"
+  dirs+=("$work/cells/$line-ns$ns${extra:+-noia32}")
+done
+[ "${#dirs[@]}" -gt 0 ] && print_refusals "${dirs[@]}"
 print_matrix "kernel matrix (${accel/auto/no kernel booted})" "${rows[@]}" || status=1
 exit "$status"

@@ -231,14 +231,16 @@ summarize_cell() {
   # stats: "pass skip fail seconds" on line 1, then failing test names, one a line
   read -r np ns_ nf secs <<<"$(echo "$stats" | head -n 1)"
   [ "${secs:-0}" != 0 ] && wall="$wall (${user}'s tests ${secs}s)"
-  fails=$(echo "$stats" | tail -n +2 | head -n 40 | paste -sd ';' -)
+  # Failures are joined with the unit separator (messages hold ';' and '|').
+  fails=$(echo "$stats" | tail -n +2 | head -n 12 | paste -sd $'\x1f' -)
+  if [ "${nf:-0}" -gt 12 ]; then fails="$fails"$'\x1f'"... and $((nf - 12)) more in $dir/escape.log"; fi
   status=PASS
   for f in probe escape; do
     if [ ! -f "$dir/$f.rc" ]; then
-      status=FAIL; fails="${fails:+$fails;}$f.test did not run"
+      status=FAIL; fails="${fails:+$fails$'\x1f'}$f.test did not run"
     elif rc=$(cat "$dir/$f.rc") && [ "$rc" != 0 ]; then
       status=FAIL
-      [ "${nf:-0}" = 0 ] && fails="${fails:+$fails;}$f.test exit $rc: $(grep -v '^\s*$' "$dir/$f.log" | tail -n 1 | cut -c1-160)"
+      [ "${nf:-0}" = 0 ] && fails="${fails:+$fails$'\x1f'}$f.test exit $rc: $(grep -v '^\s*$' "$dir/$f.log" | tail -n 1 | cut -c1-160)"
     fi
   done
   [ "${nf:-0}" != 0 ] && status=FAIL
@@ -262,7 +264,21 @@ print_matrix() {
     IFS='|' read -r k u n s d w fl <<<"$r"
     [ -n "$fl" ] || continue
     echo "-- failures in $k / $u / userns $n:"
-    echo "$fl" | tr ';' '\n' | sed 's/^/   /'
+    echo "$fl" | tr '\037' '\n' | sed 's/^/   /'
   done
   return "$bad"
+}
+
+# print_refusals DIR...: the distinct reasons confine gave for refusing runs
+# in each cell (exit 125, "sandbox unavailable"), with their counts: most
+# failures of a cell whose kernel lacks a mechanism share one reason.
+print_refusals() {
+  local d r
+  for d in "$@"; do
+    r=$(grep -ho 'confine: sandbox unavailable: [^"]*' "$d"/escape.log 2>/dev/null \
+      | sed 's/\\n.*//; s/(exit [0-9]*.*//' | cut -c1-600 | sort | uniq -c | sort -rn | head -n 4 || true)
+    [ -n "$r" ] || continue
+    echo "-- refusals in ${d##*/} (count, reason):"
+    echo "$r" | sed 's/^/   /'
+  done
 }
