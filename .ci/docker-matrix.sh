@@ -101,8 +101,10 @@ for e in /*; do
   elif [ -d "$e" ] && [ "$n" != etc ]; then mkdir -p "$skel/$n"
   fi
 done
-mkdir -p "$skel/tmp" "$skel/proc" "$skel/sys" "$skel/dev" "$skel/run" "$skel/out"
-chmod 1777 "$skel/tmp"
+mkdir -p "$skel/tmp" "$skel/home" "$skel/proc" "$skel/sys" "$skel/dev" "$skel/run" "$skel/out"
+# /home open to all, as the suite (run as 1000 too) makes home directories
+# there to hide from the command.
+chmod 1777 "$skel/tmp" "$skel/home"
 cp -a /etc "$skel/etc"
 tar -C "$skel" -cf "$work/root.tar" .
 "${docker[@]}" rmi -f "$img" >/dev/null 2>&1 || true

@@ -270,12 +270,13 @@ print_matrix() {
 }
 
 # print_refusals DIR...: the distinct reasons confine gave for refusing runs
-# in each cell (exit 125, "sandbox unavailable"), with their counts: most
+# in each cell (exit 125: "sandbox unavailable", "launch failed"), with
+# their counts: most
 # failures of a cell whose kernel lacks a mechanism share one reason.
 print_refusals() {
   local d r
   for d in "$@"; do
-    r=$(grep -ho 'confine: sandbox unavailable: [^"]*' "$d"/escape.log 2>/dev/null \
+    r=$(grep -hoE 'confine: (sandbox unavailable|launch failed): [^"]*' "$d"/escape.log 2>/dev/null \
       | sed 's/\\n.*//; s/(exit [0-9]*.*//' | cut -c1-600 | sort | uniq -c | sort -rn | head -n 4 || true)
     [ -n "$r" ] || continue
     echo "-- refusals in ${d##*/} (count, reason):"
