@@ -58,7 +58,7 @@ export PATH="/usr/local/go/bin:$PATH"
 echo "docker matrix: building the test binaries"
 mkdir -p "$work/bin"
 CGO_ENABLED=0 go test -c -o "$work/bin/escape.test" ./escape
-CGO_ENABLED=0 go test -c -o "$work/bin/probe.test" ./escape/probe
+CGO_ENABLED=0 go test -c -o "$work/bin/probe.test" ./internal/probe
 CGO_ENABLED=0 go build -o "$work/bin/probe" ./escape/probe
 goroot=$(go env GOROOT)
 

@@ -92,7 +92,7 @@ goroot=$(go env GOROOT)
 gomodcache=$(go env GOMODCACHE)
 echo "kernel matrix: building the test binaries"
 CGO_ENABLED=0 go test -c -o "$work/escape.test" ./escape
-CGO_ENABLED=0 go test -c -o "$work/probe.test" ./escape/probe
+CGO_ENABLED=0 go test -c -o "$work/probe.test" ./internal/probe
 CGO_ENABLED=0 go build -o "$work/probe" ./escape/probe
 
 # A cell is one boot: kernel line x namespaces (on, off), plus, on 6.12, a
