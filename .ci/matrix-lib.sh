@@ -161,6 +161,9 @@ done
 $B mount -t tmpfs -o mode=1777 tmp /tmp
 $B mount -t tmpfs -o mode=0755 run /run
 [ -d /var/tmp ] && $B mount -t tmpfs -o mode=1777 vartmp /var/tmp
+# A writable /home, as on a real system (the suite makes home directories
+# there to hide from the command).
+[ -d /home ] && $B mount -t tmpfs -o mode=0755 home /home
 
 # The cell's configuration and the writable share, at the host's path.
 $B mkdir -p /ci/work
