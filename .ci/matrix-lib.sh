@@ -243,7 +243,13 @@ summarize_cell() {
       status=FAIL; fails="${fails:+$fails$'\x1f'}$f.test did not run"
     elif rc=$(cat "$dir/$f.rc") && [ "$rc" != 0 ]; then
       status=FAIL
-      [ "${nf:-0}" = 0 ] && fails="${fails:+$fails$'\x1f'}$f.test exit $rc: $(grep -v '^\s*$' "$dir/$f.log" | tail -n 1 | cut -c1-160)"
+      # A panic (the -test.timeout one included) ends the binary early:
+      # always say so, with the tests it was running.
+      if grep -q '^panic: ' "$dir/$f.log"; then
+        fails="$f.test exit $rc: $(grep -m1 '^panic: ' "$dir/$f.log" | cut -c1-120) while running $(sed -n '/^\s*running tests:/,/^$/p' "$dir/$f.log" | sed -n '2,4p' | tr -s ' \t' ' ' | paste -sd, - | cut -c1-160)${fails:+$'\x1f'$fails}"
+      elif [ "${nf:-0}" = 0 ]; then
+        fails="${fails:+$fails$'\x1f'}$f.test exit $rc: $(grep -v '^\s*$' "$dir/$f.log" | tail -n 1 | cut -c1-160)"
+      fi
     fi
   done
   [ "${nf:-0}" != 0 ] && status=FAIL
