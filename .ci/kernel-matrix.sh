@@ -19,7 +19,7 @@
 #   CONFINE_CI_MATRIX_KERNELS        kernel lines, default "6.1 6.12"
 #   CONFINE_CI_MATRIX_ACCEL          auto (KVM if /dev/kvm is usable), kvm, tcg
 #   CONFINE_CI_MATRIX_WORK           work directory, default /var/tmp/confine-ci-matrix
-#   CONFINE_CI_MATRIX_CELL_TIMEOUT   seconds per boot, default 1500
+#   CONFINE_CI_MATRIX_CELL_TIMEOUT   seconds per boot, default 2700 (a 6.12 boot with user namespaces ran over 22 minutes under TCG)
 #   CONFINE_CI_MATRIX_JOBS           boots at a time, default 2
 #   CONFINE_CI_MATRIX_RUN            -test.run pattern for escape.test (default: all)
 # Exit status: 0 when every cell that ran passed (a kernel that cannot be
@@ -40,7 +40,7 @@ fi
 
 kernels=${CONFINE_CI_MATRIX_KERNELS:-6.1 6.12}
 work=${CONFINE_CI_MATRIX_WORK:-/var/tmp/confine-ci-matrix}
-cell_timeout=${CONFINE_CI_MATRIX_CELL_TIMEOUT:-1500}
+cell_timeout=${CONFINE_CI_MATRIX_CELL_TIMEOUT:-2700}
 jobs=${CONFINE_CI_MATRIX_JOBS:-2}
 mkdir -p "$work"
 work=$(cd "$work" && pwd -P)

@@ -207,7 +207,7 @@ echo $? > "$out/probe.rc"
 if [ -z "${ONLY_FOREIGN_ABI:-}" ]; then
   say "running escape.test"
   if [ -n "$RUN" ]; then set -- -test.run "$RUN"; else set --; fi
-  $B timeout 1380 "$WORK/escape.test" -test.v -test.count=1 -test.timeout=22m "$@" > "$out/escape.log" 2>&1
+  $B timeout 2460 "$WORK/escape.test" -test.v -test.count=1 -test.timeout=40m "$@" > "$out/escape.log" 2>&1
   echo $? > "$out/escape.rc"
 else
   say "running escape.test (socketcall32 rows only)"
