@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -38,6 +39,23 @@ func (e *env) own(path string, gid int) {
 	if err := os.Lchown(path, e.user.UID, gid); err != nil {
 		e.t.Fatal(err)
 	}
+}
+
+// secondGroup is a supplementary group of the unprivileged harness other
+// than its own: a fixture that needs a file of a foreign group is not
+// applicable without one (e.g. docker run --user 1000:1000).
+func (e *env) secondGroup() int {
+	e.t.Helper()
+	gs, err := os.Getgroups()
+	if err == nil {
+		for _, g := range gs {
+			if g != os.Getegid() {
+				return g
+			}
+		}
+	}
+	e.t.Skipf("not applicable as uid %d: the harness is not root and has no second group to give the victim a foreign group (groups %v, %v)", os.Geteuid(), gs, err)
+	return 0
 }
 
 // freshDir makes a new 0755 directory under SharedDir owned by the user;
@@ -241,6 +259,7 @@ func (e *env) unixListener(path string) *recorder {
 // vectors. Only its pid is ever signalled.
 type target struct {
 	pid   int
+	uid   int // the uid it runs as
 	done  chan struct{}
 	state *os.ProcessState
 }
@@ -262,7 +281,10 @@ func (e *env) startSleep() *target {
 	if err := cmd.Start(); err != nil {
 		e.t.Fatalf("start sleep: %v", err)
 	}
-	tg := &target{pid: cmd.Process.Pid, done: make(chan struct{})}
+	tg := &target{pid: cmd.Process.Pid, uid: os.Geteuid(), done: make(chan struct{})}
+	if cmd.SysProcAttr != nil {
+		tg.uid = e.user.UID
+	}
 	go func() {
 		_ = cmd.Wait()
 		tg.state = cmd.ProcessState
@@ -327,9 +349,18 @@ func (tg *target) check() error {
 
 // firstMapping is the start address of the target's first mapping.
 func (tg *target) firstMapping() (string, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", tg.pid))
+	maps := fmt.Sprintf("/proc/%d/maps", tg.pid)
+	b, err := os.ReadFile(maps)
+	if errors.Is(err, os.ErrPermission) && os.Geteuid() == 0 && tg.uid != 0 {
+		// Root without CAP_SYS_PTRACE (a real Docker container) may not
+		// read another uid's maps; the target's own uid may.
+		cmd := exec.Command("cat", maps)
+		cmd.Env = []string{controlPATH}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(tg.uid), Gid: uint32(tg.uid)}}
+		b, err = cmd.Output()
+	}
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("read %s: %w", maps, err)
 	}
 	start, _, ok := strings.Cut(string(b), "-")
 	if !ok {
@@ -754,7 +785,16 @@ func vectors() []vcase {
 				if e.user.UID == 0 {
 					other = 1
 				}
-				e.own(p, other)
+				if os.Geteuid() == 0 {
+					e.own(p, other)
+				} else {
+					// Unprivileged, the harness can only hand the victim
+					// to another group of its own.
+					other = e.secondGroup()
+					if err := os.Lchown(p, -1, other); err != nil {
+						e.t.Fatal(err)
+					}
+				}
 				return fixture{args: []string{p, strconv.Itoa(e.user.UID), strconv.Itoa(e.user.UID)}, cliArgs: ro,
 					effect: func() (bool, string) {
 						st, err := statOf(p)

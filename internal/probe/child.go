@@ -77,6 +77,9 @@ func runIsolated(name string, args []string, fn func([]string) result) int {
 	}
 	tail := lastLine(stderr.String())
 	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if r, ok := gateMissing(name, stderr.String(), ws); ok {
+		return report(name, r)
+	}
 	switch {
 	case ws.Signaled():
 		d := "killed by " + unix.SignalName(ws.Signal())

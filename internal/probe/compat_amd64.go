@@ -79,6 +79,7 @@ func vSocketcall32(args []string) result {
 		return fmt.Sprintf("connected to 127.0.0.1:%d and wrote 1 byte", port)
 	}
 
+	progress("%s", gateMarker)
 	fd, err := i386Result(int80(i386Socketcall, socketcallSock, uint32(base), 0))
 	if err == nil {
 		defer unix.Close(fd)

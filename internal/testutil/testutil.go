@@ -285,7 +285,7 @@ func TokenPids(token string) []int {
 		if err != nil || pid == os.Getpid() {
 			continue
 		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		b, err := readEnviron(pid)
 		if err != nil || !bytes.HasPrefix(b, want) && !bytes.Contains(b, append([]byte{0}, want...)) {
 			continue
 		}
@@ -294,6 +294,24 @@ func TokenPids(token string) []int {
 		}
 	}
 	return pids
+}
+
+// readEnviron reads /proc/PID/environ. Root without CAP_SYS_PTRACE (a
+// real Docker container) may not read another uid's; the process's own uid
+// may, so then a cat(1) running as that uid reads it.
+func readEnviron(pid int) ([]byte, error) {
+	path := "/proc/" + strconv.Itoa(pid) + "/environ"
+	b, err := os.ReadFile(path)
+	if !errors.Is(err, os.ErrPermission) || os.Geteuid() != 0 {
+		return b, err
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat("/proc/"+strconv.Itoa(pid), &st); err != nil || st.Uid == 0 {
+		return nil, err
+	}
+	cmd := exec.Command("/bin/cat", path)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: st.Uid, Gid: st.Gid}}
+	return cmd.Output()
 }
 
 // Comm is the command name of pid ("" when gone).

@@ -1,0 +1,294 @@
+# Shared by .ci/kernel-matrix.sh and .ci/docker-matrix.sh (sourced, not run).
+# Kernel fetching and the guest's initramfs, and the matrix table built from
+# the `-test.v` logs of the test binaries.
+
+# file_is_static PATH: true if PATH is a statically linked ELF executable.
+file_is_static() {
+  [ -x "$1" ] || return 1
+  # A dynamic executable has a PT_INTERP program header (readelf is in
+  # binutils, which gcc brings).
+  ! readelf -lW "$1" 2>/dev/null | grep -q 'INTERP' && readelf -h "$1" >/dev/null 2>&1
+}
+
+# shvar NAME VALUE: a shell assignment the guest's busybox sh sources.
+shvar() {
+  local q=\'
+  printf "%s='%s'\n" "$1" "${2//$q/$q\\$q$q}"
+}
+
+# fetch_kernel LINE DIR: downloads the newest Debian package of kernel LINE
+# (6.1, 6.12) for amd64, unpacks its vmlinuz and the modules the guest needs
+# into DIR/LINE, and prints that directory. Reuses an earlier unpack of the
+# same package.
+fetch_kernel() {
+  local line=$1 dir=$2 re pkgs pkg out
+  re="^linux-image-${line//./\\.}[.-][0-9].*-amd64-unsigned\$"
+  pkgs=$(apt-cache search --names-only "$re" 2>/dev/null | awk '{print $1}' | grep -v -e -cloud- -e -rt- | sort -V -r || true)
+  if [ -z "$pkgs" ]; then
+    apt-get update -qq >&2 || true
+    pkgs=$(apt-cache search --names-only "$re" 2>/dev/null | awk '{print $1}' | grep -v -e -cloud- -e -rt- | sort -V -r || true)
+  fi
+  if [ -z "$pkgs" ]; then
+    echo "kernel matrix: SKIP $line: no package matches $re in the apt lists (is Debian's archive, or bookworm-security for 6.12, in the sources?)" >&2
+    return 1
+  fi
+  out="$dir/$line"
+  mkdir -p "$out"
+  for pkg in $pkgs; do
+    if [ -f "$out/package" ] && [ "$(cat "$out/package")" = "$pkg" ] && [ -f "$out/vmlinuz" ]; then
+      echo "kernel matrix: $line: reusing $pkg" >&2
+      echo "$out"; return 0
+    fi
+    rm -rf "$out/deb"; mkdir -p "$out/deb"
+    if (cd "$out/deb" && timeout 600 apt-get download "$pkg" >&2 2>"$out/download.err"); then
+      rm -rf "$out/root"; mkdir -p "$out/root"
+      dpkg-deb --fsys-tarfile "$out"/deb/*.deb | tar -x -C "$out/root" --wildcards --no-wildcards-match-slash \
+        './boot/vmlinuz-*' './lib/modules/*/modules.builtin' \
+        './lib/modules/*/kernel/fs/9p' './lib/modules/*/kernel/fs/netfs' './lib/modules/*/kernel/fs/fscache' \
+        './lib/modules/*/kernel/net/9p' './lib/modules/*/kernel/drivers/virtio' './lib/modules/*/kernel/net/vmw_vsock' \
+        2>/dev/null || true
+      cp "$out"/root/boot/vmlinuz-* "$out/vmlinuz" || { echo "kernel matrix: $pkg has no vmlinuz" >&2; return 1; }
+      rm -rf "$out/deb"
+      echo "$pkg" > "$out/package"
+      echo "kernel matrix: $line: $pkg" >&2
+      echo "$out"; return 0
+    fi
+    echo "kernel matrix: apt-get download $pkg failed: $(tail -n 1 "$out/download.err")" >&2
+  done
+  echo "kernel matrix: SKIP $line: no package of it could be downloaded" >&2
+  return 1
+}
+
+# Modules the guest loads (with their dependencies, in order): the PCI
+# virtio transport, 9p over virtio, and the vsock loopback transport (so
+# that AF_VSOCK is live for the vsock vector).
+guest_modules="virtio_pci 9pnet_virtio 9p vsock_loopback"
+
+# build_initramfs KDIR OUT: a gzip'd newc cpio with busybox, the two init
+# stages and KDIR's modules, decompressed, with their load order.
+build_initramfs() {
+  local kdir=$1 out=$2 tmp moddir builtin m
+  tmp=$(mktemp -d)
+  mkdir -p "$tmp/bin" "$tmp/modules" "$tmp/ci" "$tmp/proc" "$tmp/sys" "$tmp/dev" "$tmp/newroot"
+  cp /bin/busybox "$tmp/bin/busybox"
+  moddir=$(echo "$kdir"/root/lib/modules/*)
+  builtin="$moddir/modules.builtin"
+  : > "$tmp/modules/order"
+  local -A done_mods=()
+  _load() { # _load NAME: appends NAME's dependencies, then NAME, once
+    local name=${1//-/_} f deps d
+    [ -n "${done_mods[$name]:-}" ] && return 0
+    done_mods[$name]=1
+    if sed 's#.*/##; s#\.ko.*##; s#-#_#g' "$builtin" | grep -qx "$name"; then return 0; fi
+    f=$(find "$moddir/kernel" -name "$name.ko*" -o -name "${name//_/-}.ko*" | head -n 1)
+    if [ -z "$f" ]; then
+      echo "kernel matrix: module $name is neither built in nor in the unpacked package" >&2
+      return 1
+    fi
+    case "$f" in
+      *.xz) xz -dc "$f" > "$tmp/modules/$name.ko" ;;
+      *.zst) zstd -dc "$f" > "$tmp/modules/$name.ko" ;;
+      *) cp "$f" "$tmp/modules/$name.ko" ;;
+    esac
+    deps=$(tr '\0' '\n' < "$tmp/modules/$name.ko" | sed -n 's/^depends=//p' | head -n 1 | tr ',' ' ')
+    for d in $deps; do _load "$d" || return 1; done
+    echo "$name.ko" >> "$tmp/modules/order"
+  }
+  for m in $guest_modules; do _load "$m"; done
+  guest_init1 > "$tmp/init"
+  guest_init2 > "$tmp/ci/init2"
+  chmod 755 "$tmp/init" "$tmp/ci/init2"
+  (cd "$tmp" && find . | busybox cpio -o -H newc 2>/dev/null | gzip -1) > "$out"
+  rm -rf "$tmp"
+}
+
+# guest_init1: PID 1 in the initramfs. Loads the modules, mounts the 9p
+# shares under a tmpfs and switches root into it.
+guest_init1() {
+  cat <<'EOF'
+#!/bin/busybox sh
+B=/bin/busybox
+$B mount -t proc proc /proc
+$B mount -t sysfs sys /sys
+$B mount -t devtmpfs dev /dev
+if $B grep -q confine.kvmcheck /proc/cmdline; then echo CONFINE-KVM-OK; $B poweroff -f; fi
+for m in $($B cat /modules/order); do
+  $B insmod /modules/$m || echo "CONFINE-MATRIX: insmod $m failed"
+done
+$B mount -t tmpfs -o mode=0755 root /newroot
+$B mkdir -p /newroot/host /newroot/ci
+if ! $B mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=loose,msize=262144 hostroot /newroot/host; then
+  echo "CONFINE-MATRIX: FAIL: cannot mount the host's root over 9p"; $B poweroff -f
+fi
+$B cp /bin/busybox /ci/init2 /newroot/ci/
+$B umount /proc /sys
+$B umount /dev
+exec $B switch_root /newroot /ci/init2
+EOF
+}
+
+# guest_init2: PID 1 in the tmpfs root. Builds the system the tests see (the
+# host's directories read-only, tmpfs where they write), sets the cell's
+# namespace policy, runs the test binaries and reports.
+guest_init2() {
+  cat <<'EOF'
+#!/ci/busybox sh
+B=/ci/busybox
+$B mkdir -p /proc /sys /dev /tmp /run
+$B mount -t proc proc /proc
+$B mount -t sysfs sys /sys
+$B mount -t devtmpfs dev /dev
+$B mkdir -p /dev/pts /dev/shm
+$B mount -t devpts -o mode=620,ptmxmode=666,gid=5 devpts /dev/pts
+$B mount -t tmpfs -o mode=1777 shm /dev/shm
+$B mount -t cgroup2 cgroup2 /sys/fs/cgroup
+$B mount -t securityfs securityfs /sys/kernel/security
+cell=$($B sed -n 's/.*confine\.cell=\([^ ]*\).*/\1/p' /proc/cmdline)
+say() { echo "CONFINE-MATRIX: [uptime $($B cut -d' ' -f1 /proc/uptime)s] $*"; }
+done_() { say "$*"; echo "CONFINE-MATRIX-DONE $cell"; $B sync; $B poweroff -f; }
+
+# The host's root, read-only: every top-level directory but the kernel's
+# and the scratch ones; symlinks (merged /usr) as they are.
+for e in /host/* /host/.[!.]*; do
+  n=${e#/host/}
+  case "$n" in proc|sys|dev|tmp|run|host|ci|lost+found|mnt|media|boot|'.[!.]*'|'*') continue ;; esac
+  if [ -L "$e" ]; then
+    $B ln -s "$($B readlink "$e")" "/$n"
+  elif [ -d "$e" ]; then
+    $B mkdir -p "/$n" && $B mount --bind "$e" "/$n"
+  fi
+done
+$B mount -t tmpfs -o mode=1777 tmp /tmp
+$B mount -t tmpfs -o mode=0755 run /run
+[ -d /var/tmp ] && $B mount -t tmpfs -o mode=1777 vartmp /var/tmp
+# A writable /home, as on a real system (the suite makes home directories
+# there to hide from the command).
+[ -d /home ] && $B mount -t tmpfs -o mode=0755 home /home
+
+# The cell's configuration and the writable share, at the host's path.
+$B mkdir -p /ci/work
+$B mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 work /ci/work || done_ "FAIL: cannot mount the work share"
+cfg=/ci/work/cells/$cell/config
+[ -f "$cfg" ] || done_ "FAIL: no $cfg"
+. "$cfg"
+$B mkdir -p "$WORK" "$REPO"
+$B mount --bind /ci/work "$WORK"
+$B mount --bind "/host$REPO" "$REPO"
+out=$WORK/cells/$cell
+
+say "system ready"
+$B ip link set lo up
+$B hostname confine-ci
+echo +pids > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || true
+{
+  echo "kernel: $($B uname -r)"
+  echo "cmdline: $($B cat /proc/cmdline)"
+  echo "lsm: $($B cat /sys/kernel/security/lsm)"
+  echo "max_user_namespaces: $($B cat /proc/sys/user/max_user_namespaces)"
+  echo "x32/ia32: $($B cat /proc/sys/abi/* 2>/dev/null | $B tr '\n' ' ')"
+} > "$out/guest-info"
+case ",$($B cat /sys/kernel/security/lsm)," in
+  *,landlock,*) ;;
+  *) echo "landlock is not in /sys/kernel/security/lsm: $($B cat /sys/kernel/security/lsm)" > "$out/error"
+     done_ "FAIL: landlock is not an active LSM in this kernel" ;;
+esac
+if [ "$NS" = off ]; then
+  echo 0 > /proc/sys/user/max_user_namespaces || done_ "FAIL: cannot set user.max_user_namespaces=0"
+fi
+
+export PATH="$GOROOT/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+export CONFINE_ESCAPE_PROBE=$WORK/probe
+export HOME=/tmp/home GOCACHE=/tmp/gocache GOMODCACHE GOROOT GOFLAGS=-buildvcs=false GOTOOLCHAIN=local GOPROXY=off LANG=C.UTF-8
+$B mkdir -p "$HOME"
+cd "$REPO/escape"
+say "running probe.test (foreign ABI)"
+$B timeout 300 "$WORK/probe.test" -test.v -test.count=1 -test.run 'TestForeignABI|TestGateMissing' > "$out/probe.log" 2>&1
+echo $? > "$out/probe.rc"
+if [ -z "${ONLY_FOREIGN_ABI:-}" ]; then
+  say "running escape.test"
+  if [ -n "$RUN" ]; then set -- -test.run "$RUN"; else set --; fi
+  $B timeout 2460 "$WORK/escape.test" -test.v -test.count=1 -test.timeout=40m "$@" > "$out/escape.log" 2>&1
+  echo $? > "$out/escape.rc"
+else
+  say "running escape.test (socketcall32 rows only)"
+  $B timeout 600 "$WORK/escape.test" -test.v -test.count=1 -test.run 'TestEscape/.*/(socketcall32|x32-syscall)$' > "$out/escape.log" 2>&1
+  echo $? > "$out/escape.rc"
+fi
+done_ "finished"
+EOF
+}
+
+# summarize_cell DIR USER KERNEL NS: one table row,
+# "KERNEL|USER|NS|STATUS|DETAIL|WALL|FAILURES", from DIR's logs. The
+# leaves of the test tree count: a test TestX/USER/... belongs to USER;
+# a test without a user component belongs to the uid the binary ran as
+# (root, or "self" when the suite ran unprivileged).
+summarize_cell() {
+  local dir=$1 user=$2 kernel=$3 ns=$4 wall="" status detail fails rc f
+  [ -f "$dir/wall" ] && wall="$(cat "$dir/wall")s"
+  if [ -f "$dir/error" ]; then
+    echo "$kernel|$user|$ns|FAIL|$(head -n 1 "$dir/error")|$wall|"; return
+  fi
+  local stats
+  stats=$(cat "$dir"/probe.log "$dir"/escape.log 2>/dev/null | awk -v U="$user" -f .ci/matrix-summary.awk)
+  # stats: "pass skip fail seconds" on line 1, then failing test names, one a line
+  read -r np ns_ nf secs <<<"$(echo "$stats" | head -n 1)"
+  [ "${secs:-0}" != 0 ] && wall="$wall (${user}'s tests ${secs}s)"
+  # Failures are joined with the unit separator (messages hold ';' and '|').
+  fails=$(echo "$stats" | tail -n +2 | head -n 12 | paste -sd $'\x1f' -)
+  if [ "${nf:-0}" -gt 12 ]; then fails="$fails"$'\x1f'"... and $((nf - 12)) more in $dir/escape.log"; fi
+  status=PASS
+  for f in probe escape; do
+    if [ ! -f "$dir/$f.rc" ]; then
+      status=FAIL; fails="${fails:+$fails$'\x1f'}$f.test did not run"
+    elif rc=$(cat "$dir/$f.rc") && [ "$rc" != 0 ]; then
+      status=FAIL
+      # A panic (the -test.timeout one included) ends the binary early:
+      # always say so, with the tests it was running.
+      if grep -q '^panic: ' "$dir/$f.log"; then
+        fails="$f.test exit $rc: $(grep -m1 '^panic: ' "$dir/$f.log" | cut -c1-120) while running $(sed -n '/^\s*running tests:/,/^$/p' "$dir/$f.log" | sed -n '2,4p' | tr -s ' \t' ' ' | paste -sd, - | cut -c1-160)${fails:+$'\x1f'$fails}"
+      elif [ "${nf:-0}" = 0 ]; then
+        fails="${fails:+$fails$'\x1f'}$f.test exit $rc: $(grep -v '^\s*$' "$dir/$f.log" | tail -n 1 | cut -c1-160)"
+      fi
+    fi
+  done
+  [ "${nf:-0}" != 0 ] && status=FAIL
+  detail="pass ${np:-0}, skip ${ns_:-0}, fail ${nf:-0}"
+  echo "$kernel|$user|$ns|$status|$detail|$wall|$fails"
+}
+
+# print_matrix TITLE ROW...: the table, then each failing cell's failures.
+# Returns 1 if any cell failed.
+print_matrix() {
+  local title=$1 r bad=0; shift
+  echo
+  echo "== $title =="
+  printf '%-28s %-7s %-5s %-8s %-32s %s\n' kernel uid userns result tests wall
+  for r in "$@"; do
+    IFS='|' read -r k u n s d w _ <<<"$r"
+    printf '%-28s %-7s %-5s %-8s %-32s %s\n' "$k" "$u" "$n" "$s" "$d" "$w"
+    [ "$s" = FAIL ] && bad=1
+  done
+  for r in "$@"; do
+    IFS='|' read -r k u n s d w fl <<<"$r"
+    [ -n "$fl" ] || continue
+    echo "-- failures in $k / $u / userns $n:"
+    echo "$fl" | tr '\037' '\n' | sed 's/^/   /'
+  done
+  return "$bad"
+}
+
+# print_refusals DIR...: the distinct reasons confine gave for refusing runs
+# in each cell (exit 125: "sandbox unavailable", "launch failed"), with
+# their counts: most
+# failures of a cell whose kernel lacks a mechanism share one reason.
+print_refusals() {
+  local d r
+  for d in "$@"; do
+    r=$(grep -hoE 'confine: (sandbox unavailable|launch failed): [^"]*' "$d"/escape.log 2>/dev/null \
+      | sed 's/\\n.*//; s/(exit [0-9]*.*//' | cut -c1-600 | sort | uniq -c | sort -rn | head -n 4 || true)
+    [ -n "$r" ] || continue
+    echo "-- refusals in ${d##*/} (count, reason):"
+    echo "$r" | sed 's/^/   /'
+  done
+}
