@@ -21,12 +21,12 @@ import (
 	"sync/atomic"
 
 	"github.com/confine-sandbox/confine/internal/bwrap"
+	"github.com/confine-sandbox/confine/internal/bwrap/inside"
+	"github.com/confine-sandbox/confine/internal/bwrap/supervise"
 	"github.com/confine-sandbox/confine/internal/capture"
 	"github.com/confine-sandbox/confine/internal/host"
 	"github.com/confine-sandbox/confine/internal/plan"
 	"github.com/confine-sandbox/confine/internal/reaper"
-	"github.com/confine-sandbox/confine/internal/stage2"
-	"github.com/confine-sandbox/confine/internal/supervisor"
 	"github.com/confine-sandbox/confine/policy"
 	"github.com/confine-sandbox/confine/spec"
 )
@@ -47,12 +47,12 @@ func Dispatch() {
 		return
 	}
 	switch os.Args[0] {
-	case supervisor.Arg0:
-		os.Exit(supervisor.Main())
+	case supervise.Arg0:
+		os.Exit(supervise.Main())
 	case reaper.Arg0:
 		os.Exit(reaper.Main())
-	case stage2.Stage3Arg0, bwrap.InitPath:
-		os.Exit(stage2.Main())
+	case inside.Stage3Arg0, bwrap.InitPath:
+		os.Exit(inside.Main())
 	}
 }
 
@@ -219,7 +219,7 @@ func runSupervised(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) 
 		closers = append(closers, stdin)
 	}
 
-	proc, err := os.StartProcess("/proc/self/exe", []string{supervisor.Arg0}, &os.ProcAttr{
+	proc, err := os.StartProcess("/proc/self/exe", []string{supervise.Arg0}, &os.ProcAttr{
 		Files: []*os.File{stdin, outW, errW, ctrlR, repW},
 	})
 	if err != nil {

@@ -1,4 +1,4 @@
-// Package supervisor is the unconfined process that owns one run of the
+// Package supervise is the unconfined process that owns one run of the
 // bubblewrap provider (the launcher runs the other providers itself,
 // package launch). It is a child subreaper, so every descendant of the
 // command stays in its tree; it starts bwrap, serves the seccomp notifications
@@ -9,7 +9,7 @@
 // Protocol with the launcher: fd 3 carries the plan, then single command
 // bytes ('c' cancel); EOF on fd 3 means the launcher is gone. fd 4 receives
 // the JSON report. fds 0-2 are handed to the command untouched.
-package supervisor
+package supervise
 
 import (
 	"context"

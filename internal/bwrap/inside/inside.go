@@ -1,4 +1,4 @@
-// Package stage2 is the child side of a bubblewrap run: a re-exec of the
+// Package inside is the inner side of a bubblewrap run: a re-exec of the
 // host binary inside bwrap that, on one locked OS thread, confines itself
 // and then execve()s the command from that same thread, so the command
 // starts already confined. (The other providers run the same confinement
@@ -9,10 +9,10 @@
 // syscalls); fds >= 3 marked close-on-exec; exec. Any failure is reported on fd 4 as
 // "CODE message" and the command never starts.
 //
-// Started by bwrap as the PID namespace's init, stage-2 does not become the
-// command: it starts a stage-3 re-exec that does all of the above, and
-// stays as the namespace's init (see initMain).
-package stage2
+// Started by bwrap as the PID namespace's init, it does not become the
+// command: it starts a second re-exec (Stage3Arg0) that does all of the
+// above, and stays as the namespace's init (see initMain).
+package inside
 
 import (
 	"errors"
