@@ -10,7 +10,7 @@
 // backend, its layers and why the other backends were skipped.
 //
 // A program that calls RunCommand re-executes itself as the run's
-// supervisor and stage-2 child (see internal/launch); nothing needs to be
+// helpers: the reaper and, under bubblewrap, its supervisor and init (see Init); nothing needs to be
 // installed besides that program.
 package confine
 

@@ -1,14 +1,14 @@
 //go:build linux
 
 // Package bwrap is the bubblewrap layer of the bubblewrap provider: the
-// bwrap command line the supervisor starts instead of cloning stage-2
+// bwrap command line the supervisor starts instead of cloning the run's init
 // itself, and the probe that says whether bwrap can create its namespaces
 // here.
 //
 // bwrap only builds the namespaces and the mount tree. Inside, the same
 // confine binary (bound read-only at InitPath) runs as the PID namespace's
-// init, as stage-2 does under the landlock+namespaces provider, and starts
-// a stage-3 re-exec that applies the Landlock ruleset, rlimits,
+// init, as the launcher's init does under landlock+namespaces, and starts
+// a re-exec that applies the Landlock ruleset, rlimits,
 // no_new_privs, the capability drop and the seccomp filter before it
 // execs the command. Nothing of the core is replaced.
 package bwrap
@@ -34,7 +34,7 @@ const InitPath = "/.confine/confine-bwrap-init"
 // Descriptors bwrap's child inherits (the outer bwrap process closes every
 // descriptor above 2 once it has cloned the sandbox, so these reach the
 // init alone): 3 plan, 4 status, 5 seccomp-listener socket and 6 exit pipe
-// as for stage-2, then the run's real stderr (bwrap's own stderr is a pipe
+// as for the run's init, then the run's real stderr (bwrap's own stderr is a pipe
 // the supervisor reads its errors from) and the binary to bind.
 const (
 	StderrFD = 7

@@ -37,7 +37,7 @@ import (
 var dispatched atomic.Bool
 
 // Dispatch turns this process into the run helper its argv[0] names (the
-// reaper, the bubblewrap supervisor, bubblewrap's init and stage-3) and
+// reaper, the bubblewrap supervisor, bubblewrap's init and its confining re-exec) and
 // never returns then; otherwise it returns at once. confine.Init calls it
 // first thing in main, as runc's init does, so helpers never reach the
 // host program's own code.

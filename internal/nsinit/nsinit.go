@@ -27,7 +27,7 @@ import (
 	"github.com/confine-sandbox/confine/internal/plan"
 )
 
-// Flags are the namespaces stage-2 is cloned into.
+// Flags are the namespaces the run's init is cloned into.
 const Flags = unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNS |
 	unix.CLONE_NEWNET | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS
 
@@ -85,7 +85,7 @@ const MaxTmpfsBytes = 1 << 30
 // user namespace for a command that runs as uid/gid (-1: as the
 // supervisor). Every id maps to itself. An unprivileged supervisor may map
 // only its own ids, and must deny setgroups(2) to map its gid; root maps 0
-// (stage-2 then keeps its capabilities across exec) and the command's ids.
+// (the init then keeps its capabilities across exec) and the command's ids.
 func Mappings(euid, egid, uid, gid int) (uids, gids []int, setgroups bool) {
 	if euid != 0 {
 		return []int{euid}, []int{egid}, false
@@ -100,10 +100,10 @@ func Mappings(euid, egid, uid, gid int) (uids, gids []int, setgroups bool) {
 	return uids, gids, true
 }
 
-// SysProcAttr is what the supervisor starts stage-2 with. Stage-2 keeps
+// SysProcAttr is what a process is started with in a run's namespaces. It keeps
 // CAP_SYS_ADMIN and CAP_NET_ADMIN of its user namespace across the exec as
 // ambient capabilities when it is not root there; it drops the ambient set
-// before it starts stage-3, which drops everything else.
+// before it starts the command's child, which drops everything else.
 func SysProcAttr(ns *plan.Namespaces) *syscall.SysProcAttr {
 	a := &syscall.SysProcAttr{
 		Cloneflags:                 Flags,

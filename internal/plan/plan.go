@@ -1,4 +1,4 @@
-// Package plan is the launch plan: everything the supervisor and the stage-2
+// Package plan is the launch plan: everything the launcher, the run's init and the
 // child need to start one confined command, decided in the launcher before
 // anything is spawned. It travels over a pipe, so it is plain data.
 package plan
@@ -66,10 +66,10 @@ func (s Seccomp) Listener() bool {
 		s.NotifyTruncate || s.NotifyRename
 }
 
-// Namespaces asks for the landlock+namespaces provider: stage-2 is started
+// Namespaces asks for the landlock+namespaces provider: the run's init is started
 // in new user, PID, mount, network, IPC and UTS namespaces, stays there as
-// the PID namespace's init, and a stage-3 child confines itself exactly as
-// stage-2 does without namespaces.
+// the PID namespace's init, and the command's child confines itself exactly as
+// under the core.
 type Namespaces struct {
 	// UIDs and GIDs are mapped to themselves in the user namespace.
 	UIDs []int `json:"uids"`
@@ -94,7 +94,7 @@ type Namespaces struct {
 	PidMax int `json:"pid_max,omitempty"`
 	// Bwrap, when set, is the bubblewrap binary that creates the
 	// namespaces and the mount tree (the bubblewrap provider): the
-	// supervisor starts it instead of cloning stage-2, stage-2 runs
+	// supervisor starts it instead of the launcher cloning the init, which runs
 	// inside as the PID namespace's init without setting anything up,
 	// and the IDs above are unused.
 	// Such a run never falls back to the core.
@@ -203,7 +203,7 @@ type Report struct {
 	NamespacesSkipped string `json:"namespaces_skipped,omitempty"`
 }
 
-// InitStatus is what stage-2, as the init of the run's PID namespace,
+// InitStatus is what the run's init, as the init of its PID namespace,
 // reports on its exit pipe when the command is over: its own exit status
 // cannot carry a signal (the kernel ignores signals an init sends itself).
 type InitStatus struct {
@@ -212,7 +212,7 @@ type InitStatus struct {
 	Survivors int `json:"survivors,omitempty"`
 }
 
-// CodeNamespaces is the stage-2 status code (never an exit status) for
+// CodeNamespaces is the init's status code (never an exit status) for
 // "the namespaces could not be set up": the supervisor then falls back to
 // the core provider unless the plan requires them.
 const CodeNamespaces = 90

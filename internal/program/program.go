@@ -3,7 +3,7 @@
 // the landlock+namespaces provider (the child is the PID namespace's init,
 // sets the namespaces up, then starts the command); Subreaped is the
 // landlock+seccomp provider (the child is a subreaping init without
-// namespaces). Both end in the same confinement, in stage-2's order.
+// namespaces). Both end in the same confinement, in the same order.
 package program
 
 import (
@@ -95,7 +95,7 @@ const (
 
 // Namespaced prepares everything the init and the command do between the
 // clone and execve, for the namespaces provider: the namespace set-up
-// stage-2 would do as init, then exactly the confinement stage-2 applies
+// the init does, then exactly the confinement the command's child applies
 // without namespaces.
 func Namespaced(p *plan.Plan, fds FDs, rs *landlock.Ruleset, layout nsinit.Layout, filter []bpf.RawInstruction) (*Built, error) {
 	b := &Built{P: &spawn.Program{Cloneflags: nsinit.Flags, ExitFD: spawn.FDExit}}
@@ -393,7 +393,7 @@ func (b *Built) StartFailure(path string, f *spawn.Failure) (int, string) {
 	return 125, msg
 }
 
-// confinement is stage-2's apply as prepared system calls: new session;
+// confinement is the command's confinement as prepared system calls: new session;
 // credentials and capabilities; parent-death signal; no_new_privs;
 // working directory; Landlock; rlimits; seccomp (last, so its filter need
 // not allow the set-up); the listener handed over; fds >= 3 close-on-exec.

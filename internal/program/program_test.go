@@ -17,7 +17,7 @@ func testPlan() *plan.Plan {
 		Seccomp: plan.Seccomp{NotifyMetadata: true}}
 }
 
-// The confinement, in stage-2's order, whoever supervises: what a failure
+// The confinement, in one order, whoever supervises: what a failure
 // would be reported as names each step.
 func TestSubreapedSteps(t *testing.T) {
 	arch, _ := seccomp.NativeArch()

@@ -282,8 +282,8 @@ func (namespaces) Ledger() []ledger.Layer { return []ledger.Layer{ledger.Core, l
 
 // bubblewrap is the core inside namespaces that bwrap creates: bwrap
 // builds the user, PID, mount, network, IPC and UTS namespaces and a mount
-// tree of only the run's roots; inside, stage-2 is the PID namespace's
-// init and stage-3 confines itself exactly as under landlock+namespaces.
+// tree of only the run's roots; inside, confine's init (internal/bwrap/inside)
+// is the PID namespace's init and its child confines itself before exec.
 // Never selected automatically (landlock+namespaces gives the same
 // without an external program); a run that asks for it and cannot have
 // it is refused, never moved to another backend.

@@ -20,8 +20,8 @@ import (
 
 // startBwrap starts the command for the bubblewrap provider: bwrap creates the
 // namespaces and the mount tree and execs this binary inside as the PID
-// namespace's init (bwrap.InitPath), which runs stage-3 as under
-// landlock+namespaces. The descriptors are those of stage-2 plus the run's
+// namespace's init (bwrap.InitPath), which starts the confining re-exec as under
+// landlock+namespaces. The descriptors are those of the run's init plus the run's
 // stderr and the binary to bind; bwrap's own stderr is a pipe, so that a
 // bwrap failure is this run's error, not the command's output. Any failure
 // refuses the run: an explicitly chosen backend never falls back.
@@ -136,7 +136,7 @@ func startBwrap(p *plan.Plan) (pid, notifyFD int, exitPipe *os.File, err error) 
 	msg, rerr := readAll(statusR)
 	if rerr != nil {
 		closeNotify()
-		return fail("read stage-2 status: %v", rerr)
+		return fail("read the init's status: %v", rerr)
 	}
 	if len(msg) > 0 {
 		closeNotify()
@@ -147,7 +147,7 @@ func startBwrap(p *plan.Plan) (pid, notifyFD int, exitPipe *os.File, err error) 
 		}
 		return pid, -1, nil, &startError{code: c, msg: text}
 	}
-	// The status pipe closes without a word both when stage-3 exec'd the
+	// The status pipe closes without a word both when the confining re-exec exec'd the
 	// command and when bwrap died before the init ran: the init's ready
 	// byte tells them apart.
 	var b [1]byte
@@ -165,7 +165,7 @@ func startBwrap(p *plan.Plan) (pid, notifyFD int, exitPipe *os.File, err error) 
 		return pid, -1, nil, werr
 	}
 	if wantNotify && notifyFD < 0 {
-		return pid, -1, nil, errors.New("stage-3 exec'd without handing over its seccomp listener")
+		return pid, -1, nil, errors.New("the confining re-exec exec'd without handing over its seccomp listener")
 	}
 	// Whatever bwrap says later belongs on the run's stderr.
 	errFile := errR

@@ -306,7 +306,7 @@ type startError struct {
 
 func (e *startError) Error() string { return e.msg }
 
-// readInitStatus reads what stage-2 reported as init before it exited;
+// readInitStatus reads what bubblewrap's init reported before it exited;
 // false when it died without reporting (SIGKILL).
 func readInitStatus(f *os.File) (plan.InitStatus, bool) {
 	var st plan.InitStatus
