@@ -86,7 +86,7 @@ func (c *forkCounter) decide(tid int) result {
 			return deny(unix.EAGAIN, "bounded-processes: cannot count the run's tasks: "+err.Error(), "")
 		}
 		if c.base+1 > c.max {
-			return deny(unix.EAGAIN, fmt.Sprintf("bounded-processes: the run holds %d tasks (threads included), the limit is %d", c.base, c.max), "")
+			return deny(unix.EAGAIN, fmt.Sprintf("bounded-processes: the run holds or is creating %d tasks (threads included); the limit is %d", c.base, c.max), "")
 		}
 	}
 	c.since++
