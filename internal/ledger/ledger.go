@@ -423,7 +423,7 @@ var table = []Guarantee{
 			// see internal/notify/fork.go for why it never lets the run
 			// pass the limit.
 			{Layer: Core, Sufficient: true, Who: Root, Seccomp: true, UnlessPidsCgroup: true, UnlessPidMax: true,
-				Text: "seccomp user notification: the launcher counts the run's tasks (threads included) at clone/fork/vfork and fails them with EAGAIN at --max-procs, never past it (uid 0 is exempt from RLIMIT_NPROC; no writable pids cgroup)"},
+				Text: "seccomp user notification: the launcher counts the run's tasks (threads included) at clone/fork/vfork and fails them with EAGAIN at --max-procs, never past it (uid 0 is exempt from RLIMIT_NPROC)"},
 		},
 		Vectors: []string{"fork-bomb", "fork-bomb-no-pids-cgroup", "fork-race-no-pids-cgroup"},
 	},
