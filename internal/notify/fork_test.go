@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -220,9 +221,18 @@ func TestMayBeCreating(t *testing.T) {
 		}
 		defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	}
-	// Until the sleeper is blocked in its nanosleep.
-	for i := 0; i < 1000 && c.mayBeCreating(sleeper.Process.Pid); i++ {
-		runtime.Gosched()
+	// Until the sleeper is blocked in its sleep (a liveness bound, not
+	// an assertion on time).
+	sleeping := func() bool {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(sleeper.Process.Pid) + "/syscall")
+		f := strings.Fields(string(b))
+		return len(f) > 0 && (f[0] == strconv.Itoa(unix.SYS_NANOSLEEP) || f[0] == strconv.Itoa(unix.SYS_CLOCK_NANOSLEEP))
+	}
+	for i := 0; i < 1000 && !sleeping(); i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !sleeping() {
+		t.Fatalf("sleep never blocked in nanosleep")
 	}
 	if c.mayBeCreating(sleeper.Process.Pid) {
 		t.Errorf("a task blocked in nanosleep counts as creating")
