@@ -22,6 +22,10 @@
 // supervisor does not perform itself is resumed in the kernel, where the
 // command's own Landlock domain still checks it (the calls of
 // proc_targets.go are resumed on their own terms).
+//
+// Task creation (clone, fork, vfork; Config.MaxTasks) is resumed too: its
+// decision reads no memory, only a count of the run's tasks, so an allowed
+// call is resumed by the kernel itself (see fork.go).
 package notify
 
 import (
