@@ -47,7 +47,11 @@ import (
 // before each walk, every such task is checked (/proc/TID/syscall): gone,
 // or blocked in another system call, it has finished (its child was
 // attached before; the walk sees it), otherwise it counts as one more
-// task. A task that issues its next notification has finished too. Errors
+// task. A task that issues its next notification has finished too. The
+// kernel attaches a new task to its parent before it first runs, so no
+// task can create another unseen; a process reparented during the walk is
+// found under its new parent (proctree.Tasks), and orphans stay below the
+// run's init, a child subreaper or a PID namespace's init. Errors
 // (an unreadable /proc) refuse the call. The count can err only high (a
 // task still running after its clone returned counts twice until it
 // blocks or exits), which can refuse a creation somewhat before the limit
