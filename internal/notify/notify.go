@@ -153,6 +153,7 @@ func Serve(ctx context.Context, listenerFD int, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("notify: dup listener: %w", err)
 	}
+	syncWakeUp(lfd)
 	wake, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
 		unix.Close(lfd)
