@@ -127,7 +127,10 @@ func runForks(op probeOp) probeResult {
 	}
 	own := threadCount() + len(pids)
 	for _, p := range pids {
-		_ = unix.Kill(p, unix.SIGKILL)
+		if err := unix.Kill(p, unix.SIGKILL); err != nil {
+			// Waiting would hang; they die with this process.
+			return probeResult{Errno: -1, Err: "kill a forking process: " + err.Error()}
+		}
 	}
 	for _, p := range pids {
 		var ws unix.WaitStatus
