@@ -265,7 +265,8 @@ func (in *inputs) build(backend provider.Provider, r *run) (planned, error) {
 		},
 		Seccomp: plan.Seccomp{NotifyMetadata: true, NotifyConnect: true,
 			NotifyTruncate: !landlock.Has(in.h.LandlockABI, landlock.FeatTruncate),
-			NotifyRename:   !landlock.Has(in.h.LandlockABI, landlock.FeatRefer)},
+			NotifyRename:   !landlock.Has(in.h.LandlockABI, landlock.FeatRefer),
+			NotifyFork:     in.countsForks(provider.Facts(in.h, backend, in.runAsRoot, in.limits.MaxProcs))},
 		PidsCgroup:    r.cgroup,
 		PidsMax:       pidsMax,
 		PidsOptional:  in.pidsOptional,
@@ -312,6 +313,8 @@ func layers(prov provider.Provider, p *plan.Plan) []string {
 		ls = append(ls, "pid-max")
 	case p.PidsCgroup != "":
 		ls = append(ls, "pids-cgroup")
+	case p.Seccomp.NotifyFork:
+		ls = append(ls, "fork-count")
 	}
 	if p.UID >= 0 {
 		ls = append(ls, "caps-dropped")

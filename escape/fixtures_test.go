@@ -1071,6 +1071,7 @@ func vectors() []vcase {
 			return fixture{env: []string{v}, cliArgs: []string{"--env", v}, judge: envJudge(e.wd), mayRefuse: true}
 		}},
 	)
+	cases = append(cases, nprocVectors()...)
 	return cases
 }
 

@@ -57,6 +57,11 @@ func TestFunctional(t *testing.T) {
 			args: func(*testing.T, string) []string {
 				return []string{"--", "sh", "-c", "gcc -O2 -pthread -o hello hello.c && ./hello"}
 			}, want: "hello from C, thread ok\n"},
+		{name: "make-j", needs: []string{"make", "gcc"},
+			files: makeJFiles(),
+			args: func(*testing.T, string) []string {
+				return []string{"--", "sh", "-c", "make -j8 -s && ./prog"}
+			}, want: "make ok 36\n"},
 		{name: "go-build", needs: []string{"go"},
 			files: map[string]string{"go.mod": "module example.com/hello\n\ngo 1.22\n", "main.go": goHello},
 			args: func(t *testing.T, wd string) []string {
@@ -251,3 +256,21 @@ fs.writeFileSync("out.txt", "3");
 const n = execFileSync("cat", ["out.txt"]).toString();
 Promise.resolve(n).then((v) => console.log("hello from node " + v));
 `
+
+// makeJFiles is a Makefile that compiles eight sources in parallel (make
+// -j forks a shell and a compiler driver per job, which forks cc1 and as).
+func makeJFiles() map[string]string {
+	fs := map[string]string{
+		"Makefile": "OBJS := main.o f1.o f2.o f3.o f4.o f5.o f6.o f7.o f8.o\n" +
+			"prog: $(OBJS)\n\tgcc -o $@ $(OBJS)\n" +
+			"%.o: %.c\n\tgcc -O2 -c -o $@ $<\n",
+		"main.c": "#include <stdio.h>\n" +
+			"int f1(void); int f2(void); int f3(void); int f4(void); int f5(void); int f6(void); int f7(void); int f8(void);\n" +
+			"int main(void) { printf(\"make ok %d\\n\", f1()+f2()+f3()+f4()+f5()+f6()+f7()+f8()); return 0; }\n",
+	}
+	for i := 1; i <= 8; i++ {
+		n := string(rune('0' + i))
+		fs["f"+n+".c"] = "int f" + n + "(void) { return " + n + "; }\n"
+	}
+	return fs
+}

@@ -731,8 +731,11 @@ func newInspect(stdout io.Writer) *cobra.Command {
 				if sel.Provider != nil {
 					out.Backend = sel.Provider.Name()
 					out.Layers = append(sel.Provider.Layers(), "seccomp-notify")
-					if h.PidsCgroupRoot != "" {
+					switch {
+					case h.PidsCgroupRoot != "":
 						out.Layers = append(out.Layers, "pids-cgroup (when the command runs as uid 0)")
+					case h.Seccomp:
+						out.Layers = append(out.Layers, "fork-count (when the command runs as uid 0)")
 					}
 				}
 				if asJSON {

@@ -262,7 +262,8 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 	if listener >= 0 {
 		go func() {
 			defer close(notifyDone)
-			err := notify.Serve(nctx, listener, notify.Config{WritableRoots: p.WritableRoots, SocketAllow: p.SocketAllow, Init: runInit, Stats: stats})
+			err := notify.Serve(nctx, listener, notify.Config{WritableRoots: p.WritableRoots, SocketAllow: p.SocketAllow, Init: runInit, Stats: stats,
+				RunInit: pid, MaxTasks: p.MaxTasks()})
 			unix.Close(listener)
 			if err != nil && !errors.Is(err, context.Canceled) {
 				fmt.Fprintf(os.Stderr, "confine: notification supervisor: %v\n", err)

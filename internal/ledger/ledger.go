@@ -73,6 +73,9 @@ type Mechanism struct {
 	// UnlessPidMax: the mechanism is not used where the PID namespace's
 	// pid_max bounds the run (the run then never joins the pids cgroup).
 	UnlessPidMax bool
+	// UnlessPidsCgroup: the mechanism is not used where a pids cgroup
+	// bounds the run.
+	UnlessPidsCgroup bool
 	// Below, when set, names a Landlock feature whose absence switches
 	// the mechanism on: the launcher uses it only on ABIs without the
 	// feature, so it is claimed only there.
@@ -140,6 +143,9 @@ func (m Mechanism) holds(f Facts) (bool, string) {
 	}
 	if m.UnlessPidMax && f.PidMax {
 		lack = append(lack, "no pid_max of the run's PID namespace (which bounds the run instead)")
+	}
+	if m.UnlessPidsCgroup && f.PidsCgroup {
+		lack = append(lack, "no writable pids cgroup (which bounds the run instead)")
 	}
 	if m.Below != "" && landlock.Has(f.LandlockABI, m.Below) {
 		ft, _ := landlock.FeatureByName(m.Below)
@@ -412,8 +418,14 @@ var table = []Guarantee{
 			who(core("RLIMIT_NPROC (per uid)"), NonRoot),
 			{Layer: Core, Sufficient: true, Who: Root, PidsCgroup: true, UnlessPidMax: true, Text: "pids cgroup (uid 0 is exempt from RLIMIT_NPROC)"},
 			{Layer: Namespaces, Sufficient: true, Who: Root, PidMax: true, Text: "pid_max of the run's PID namespace (uid 0 is exempt from RLIMIT_NPROC)"},
+			// A stock container run as root: no pids cgroup can be made
+			// (cgroupfs is read-only) and no namespace either. Exact:
+			// see internal/notify/fork.go for why it never lets the run
+			// pass the limit.
+			{Layer: Core, Sufficient: true, Who: Root, Seccomp: true, UnlessPidsCgroup: true, UnlessPidMax: true,
+				Text: "seccomp user notification: the launcher counts the run's tasks (threads included) at clone/fork/vfork and fails them with EAGAIN at --max-procs, never past it (uid 0 is exempt from RLIMIT_NPROC)"},
 		},
-		Vectors: []string{"fork-bomb"},
+		Vectors: []string{"fork-bomb", "fork-bomb-no-pids-cgroup", "fork-race-no-pids-cgroup"},
 	},
 	{
 		Name:    policy.GTreeKill,

@@ -58,6 +58,9 @@ func (m Mechanism) markdown() string {
 	if m.PidMax {
 		when = append(when, "Linux 6.14+")
 	}
+	if m.UnlessPidsCgroup {
+		when = append(when, "no pids cgroup can be made")
+	}
 	if len(when) == 0 {
 		return t
 	}

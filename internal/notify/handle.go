@@ -37,6 +37,7 @@ const (
 	sysFremovexattr
 	sysRemovexattrat
 	sysConnect
+	sysFork // clone, fork, vfork: see fork.go
 )
 
 type sysEntry struct {
@@ -146,8 +147,14 @@ func (h *handler) handle(n *seccompNotif) (r result) {
 	case h.tc.poisoned:
 		return deny(unix.EACCES, "supervisor thread unusable", "")
 	}
-	if ent.kind == sysConnect {
+	switch ent.kind {
+	case sysConnect:
 		return t.connect()
+	case sysFork:
+		if h.s.forks == nil {
+			return deny(unix.EAGAIN, "bounded-processes: task creation sent to a supervisor without a limit", "")
+		}
+		return h.s.forks.decide(t.tid)
 	}
 	if isProcKind(ent.kind) {
 		return t.procCall(ent.kind)

@@ -22,6 +22,10 @@
 // supervisor does not perform itself is resumed in the kernel, where the
 // command's own Landlock domain still checks it (the calls of
 // proc_targets.go are resumed on their own terms).
+//
+// Task creation (clone, fork, vfork; Config.MaxTasks) is resumed too: its
+// decision reads no memory, only a count of the run's tasks, so an allowed
+// call is resumed by the kernel itself (see fork.go).
 package notify
 
 import (
@@ -60,6 +64,15 @@ type Config struct {
 	// Stats, if not nil, receives a count of every decision and a record of
 	// refused operations.
 	Stats *Stats
+	// RunInit is the pid, in the supervisor's PID namespace, of the run's
+	// init: every process of the run descends from it (it is a child
+	// subreaper, or a PID namespace's init, or bwrap above one).
+	RunInit int
+	// MaxTasks, when > 0, bounds the run's tasks (threads included)
+	// below RunInit: the task creations the filter sends
+	// (seccomp.Config.NotifyFork) fail with EAGAIN once the run holds
+	// MaxTasks (see fork.go). It needs RunInit.
+	MaxTasks int
 }
 
 // Syscalls returns the names of the system calls Serve handles on the native
@@ -86,8 +99,9 @@ const workers = 4
 // notification thus never changes threads, which keeps latency low.
 type server struct {
 	pol       policy
-	listener  int // Serve's own duplicate of the listener descriptor
-	wake      int // eventfd, readable once ctx is cancelled
+	forks     *forkCounter // nil: no bound on task creation
+	listener  int          // Serve's own duplicate of the listener descriptor
+	wake      int          // eventfd, readable once ctx is cancelled
 	stats     *Stats
 	notifSize int
 	respSize  int
@@ -124,6 +138,13 @@ func Serve(ctx context.Context, listenerFD int, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	var forks *forkCounter
+	if cfg.MaxTasks > 0 {
+		if cfg.RunInit <= 0 {
+			return fmt.Errorf("notify: MaxTasks %d without the run's init pid", cfg.MaxTasks)
+		}
+		forks = newForkCounter(cfg.RunInit, cfg.MaxTasks)
+	}
 	sizes, err := notifSizes()
 	if err != nil {
 		return fmt.Errorf("notify: SECCOMP_GET_NOTIF_SIZES: %w", err)
@@ -132,6 +153,7 @@ func Serve(ctx context.Context, listenerFD int, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("notify: dup listener: %w", err)
 	}
+	syncWakeUp(lfd)
 	wake, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
 		unix.Close(lfd)
@@ -139,6 +161,7 @@ func Serve(ctx context.Context, listenerFD int, cfg Config) error {
 	}
 	s := &server{
 		pol:       pol,
+		forks:     forks,
 		listener:  lfd,
 		wake:      wake,
 		stats:     cfg.Stats,

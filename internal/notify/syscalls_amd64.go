@@ -28,4 +28,7 @@ var sysTable = map[int32]sysEntry{
 	unix.SYS_FREMOVEXATTR:  {"fremovexattr", sysFremovexattr},
 	unix.SYS_REMOVEXATTRAT: {"removexattrat", sysRemovexattrat},
 	unix.SYS_CONNECT:       {"connect", sysConnect},
+	unix.SYS_CLONE:         {"clone", sysFork},
+	unix.SYS_FORK:          {"fork", sysFork},
+	unix.SYS_VFORK:         {"vfork", sysFork},
 }

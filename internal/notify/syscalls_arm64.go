@@ -23,4 +23,5 @@ var sysTable = map[int32]sysEntry{
 	unix.SYS_FREMOVEXATTR:  {"fremovexattr", sysFremovexattr},
 	unix.SYS_REMOVEXATTRAT: {"removexattrat", sysRemovexattrat},
 	unix.SYS_CONNECT:       {"connect", sysConnect},
+	unix.SYS_CLONE:         {"clone", sysFork},
 }

@@ -37,6 +37,9 @@ type Landlock struct {
 type Seccomp struct {
 	NotifyMetadata bool `json:"notify_metadata"`
 	NotifyConnect  bool `json:"notify_connect"`
+	// NotifyFork sends task creation to the supervisor, which bounds the
+	// run's tasks to Rlimits.NProc (uid 0 without a pids cgroup).
+	NotifyFork     bool `json:"notify_fork,omitempty"`
 	AllowUnixDgram bool `json:"allow_unix_dgram"`
 	// NotifyProcTargets and NotifySignals keep the calls that name another
 	// process inside the run. They apply only where the run ends up without
@@ -63,7 +66,7 @@ func (s Seccomp) Effective(pidNS bool) Seccomp {
 // supervisor, which then needs the filter's listener.
 func (s Seccomp) Listener() bool {
 	return s.NotifyMetadata || s.NotifyConnect || s.NotifyProcTargets || s.NotifySignals ||
-		s.NotifyTruncate || s.NotifyRename
+		s.NotifyTruncate || s.NotifyRename || s.NotifyFork
 }
 
 // Namespaces asks for the landlock+namespaces provider: the run's init is started

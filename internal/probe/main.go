@@ -220,6 +220,7 @@ func init() {
 		"setsid-daemon": {"MARKER-PATH", 1, 1, vSetsidDaemon},
 		"privilege":     {"", 0, 0, vPrivilege},
 		"fork-bomb":     {"[MAX]", 0, 1, vForkBomb},
+		"fork-race":     {"MAX [WORKERS]", 1, 2, vForkRace},
 		"memory-bomb":   {"MIB", 1, 1, vMemoryBomb},
 		"env-dump":      {"[CANARY...]", 0, -1, vEnvDump},
 		"sleep-forever": {"", 0, 0, vSleepForever},

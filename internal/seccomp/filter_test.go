@@ -476,6 +476,8 @@ func model(cfg Config, table map[string]uint32, nr uint32) uint32 {
 		return enosys
 	case name == "truncate" && cfg.NotifyTruncate, slices.Contains(renameCalls, name) && cfg.NotifyRename:
 		return notif
+	case (name == "clone" || slices.Contains(forkCalls, name)) && cfg.NotifyFork:
+		return notif // clone flags 0: no namespace
 	}
 	if r, ok := procModel(cfg, name); ok {
 		return r
@@ -488,7 +490,8 @@ func TestSweep(t *testing.T) {
 	for _, arch := range arches {
 		for _, cfg := range []Config{{Arch: arch}, {Arch: arch, NotifyMetadata: true, NotifyConnect: true},
 			{Arch: arch, NotifyProcTargets: true}, {Arch: arch, NotifyMetadata: true, NotifyProcTargets: true, NotifySignals: true},
-			{Arch: arch, NotifyMetadata: true, NotifyConnect: true, NotifyTruncate: true, NotifyRename: true}} {
+			{Arch: arch, NotifyMetadata: true, NotifyConnect: true, NotifyTruncate: true, NotifyRename: true},
+			{Arch: arch, NotifyFork: true}} {
 			v := newVM(t, cfg)
 			nrs := []uint32{0x3fffffff, 0x40000000, 0x7fffffff, 0x80000000, 0xfffffffe, 0xffffffff}
 			for nr := uint32(0); nr < 1100; nr++ {
@@ -700,6 +703,7 @@ func TestMissingNames(t *testing.T) {
 			all = append(all, c.name)
 		}
 	}
+	all = append(all, forkCalls...)
 	for _, e := range argRules(Config{}) {
 		all = append(all, e.name)
 	}
@@ -708,7 +712,7 @@ func TestMissingNames(t *testing.T) {
 	}
 	want := map[Arch][]string{
 		AMD64: nil,
-		ARM64: {"chmod", "chown", "creat", "futimesat", "ioperm", "iopl", "lchown", "link", "mknod", "modify_ldt", "open", "rename", "uselib", "utime", "utimes"},
+		ARM64: {"chmod", "chown", "creat", "fork", "futimesat", "ioperm", "iopl", "lchown", "link", "mknod", "modify_ldt", "open", "rename", "uselib", "utime", "utimes", "vfork"},
 	}
 	for _, arch := range arches {
 		_, table, _ := archInfo(arch)

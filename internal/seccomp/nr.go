@@ -18,6 +18,8 @@ var amd64Nr = map[string]uint32{
 	"connect":           42,
 	"socketpair":        53,
 	"clone":             56,
+	"fork":              57,
+	"vfork":             58,
 	"chmod":             90,
 	"fchmod":            91,
 	"chown":             92,

@@ -11,7 +11,7 @@ import (
 func TestNumbersMatchUnix(t *testing.T) {
 	want := map[string]uint32{
 		"ioctl": unix.SYS_IOCTL, "socket": unix.SYS_SOCKET, "connect": unix.SYS_CONNECT,
-		"socketpair": unix.SYS_SOCKETPAIR, "clone": unix.SYS_CLONE, "chmod": unix.SYS_CHMOD,
+		"socketpair": unix.SYS_SOCKETPAIR, "clone": unix.SYS_CLONE, "fork": unix.SYS_FORK, "vfork": unix.SYS_VFORK, "chmod": unix.SYS_CHMOD,
 		"fchmod": unix.SYS_FCHMOD, "chown": unix.SYS_CHOWN, "fchown": unix.SYS_FCHOWN,
 		"lchown": unix.SYS_LCHOWN, "ptrace": unix.SYS_PTRACE, "syslog": unix.SYS_SYSLOG,
 		"utime": unix.SYS_UTIME, "uselib": unix.SYS_USELIB, "personality": unix.SYS_PERSONALITY,

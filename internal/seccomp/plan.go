@@ -8,5 +8,5 @@ import "github.com/confine-sandbox/confine/internal/plan"
 func FromPlan(arch Arch, s plan.Seccomp) Config {
 	return Config{Arch: arch, NotifyMetadata: s.NotifyMetadata, NotifyConnect: s.NotifyConnect,
 		AllowUnixDgram: s.AllowUnixDgram, NotifyProcTargets: s.NotifyProcTargets, NotifySignals: s.NotifySignals,
-		NotifyTruncate: s.NotifyTruncate, NotifyRename: s.NotifyRename}
+		NotifyTruncate: s.NotifyTruncate, NotifyRename: s.NotifyRename, NotifyFork: s.NotifyFork}
 }

@@ -56,6 +56,11 @@ var metadataCalls = []string{
 	"setxattrat", "removexattrat",
 }
 
+// forkCalls go to the supervisor under Config.NotifyFork; clone does too,
+// through its argument block, when it creates no namespace. (arm64 has
+// only clone.)
+var forkCalls = []string{"fork", "vfork"}
+
 // nsFlags are the clone flags that create namespaces. CLONE_NEWTIME (0x80)
 // falls inside the exit-signal byte of legacy clone(), where the kernel
 // does not read it as a flag; since no valid signal is >= 128 it is safe to
@@ -81,6 +86,14 @@ const (
 	sockStream      = unix.SOCK_STREAM
 	sockSeqpacket   = unix.SOCK_SEQPACKET
 )
+
+func cloneDoc(cfg Config) []Rule {
+	rs := []Rule{{When: "flags & CLONE_NEW* != 0", Errno: unix.EPERM}}
+	if cfg.NotifyFork {
+		rs = append(rs, Rule{When: "flags & CLONE_NEW* == 0", Notify: true})
+	}
+	return rs
+}
 
 // argRules are the syscalls whose outcome depends on their arguments. Each
 // block starts with nr in A and only compares low argument words (argLow):
@@ -152,11 +165,15 @@ func argRules(cfg Config) []entry {
 			// clone(flags, ...): flags is arg0 on both amd64 and
 			// arm64 (they differ only in the tid/tls order).
 			name: "clone",
-			block: func(a *assembler, _ Config) {
+			block: func(a *assembler, cfg Config) {
+				pass := uint32(unix.SECCOMP_RET_ALLOW)
+				if cfg.NotifyFork {
+					pass = unix.SECCOMP_RET_USER_NOTIF
+				}
 				a.loadWord(argLow(0))
-				a.jumpIf(bpf.JumpBitsSet, nsFlags, a.ret(eperm), a.ret(unix.SECCOMP_RET_ALLOW))
+				a.jumpIf(bpf.JumpBitsSet, nsFlags, a.ret(eperm), a.ret(pass))
 			},
-			doc: []Rule{{When: "flags & CLONE_NEW* != 0", Errno: unix.EPERM}},
+			doc: cloneDoc(cfg),
 		},
 		{
 			// personality(persona): only the query and plain

@@ -115,6 +115,13 @@ type Config struct {
 	// listener.
 	NotifySignals bool
 
+	// NotifyFork makes clone(2) without namespace flags, fork(2) and
+	// vfork(2) return SECCOMP_RET_USER_NOTIF, so that a supervisor counts
+	// the run's tasks and refuses the call past a limit (uid 0, which
+	// RLIMIT_NPROC does not bound, where no pids cgroup can be made).
+	// clone3 stays ENOSYS. Needs a listener too.
+	NotifyFork bool
+
 	// AllowUnixDgram permits AF_UNIX datagram sockets. When false,
 	// socket() and socketpair() with AF_UNIX fail with EACCES unless the
 	// type is SOCK_STREAM or SOCK_SEQPACKET: an unconnected datagram
@@ -367,6 +374,11 @@ func entries(cfg Config) ([]entry, error) {
 	}
 	for _, e := range procEntries(cfg) {
 		add(e)
+	}
+	if cfg.NotifyFork {
+		for _, n := range forkCalls {
+			add(entry{name: n, ret: unix.SECCOMP_RET_USER_NOTIF, doc: []Rule{{Notify: true}}})
+		}
 	}
 	sort.Slice(es, func(i, j int) bool { return es[i].nr < es[j].nr })
 	for i := 1; i < len(es); i++ {

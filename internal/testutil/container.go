@@ -41,7 +41,12 @@ func Mode() string {
 // container) it installs ContainerFilter on the calling thread and
 // re-executes the binary from that thread, so that the new image and
 // everything it starts run under the filter.
+//
+// A root process it wraps for the container is first re-executed with
+// every cgroup mount read-only (see ReadOnlyCgroupEnv), as Docker mounts
+// them, and so is any process whose environment asks for that alone.
 func WrapContainer(whole bool) {
+	wrapReadOnlyCgroup(os.Getenv(wrapEnv) == "1" || (whole && SimulatingContainer() && os.Getenv(wrapEnv) == ""))
 	switch os.Getenv(wrapEnv) {
 	case "done":
 		return

@@ -102,6 +102,8 @@ func run(ctrl *os.File) *plan.Report {
 				WritableRoots: p.WritableRoots,
 				SocketAllow:   p.SocketAllow,
 				Stats:         stats,
+				RunInit:       child,
+				MaxTasks:      p.MaxTasks(),
 			})
 			unix.Close(notifyFD)
 			if err != nil && !errors.Is(err, context.Canceled) {

@@ -1,0 +1,38 @@
+package escape
+
+import "github.com/confine-sandbox/confine/internal/testutil"
+
+// nprocVectors attack bounded-processes where a run as uid 0 cannot get a
+// pids cgroup: the confined CLI runs with every cgroup mount read-only,
+// as Docker mounts them (testutil.ReadOnlyCgroupEnv), and under the core
+// unless the pass asks for another backend. As root the supervisor's fork
+// count is then the only bound (uid 0 is exempt from RLIMIT_NPROC); as
+// uid 65534 RLIMIT_NPROC is, and the rows check it the same way. Both
+// bound the run exactly, so fork-race may hold at most --max-procs tasks.
+// The controls are capped: fork-bomb makes 20 processes, fork-race 64
+// children, enough to pass the confined runs' limit of 64.
+func nprocVectors() []vcase {
+	confined := func(e *env, args ...string) fixture {
+		cli := []string{"--max-procs", "64"}
+		if e.backend == "" {
+			cli = append(cli, "--backend", "core")
+		}
+		return fixture{args: args, cliArgs: cli, env: []string{testutil.ReadOnlyCgroupEnv + "=1"}, mustReport: true}
+	}
+	return []vcase{
+		{name: "fork-bomb-no-pids-cgroup", vector: "fork-bomb", setup: func(e *env) fixture {
+			if e.confined {
+				return confined(e, "100000")
+			}
+			return fixture{args: []string{"20"}}
+		}},
+		// Forks from several processes at once: decisions taken in
+		// parallel must not pass on the same count.
+		{name: "fork-race-no-pids-cgroup", vector: "fork-race", setup: func(e *env) fixture {
+			if e.confined {
+				return confined(e, "64", "8")
+			}
+			return fixture{args: []string{"64", "8"}}
+		}},
+	}
+}

@@ -1,0 +1,179 @@
+package probe
+
+import (
+	"encoding/binary"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// fork-race MAX [WORKERS]: WORKERS processes (default 4) fork at once,
+// each up to its share of MAX children that block, until a fork fails.
+// The forking runs outside the Go runtime (a raw clone, raw system calls
+// only), so that a limit reached halfway cannot take the probe down with
+// it. Nothing exits while it runs, so the children, the forking processes
+// and the probe's threads, counted at the end, are the most tasks the run
+// held. Escaped when that exceeds MAX, which a sandbox enforcing
+// --max-procs MAX must prevent; the control, unbounded, makes MAX
+// children (its cap, so it is no real bomb).
+func vForkRace(args []string) result {
+	limit, err := strconv.Atoi(args[0])
+	if err != nil || limit < 1 || limit > 100000 {
+		return usage("bad MAX %q", args[0])
+	}
+	workers := 4
+	if len(args) > 1 {
+		if workers, err = strconv.Atoi(args[1]); err != nil || workers < 1 || workers > 64 {
+			return usage("bad WORKERS %q", args[1])
+		}
+	}
+	runtime.GOMAXPROCS(1) // fewer threads of our own that may need making later
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return blocked("become a subreaper", err)
+	}
+	runtime.LockOSThread()
+	var gate, rep [2]int
+	if err := unix.Pipe2(gate[:], unix.O_CLOEXEC); err != nil {
+		return blocked("pipe", err)
+	}
+	if err := unix.Pipe2(rep[:], unix.O_CLOEXEC); err != nil {
+		return blocked("pipe", err)
+	}
+	share := (limit + workers - 1) / workers
+	var pids []int
+	var first unix.Errno
+	for range workers {
+		pid, e := raceFork(gate[0], rep[1], share)
+		if e != 0 {
+			first = e
+			break
+		}
+		pids = append(pids, pid)
+	}
+	defer func() {
+		for _, p := range pids {
+			_ = unix.Kill(p, unix.SIGKILL)
+		}
+		// The children die with their forking process and, this being a
+		// subreaper, come back here to be reaped: none is left to count
+		// against the uid's RLIMIT_NPROC in the next run.
+		for {
+			var ws unix.WaitStatus
+			if _, err := unix.Wait4(-1, &ws, unix.WALL, nil); err == unix.ECHILD {
+				break
+			}
+		}
+	}()
+	if _, err := unix.Write(gate[1], make([]byte, len(pids))); err != nil {
+		return blocked("start the forking processes", err)
+	}
+	children := 0
+	b := make([]byte, 16)
+	for range pids {
+		for got := 0; got < len(b); {
+			n, err := unix.Read(rep[0], b[got:])
+			if err != nil || n <= 0 {
+				return blockedf("a forking process died without reporting (%v)", err)
+			}
+			got += n
+		}
+		children += int(binary.LittleEndian.Uint64(b))
+		if e := unix.Errno(binary.LittleEndian.Uint64(b[8:])); e != 0 && first == 0 {
+			first = e
+		}
+	}
+	threads := ownThreads()
+	total := children + len(pids) + threads
+	what := strconv.Itoa(total) + " tasks (" + strconv.Itoa(children) + " children, " + strconv.Itoa(len(pids)) +
+		" forking processes, " + strconv.Itoa(threads) + " threads of the probe)"
+	if total > limit {
+		return escaped("the run held %s, more than %d", what, limit)
+	}
+	if first == 0 {
+		return blockedf("held %s, no more than %d, without a refusal (too few workers?)", what, limit)
+	}
+	return blockedf("fork refused with %s at %s, no more than %d", errString(first), what, limit)
+}
+
+// ownThreads counts the probe's threads: from /proc/self/status, or, where
+// the sandbox hides it, the threads the Go runtime made (none exits here:
+// no goroutine ends while locked to its thread).
+func ownThreads() int {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return pprof.Lookup("threadcreate").Count()
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "Threads:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			return n
+		}
+	}
+	return 0
+}
+
+// raceFork starts raceForker in a child made by a raw clone.
+//
+//go:nosplit
+func raceFork(gate, report, limit int) (int, unix.Errno) {
+	self, _, _ := syscall.RawSyscall(syscall.SYS_GETPID, 0, 0, 0)
+	r, _, e := syscall.RawSyscall6(syscall.SYS_CLONE, uintptr(syscall.SIGCHLD), 0, 0, 0, 0, 0)
+	if e != 0 {
+		return 0, unix.Errno(e)
+	}
+	if r == 0 {
+		raceForker(self, gate, report, limit)
+	}
+	return int(r), 0
+}
+
+// raceForker runs where the Go runtime must not be touched (nosplit, raw
+// system calls): it waits for the go-ahead, forks up to limit children
+// that block forever, reports how many and the error that stopped it, and
+// blocks forever itself. Each dies with its parent.
+//
+//go:nosplit
+func raceForker(parent uintptr, gate, report, limit int) {
+	var b [16]byte
+	raceDieWith(parent)
+	self, _, _ := syscall.RawSyscall(syscall.SYS_GETPID, 0, 0, 0)
+	syscall.RawSyscall(syscall.SYS_READ, uintptr(gate), uintptr(unsafe.Pointer(&b[0])), 1)
+	n, errno := 0, uintptr(0)
+	for n < limit {
+		r, _, e := syscall.RawSyscall6(syscall.SYS_CLONE, uintptr(syscall.SIGCHLD), 0, 0, 0, 0, 0)
+		if e != 0 {
+			errno = uintptr(e)
+			break
+		}
+		if r == 0 {
+			raceDieWith(self)
+			for {
+				syscall.RawSyscall6(syscall.SYS_PPOLL, 0, 0, 0, 0, 0, 0)
+			}
+		}
+		n++
+	}
+	*(*uint64)(unsafe.Pointer(&b[0])) = uint64(n)
+	*(*uint64)(unsafe.Pointer(&b[8])) = uint64(errno)
+	syscall.RawSyscall(syscall.SYS_WRITE, uintptr(report), uintptr(unsafe.Pointer(&b[0])), 16)
+	for {
+		syscall.RawSyscall6(syscall.SYS_PPOLL, 0, 0, 0, 0, 0, 0)
+	}
+}
+
+// raceDieWith: SIGKILL when the parent dies, or exit at once if it is
+// already gone.
+//
+//go:nosplit
+func raceDieWith(parent uintptr) {
+	syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_SET_PDEATHSIG, uintptr(syscall.SIGKILL), 0)
+	if pp, _, _ := syscall.RawSyscall(syscall.SYS_GETPPID, 0, 0, 0); pp != parent {
+		syscall.RawSyscall(syscall.SYS_EXIT_GROUP, 1, 0, 0)
+	}
+}

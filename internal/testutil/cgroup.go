@@ -1,0 +1,82 @@
+package testutil
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// ReadOnlyCgroupEnv, set to 1 in the environment of a process whose
+// TestMain calls WrapContainer, re-executes it in a private mount
+// namespace where every cgroup mount is read-only, as in a stock Docker
+// container: no pids cgroup can be made there, so a run as uid 0 must
+// bound its processes otherwise. The simulated container (see
+// SimulateContainerEnv) does the same for every process it wraps. It
+// takes root; a process of another uid is left as it is (it cannot make
+// a pids cgroup in the root-owned hierarchies anyway). Nothing in a
+// release binary reads it: it only takes a power away from the process.
+const ReadOnlyCgroupEnv = "CONFINE_TEST_RO_CGROUP"
+
+// wrapReadOnlyCgroup does what ReadOnlyCgroupEnv asks, or, with sim, what
+// the simulated container asks; it returns only when there is nothing to
+// do (or it was done before the re-exec that got here).
+func wrapReadOnlyCgroup(sim bool) {
+	v := os.Getenv(ReadOnlyCgroupEnv)
+	if v == "done" || (v != "1" && !sim) || os.Geteuid() != 0 {
+		return
+	}
+	runtime.LockOSThread()
+	if err := readOnlyCgroups(); err != nil {
+		fmt.Fprintf(os.Stderr, "read-only cgroups: %v\n", err)
+		os.Exit(125)
+	}
+	env := []string{ReadOnlyCgroupEnv + "=done"}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, ReadOnlyCgroupEnv+"=") {
+			env = append(env, kv)
+		}
+	}
+	err := syscall.Exec("/proc/self/exe", os.Args, env)
+	fmt.Fprintf(os.Stderr, "read-only cgroups: re-exec: %v\n", err)
+	os.Exit(125)
+}
+
+// readOnlyCgroups moves the calling thread into a new mount namespace and
+// remounts every cgroup and cgroup2 mount, and /sys/fs/cgroup itself,
+// read-only there. The caller must exec from this thread.
+func readOnlyCgroups() error {
+	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+		return fmt.Errorf("unshare mount namespace: %w", err)
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make mounts private: %w", err)
+	}
+	f, err := os.Open("/proc/self/mounts")
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	targets := []string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// device mountpoint fstype options 0 0
+		fs := strings.Fields(sc.Text())
+		if len(fs) >= 3 && (fs[2] == "cgroup" || fs[2] == "cgroup2" || fs[1] == "/sys/fs/cgroup") {
+			targets = append(targets, fs[1])
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	for _, t := range targets {
+		if err := unix.Mount("", t, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY, ""); err != nil {
+			return fmt.Errorf("remount %s read-only: %w", t, err)
+		}
+	}
+	return nil
+}
