@@ -225,7 +225,9 @@ func TestTreeOf200GoneAfterDeadline(t *testing.T) {
   if [ $((i % 3)) -eq 0 ]; then setsid sleep 300 & else sleep 300 & fi
   echo $! >> pids; i=$((i+1)); done; echo ready > ready; wait`
 	tok := testutil.NewToken()
-	r := cli(t, u, wd, "run", "--timeout", "3s", "--kill-grace", "200ms", "--env", testutil.TokenEnv+"="+tok, "--", "sh", "-c", script)
+	// 10 s: starting 200 processes takes a fraction of that even on a loaded
+	// 2-core runner, where each fork may also pay the fork count's round trip.
+	r := cli(t, u, wd, "run", "--timeout", "10s", "--kill-grace", "200ms", "--env", testutil.TokenEnv+"="+tok, "--", "sh", "-c", script)
 	if r.Code != 124 {
 		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
 	}
