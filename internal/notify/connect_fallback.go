@@ -14,10 +14,48 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// forceSocketFallback makes connect behave as if pidfd_getfd were refused
+// forceNoGetfd makes the handlers behave as if pidfd_getfd were refused
 // (tests only: the supervisor under test cannot put itself under Docker's
 // seccomp profile).
-var forceSocketFallback atomic.Bool
+var forceNoGetfd atomic.Bool
+
+// taskFDPath opens the object behind the task's descriptor fd with O_PATH,
+// through the magic link /proc/<tid>/fd/<fd>: the kernel does not look a
+// name up, it jumps to the very file (mount and dentry) the descriptor holds,
+// deleted or not. The result is a new open file, not the task's own, which
+// is all the metadata handlers need (they work on O_PATH descriptors);
+// sockets are the exception (see taskSocket).
+func (t *task) taskFDPath(fd int32) (int, unix.Errno) {
+	n := strconv.Itoa(int(fd))
+	nfd, err := unix.Open(procPath(t.tid, "fd/"+n), unix.O_PATH|unix.O_CLOEXEC, 0)
+	switch {
+	case err == unix.ENOENT:
+		return -1, unix.EBADF
+	case err != nil:
+		return -1, unix.EACCES
+	}
+	flags, ok := t.fdinfoFlags(n)
+	if !ok {
+		unix.Close(nfd)
+		return -1, unix.EACCES
+	}
+	t.reopened, t.taskOPath = true, flags&unix.O_PATH != 0
+	return t.keep(nfd), 0
+}
+
+// reopenedRef adapts a call on the task's descriptor itself (fchmod,
+// fchown, futimens, fsetxattr, fremovexattr, *xattrat with AT_EMPTY_PATH)
+// to a descriptor from taskFDPath, which is O_PATH: the call is performed
+// like its AT_EMPTY_PATH form on the same inode, except that the kernel
+// refuses these calls with EBADF on a task's O_PATH descriptor, as the
+// task would get.
+func (t *task) reopenedRef(a *action) (result, bool) {
+	if t.taskOPath {
+		return fail(unix.EBADF), false
+	}
+	a.ref = refEmpty
+	return result{}, true
+}
 
 // sockShape is what the supervisor learns of a task's unix socket without
 // holding it: enough to create an equivalent unconnected socket.
@@ -35,7 +73,7 @@ func (t *task) taskSocket(st *taskStatus, fd int32) (int, *sockShape, result, bo
 	if fd < 0 {
 		return -1, nil, fail(unix.EBADF), false
 	}
-	if !forceSocketFallback.Load() {
+	if !forceNoGetfd.Load() {
 		p, e := t.pidFD(st.tgid)
 		if e != 0 {
 			return -1, nil, fail(e), false

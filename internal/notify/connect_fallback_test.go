@@ -78,9 +78,9 @@ func TestConnectFallback(t *testing.T) {
 				}
 				stats := &Stats{}
 				o := runOpts{confined: mode != "control", dropCaps: true, cfg: fx.config(stats)}
-				forceSocketFallback.Store(mode == "fallback")
+				forceNoGetfd.Store(mode == "fallback")
 				res := runProbe(t, fx, ops, o)
-				forceSocketFallback.Store(false)
+				forceNoGetfd.Store(false)
 				if len(res) != len(cases) {
 					t.Fatalf("%s: %d results for %d cases", mode, len(res), len(cases))
 				}
