@@ -88,7 +88,7 @@ func TestConnectFallback(t *testing.T) {
 					want := map[string]unix.Errno{"control": c.control, "getfd": c.getfd, "fallback": c.fallback}[mode]
 					r := res[i]
 					if got := unix.Errno(r.Errno); got != want {
-						t.Errorf("%s %q: got %s, want %s", mode, c.op.Name, errName(got), errName(want))
+						t.Errorf("%s %q: got %s, want %s (denials: %+v)", mode, c.op.Name, errName(got), errName(want), stats.Denials())
 						continue
 					}
 					if want != 0 {
