@@ -171,8 +171,16 @@ func installAndExec() {
 	}
 	filter := testFilter()
 	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	// WAIT_KILLABLE_RECV, as the launcher sets it (internal/seccomp):
+	// otherwise a signal arriving after the supervisor acted (connected
+	// the socket) restarts the call, which then finds it connected.
 	lfd, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
-		unix.SECCOMP_FILTER_FLAG_NEW_LISTENER, uintptr(unsafe.Pointer(&prog)))
+		unix.SECCOMP_FILTER_FLAG_NEW_LISTENER|unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, uintptr(unsafe.Pointer(&prog)))
+	if e == unix.EINVAL {
+		// Before Linux 5.19.
+		lfd, _, e = unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
+			unix.SECCOMP_FILTER_FLAG_NEW_LISTENER, uintptr(unsafe.Pointer(&prog)))
+	}
 	if e != 0 {
 		die("seccomp", e)
 	}
