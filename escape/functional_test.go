@@ -167,7 +167,7 @@ def serve():
     c, _ = srv.accept()
     c.sendall(c.recv(16).upper())
     c.close()
-th = threading.Thread(target=serve)
+th = threading.Thread(target=serve, daemon=True)  # a failed connect must not hang the test
 th.start()
 cl = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 cl.connect(path)

@@ -18,7 +18,9 @@ const (
 
 // connect handles connect(fd, addr, addrlen). The supervisor connects the
 // task's own socket (duplicated with pidfd_getfd) itself, to an address it
-// read once:
+// read once; where pidfd_getfd is refused (Docker), it connects a new socket
+// of the same type instead and puts it in the task's place (see
+// connect_fallback.go):
 //
 //   - pathname sockets: the path is resolved once to an O_PATH descriptor,
 //     which must lie inside a writable root or be allowlisted; the socket is
@@ -72,11 +74,12 @@ func (t *task) connect() result {
 	if !ok {
 		return r
 	}
-	sock, e := t.taskFD(st.tgid, sockfd)
-	if e != 0 {
-		return fail(e)
+	sock, shape, r, ok := t.taskSocket(&st, sockfd)
+	if !ok {
+		return r
 	}
 	var p prepared
+	var e unix.Errno
 	if path != "" {
 		if p, e = t.acquire(&st, refPath, unix.AT_FDCWD, path, false); e != 0 {
 			return fail(e)
@@ -101,6 +104,9 @@ func (t *task) connect() result {
 			return deny(unix.EACCES, "socket outside the writable roots and not allowlisted", real)
 		}
 		sa = sockaddrUnix(selfFD(obj))
+	}
+	if shape != nil {
+		return t.connectFresh(shape, sockfd, sa, path)
 	}
 	if !t.valid() {
 		return deny(unix.EACCES, "notification no longer valid", path)

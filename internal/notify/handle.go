@@ -125,6 +125,10 @@ type task struct {
 	mem   memReader
 	pidfd int
 	fds   []int // descriptors to close when done
+	// reopened: taskFD returned a new O_PATH open of the task's
+	// descriptor (taskFDPath), not the task's open file; taskOPath: the
+	// task's own descriptor was O_PATH.
+	reopened, taskOPath bool
 }
 
 func (h *handler) handle(n *seccompNotif) (r result) {
@@ -469,19 +473,25 @@ func (t *task) pidFD(tgid int) (int, unix.Errno) {
 }
 
 // taskFD duplicates the task's descriptor fd into the supervisor. The copy
-// refers to the very same open file, so no path is resolved again.
+// refers to the very same open file, so no path is resolved again. Where
+// pidfd_getfd is refused (Docker without CAP_SYS_PTRACE), see taskFDPath.
 func (t *task) taskFD(tgid int, fd int32) (int, unix.Errno) {
+	if fd < 0 {
+		return -1, unix.EBADF
+	}
+	if forceNoGetfd.Load() {
+		return t.taskFDPath(fd)
+	}
 	p, e := t.pidFD(tgid)
 	if e != 0 {
 		return -1, e
-	}
-	if fd < 0 {
-		return -1, unix.EBADF
 	}
 	nfd, err := unix.PidfdGetfd(p, int(fd), 0)
 	switch {
 	case err == unix.EBADF:
 		return -1, unix.EBADF
+	case err == unix.EPERM || err == unix.ENOSYS:
+		return t.taskFDPath(fd)
 	case err != nil:
 		return -1, unix.EACCES
 	}
@@ -605,6 +615,11 @@ func (t *task) run(a *action) result {
 	p, e := t.acquire(&ts, a.ref, a.dirfd, a.path, a.nofollow)
 	if e != 0 {
 		return fail(e)
+	}
+	if a.ref == refFD && t.reopened {
+		if r, ok := t.reopenedRef(a); !ok {
+			return r
+		}
 	}
 	cr := &ts.cr
 	tc := t.h.tc

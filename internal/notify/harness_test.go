@@ -171,8 +171,16 @@ func installAndExec() {
 	}
 	filter := testFilter()
 	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	// WAIT_KILLABLE_RECV, as the launcher sets it (internal/seccomp):
+	// otherwise a signal arriving after the supervisor acted (connected
+	// the socket) restarts the call, which then finds it connected.
 	lfd, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
-		unix.SECCOMP_FILTER_FLAG_NEW_LISTENER, uintptr(unsafe.Pointer(&prog)))
+		unix.SECCOMP_FILTER_FLAG_NEW_LISTENER|unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, uintptr(unsafe.Pointer(&prog)))
+	if e == unix.EINVAL {
+		// Before Linux 5.19.
+		lfd, _, e = unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
+			unix.SECCOMP_FILTER_FLAG_NEW_LISTENER, uintptr(unsafe.Pointer(&prog)))
+	}
 	if e != 0 {
 		die("seccomp", e)
 	}
@@ -221,6 +229,15 @@ type probeOp struct {
 	Family string
 	// AddrLen overrides the sockaddr length when not zero.
 	AddrLen int
+	// SockType "dgram" or "seqpacket" replaces SOCK_STREAM; Nonblock
+	// adds SOCK_NONBLOCK, NoCloexec drops SOCK_CLOEXEC; Bind binds the
+	// socket first (autobind); Unspec connects it first to Sock, then to
+	// AF_UNSPEC.
+	SockType  string
+	Nonblock  bool
+	NoCloexec bool
+	Bind      bool
+	Unspec    bool
 	// Race parameters (Call "race-*"): Path is flipped with Alt.
 	Alt  string
 	Iter int
@@ -234,6 +251,9 @@ type probeResult struct {
 	Errno int
 	Err   string // errno name, or a setup failure
 	Byte  string // byte received after a successful connect
+	// After a successful connect: the descriptor's flags ("nonblock",
+	// "cloexec"), and whether getpeername names a peer.
+	FDState string
 	// Race statistics: successes and failures of the attacked call.
 	OK, Fail int
 }
@@ -462,11 +482,39 @@ func probeConnect(op probeOp, expand func(string) string) probeResult {
 	} else {
 		sa = rawSockaddrUn(expand(op.Sock))
 	}
-	s, err := unix.Socket(domain, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	typ := unix.SOCK_STREAM
+	switch op.SockType {
+	case "dgram":
+		typ = unix.SOCK_DGRAM
+	case "seqpacket":
+		typ = unix.SOCK_SEQPACKET
+	}
+	if op.Nonblock {
+		typ |= unix.SOCK_NONBLOCK
+	}
+	if !op.NoCloexec {
+		typ |= unix.SOCK_CLOEXEC
+	}
+	s, err := unix.Socket(domain, typ, 0)
 	if err != nil {
 		return probeResult{Errno: -1, Err: "socket: " + err.Error()}
 	}
 	defer unix.Close(s)
+	if op.Bind {
+		// An address of family only: autobind to an abstract name.
+		var fam [2]byte
+		*(*uint16)(unsafe.Pointer(&fam[0])) = unix.AF_UNIX
+		if _, _, e := unix.Syscall(unix.SYS_BIND, uintptr(s), ptr(fam[:]), 2); e != 0 {
+			return probeResult{Errno: -1, Err: "bind: " + e.Error()}
+		}
+	}
+	if op.Unspec {
+		if _, _, e := unix.Syscall(unix.SYS_CONNECT, uintptr(s), ptr(sa), uintptr(len(sa))); e != 0 {
+			return probeResult{Errno: int(e), Err: "first connect: " + errName(e)}
+		}
+		var un [2]byte // AF_UNSPEC is 0
+		sa = un[:]
+	}
 	l := len(sa)
 	if op.AddrLen != 0 {
 		l = op.AddrLen
@@ -474,7 +522,15 @@ func probeConnect(op probeOp, expand func(string) string) probeResult {
 	}
 	_, _, e := unix.Syscall(unix.SYS_CONNECT, uintptr(s), ptr(sa), uintptr(l))
 	r := probeResult{Errno: int(e), Err: errName(e)}
-	if e == 0 && domain == unix.AF_UNIX {
+	if e == 0 {
+		r.FDState = fdState(s)
+	}
+	if e == 0 && domain == unix.AF_UNIX && typ&0xf == unix.SOCK_STREAM {
+		if op.Nonblock {
+			// Wait for the listener's byte.
+			fds := []unix.PollFd{{Fd: int32(s), Events: unix.POLLIN}}
+			_, _ = unix.Poll(fds, 5000)
+		}
 		_ = unix.SetsockoptTimeval(s, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Sec: 5})
 		var b [1]byte
 		if n, _ := unix.Read(s, b[:]); n == 1 {
@@ -894,4 +950,20 @@ func mustUnmarshal(t testing.TB, out string) []probeResult {
 		t.Fatalf("probe output: %v\n%s", err, out)
 	}
 	return res
+}
+
+// fdState describes a connected socket descriptor for the fallback test:
+// its O_NONBLOCK and FD_CLOEXEC flags and whether it has a peer.
+func fdState(s int) string {
+	var st []string
+	if fl, err := unix.FcntlInt(uintptr(s), unix.F_GETFL, 0); err == nil && fl&unix.O_NONBLOCK != 0 {
+		st = append(st, "nonblock")
+	}
+	if fl, err := unix.FcntlInt(uintptr(s), unix.F_GETFD, 0); err == nil && fl&unix.FD_CLOEXEC != 0 {
+		st = append(st, "cloexec")
+	}
+	if _, err := unix.Getpeername(s); err == nil {
+		st = append(st, "peer")
+	}
+	return strings.Join(st, ",")
 }

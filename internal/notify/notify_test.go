@@ -176,10 +176,22 @@ func checkResults(t *testing.T, what string, cases []tcase, res []probeResult, c
 // TestPolicy runs every handled call against targets inside and outside the
 // writable root, confined and, as a control, unconfined, as root and as an
 // unprivileged uid.
+//
+// The "nogetfd" variants run the supervisor as where pidfd_getfd is refused
+// (Docker's default profile): it reaches the task's descriptors through
+// /proc/<tid>/fd and connects fresh sockets (connect_fallback.go).
 func TestPolicy(t *testing.T) {
 	needRoot(t)
-	for _, uid := range []int{0, 65534} {
-		t.Run(fmt.Sprintf("uid%d", uid), func(t *testing.T) {
+	for _, run := range []struct {
+		uid     int
+		noGetfd bool
+	}{{0, false}, {65534, false}, {0, true}, {65534, true}} {
+		uid := run.uid
+		name := fmt.Sprintf("uid%d", uid)
+		if run.noGetfd {
+			name += "-nogetfd"
+		}
+		t.Run(name, func(t *testing.T) {
 			ctl := newFixture(t, uid)
 			cases := policyCases(uid, ctl.abstract)
 			ctlRes := runProbe(t, ctl, opsOf(cases), runOpts{dropCaps: true})
@@ -190,7 +202,9 @@ func TestPolicy(t *testing.T) {
 			outBefore := snapshot(t, fx.out)
 			baseBefore := lstatDesc(t, fx.base)
 			stats := &Stats{}
+			forceNoGetfd.Store(run.noGetfd)
 			res := runProbe(t, fx, opsOf(cases), runOpts{confined: true, dropCaps: true, cfg: fx.config(stats)})
+			forceNoGetfd.Store(false)
 			checkResults(t, "confined", cases, res, true)
 
 			// Nothing outside the writable root changed.

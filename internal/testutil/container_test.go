@@ -10,7 +10,8 @@ import (
 )
 
 // The simulated container's filter, run in the BPF VM: namespaces refused
-// as by Docker's default profile, everything else allowed.
+// and pidfd_getfd refused as by Docker's default profile (without
+// CAP_SYS_PTRACE), everything else allowed.
 func TestContainerFilter(t *testing.T) {
 	prog, err := ContainerFilter()
 	if err != nil {
@@ -50,6 +51,7 @@ func TestContainerFilter(t *testing.T) {
 	}{
 		{"unshare", data(unix.SYS_UNSHARE, arch, unix.CLONE_NEWUSER), eperm},
 		{"setns", data(unix.SYS_SETNS, arch, 0), eperm},
+		{"pidfd_getfd", data(unix.SYS_PIDFD_GETFD, arch, 0), eperm},
 		{"clone3", data(unix.SYS_CLONE3, arch, 0), nosys},
 		{"clone newuser", data(unix.SYS_CLONE, arch, unix.CLONE_NEWUSER|uint64(unix.SIGCHLD)), eperm},
 		{"clone newpid", data(unix.SYS_CLONE, arch, unix.CLONE_NEWPID), eperm},
