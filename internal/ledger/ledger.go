@@ -348,7 +348,7 @@ var table = []Guarantee{
 		Name:    policy.GFSMetadata,
 		Promise: "chmod, chown, utimes and xattrs only inside writable roots",
 		Mechanisms: []Mechanism{
-			coreSC("seccomp user notification: chmod/chown/utimes/xattr resolved and performed by the launcher (the supervisor under bubblewrap) only inside writable roots"),
+			coreSC("seccomp user notification: chmod/chown/utimes/xattr resolved and performed by the launcher (the supervisor under bubblewrap) only inside writable roots (a task's descriptor reached through pidfd_getfd, or /proc/<tid>/fd where that is refused)"),
 		},
 		Vectors: []string{"chmod-*", "chown-*", "utimes-*", "setxattr-*", "removexattr-*", "fchmod-ro-*"},
 	},
@@ -361,7 +361,7 @@ var table = []Guarantee{
 			// address on them), datagram sockets are refused, and
 			// the handler refuses every abstract address: this holds
 			// at every Landlock ABI.
-			coreSC("seccomp user notification on connect: the launcher connects only to pathname sockets inside writable roots (or granted) and refuses every abstract address; unix datagram sockets refused, so sendto/sendmsg cannot name a peer"),
+			coreSC("seccomp user notification on connect: the launcher connects only to pathname sockets inside writable roots (or granted) and refuses every abstract address; unix datagram sockets refused, so sendto/sendmsg cannot name a peer; where pidfd_getfd is refused (Docker), the launcher connects a fresh socket of the task's type and installs it over the task's descriptor (SECCOMP_IOCTL_NOTIF_ADDFD), bound sockets refused"),
 			plus(feat(core("{landlock} abstract-socket scope"), landlock.FeatScope)),
 			plus(ns("network namespace (abstract sockets are per namespace) and mount namespace (the host's /run, /tmp and /dev/shm absent)")),
 			plus(bw("bubblewrap network namespace (abstract sockets are per namespace) and mount namespace (the host's /run, /tmp and /dev/shm absent)")),
