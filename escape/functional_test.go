@@ -171,7 +171,7 @@ def serve():
     c, _ = srv.accept()
     c.sendall(c.recv(16).upper())
     c.close()
-th = threading.Thread(target=serve)
+th = threading.Thread(target=serve, daemon=True)  # a refused connect must not leave it waiting
 th.start()
 cl = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 cl.connect(path)
