@@ -16,7 +16,9 @@
 #   CONFINE_CI_DOCKER=0             skip (prints why)
 #   CONFINE_CI_DOCKER_WORK          work directory, default /var/tmp/confine-ci-docker
 #   CONFINE_CI_DOCKER_TIMEOUT       seconds per container run, default 1200
-#   CONFINE_CI_MATRIX_RUN           -test.run pattern for escape.test (default: all)
+#   CONFINE_CI_MATRIX_SCOPE         ci (default: the CI-sized test selection, .ci/matrix-lib.sh) or full
+#   CONFINE_CI_MATRIX_RUN           -test.run pattern for escape.test (default: the scope's)
+#   CONFINE_CI_MATRIX_SKIP          -test.skip pattern for escape.test (default: the scope's)
 # Exit status: 0 when every cell passed, 1 when any failed or could not run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -134,11 +136,13 @@ for who in root 1000; do
     "${mounts[@]}" -v "$cdir:/out" -w "$repo/escape" \
     -e PATH="$goroot/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
     -e HOME=/tmp -e GOCACHE=/tmp/gocache -e GOFLAGS=-buildvcs=false -e GOTOOLCHAIN=local -e GOPROXY=off \
-    -e LANG=C.UTF-8 -e CONFINE_ESCAPE_PROBE="$work/bin/probe" -e RUN="${CONFINE_CI_MATRIX_RUN:-}" \
+    -e LANG=C.UTF-8 -e CONFINE_ESCAPE_PROBE="$work/bin/probe" -e RUN="$ci_run" -e SKIP="$ci_skip" \
     "$img" /bin/sh -c "
       cat /proc/self/status | grep -E '^(Uid|CapEff|Seccomp|NoNewPrivs):' > /out/guest-info
       \"$work/bin/probe.test\" -test.v -test.count=1 -test.run 'TestForeignABI|TestGateMissing' > /out/probe.log 2>&1; echo \$? > /out/probe.rc
-      if [ -n \"\$RUN\" ]; then set -- -test.run \"\$RUN\"; else set --; fi
+      set --
+      if [ -n \"\$RUN\" ]; then set -- \"\$@\" -test.run \"\$RUN\"; fi
+      if [ -n \"\$SKIP\" ]; then set -- \"\$@\" -test.skip \"\$SKIP\"; fi
       \"$work/bin/escape.test\" -test.v -test.count=1 -test.timeout=20m \"\$@\" > /out/escape.log 2>&1; echo \$? > /out/escape.rc
     " > "$cdir/docker.log" 2>&1 || rc=$?
   echo "$(( $(date +%s) - t0 ))" > "$cdir/wall"

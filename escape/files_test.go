@@ -68,7 +68,7 @@ node -e 'console.log(require("x"))'`},
 							}
 						}
 					}
-					args := []string{"run", "--workdir", wd, "--timeout", "5m"}
+					args := []string{"run", "--workdir", wd, "--timeout", workTimeout().String()}
 					args = append(args, waiveMissing(t, u)...)
 					args = append(append(args, "--"), j.cmd...)
 					o := cliRun(t, u, wd, nil, args...)

@@ -124,12 +124,16 @@ func TestFunctional(t *testing.T) {
 							}
 						}
 					}
-					args := []string{"run", "--workdir", wd, "--timeout", "5m"}
+					args := []string{"run", "--workdir", wd, "--timeout", workTimeout().String()}
 					if ps.backend != "" {
 						args = append(args, "--backend", ps.backend)
 					}
 					args = append(args, j.args(t, wd)...)
 					o := cliRun(t, u, wd, nil, args...)
+					if o.limitHit {
+						t.Fatalf("real work as %s: the harness killed confine after its run limit %v (CONFINE_TEST_RUN_LIMIT raises it on a slow host), before confine's own --timeout %v\nstdout: %s\nstderr: %s",
+							u.Name, runLimit, workTimeout(), o.stdout, o.stderr)
+					}
 					if o.code != 0 || !strings.Contains(o.stdout, j.want) {
 						t.Fatalf("real work failed in the sandbox as %s (too strict?): exit %d, want stdout containing %q\nstdout: %s\nstderr: %s",
 							u.Name, o.code, j.want, o.stdout, o.stderr)

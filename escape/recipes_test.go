@@ -132,7 +132,7 @@ func chownTree(t *testing.T, u testutil.User, root string) {
 // stdout.
 func recipeRun(t *testing.T, u testutil.User, wd, profile string, env []string, script, want string) outcome {
 	t.Helper()
-	o := cliRun(t, u, wd, env, "run", "--workdir", wd, "--timeout", "5m", "--profile", profile, "--", "sh", "-c", script)
+	o := cliRun(t, u, wd, env, "run", "--workdir", wd, "--timeout", workTimeout().String(), "--profile", profile, "--", "sh", "-c", script)
 	if o.code != 0 || !strings.Contains(o.stdout, want) {
 		t.Fatalf("recipe %s failed in the sandbox as %s (too strict?): exit %d, want stdout containing %q\nstdout: %s\nstderr: %s",
 			profile, u.Name, o.code, want, o.stdout, o.stderr)
