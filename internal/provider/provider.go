@@ -147,11 +147,19 @@ func Select(h host.Info, r Request) (Selection, error) {
 			reason = "the profile requires namespaces"
 		case want == nil && !p.Automatic():
 			reason = "never selected automatically"
-		case r.Enforce != nil && r.Enforce(p) != nil:
-			reason = strings.TrimSuffix(strings.TrimPrefix(r.Enforce(p).Error(), spec.ErrUnavailable.Error()+": "), ledger.WaiveHint)
 		default:
-			sel.Provider = p
-			continue
+			// Decided last and once: the ledger resolution runs only
+			// for a backend that could otherwise be taken.
+			if r.Enforce == nil {
+				sel.Provider = p
+				continue
+			}
+			err := r.Enforce(p)
+			if err == nil {
+				sel.Provider = p
+				continue
+			}
+			reason = strings.TrimSuffix(strings.TrimPrefix(err.Error(), spec.ErrUnavailable.Error()+": "), ledger.WaiveHint)
 		}
 		sel.Skipped = append(sel.Skipped, spec.SkippedBackend{Name: p.Name(), Reason: reason})
 	}
