@@ -154,6 +154,8 @@ func (h *handler) handle(n *seccompNotif) (r result) {
 	switch ent.kind {
 	case sysConnect:
 		return t.connect()
+	case sysSigaction:
+		return t.sigaction()
 	case sysFork:
 		if h.s.forks == nil {
 			return deny(unix.EAGAIN, "bounded-processes: task creation sent to a supervisor without a limit", "")

@@ -704,6 +704,7 @@ func TestMissingNames(t *testing.T) {
 		}
 	}
 	all = append(all, forkCalls...)
+	all = append(all, sigchldEntry().name)
 	for _, e := range argRules(Config{}) {
 		all = append(all, e.name)
 	}

@@ -101,6 +101,7 @@ var amd64Nr = map[string]uint32{
 	"file_setattr":      469,
 	// Calls that name another process (proc.go).
 	"kill":               62,
+	"rt_sigaction":       13,
 	"fcntl":              72,
 	"rt_sigqueueinfo":    129,
 	"setpriority":        141,
@@ -203,6 +204,7 @@ var arm64Nr = map[string]uint32{
 	"sched_setscheduler": 119,
 	"sched_setaffinity":  122,
 	"kill":               129,
+	"rt_sigaction":       134,
 	"tkill":              130,
 	"tgkill":             131,
 	"rt_sigqueueinfo":    138,

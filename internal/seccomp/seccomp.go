@@ -375,6 +375,9 @@ func entries(cfg Config) ([]entry, error) {
 	for _, e := range procEntries(cfg) {
 		add(e)
 	}
+	if restartsSigchld(cfg) {
+		add(sigchldEntry())
+	}
 	if cfg.NotifyFork {
 		for _, n := range forkCalls {
 			add(entry{name: n, ret: unix.SECCOMP_RET_USER_NOTIF, doc: []Rule{{Notify: true}}})
