@@ -195,11 +195,11 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 		var ws unix.WaitStatus
 		_, _ = unix.Wait4(pid, &ws, unix.WALL, nil)
 	}
-	// The supervisor's handlers for calls that name another process need
-	// the init's identity: a pidfd taken now, while init is an unreaped
-	// child (its number cannot have been reused).
+	// The supervisor's handlers for calls that name another process, and
+	// its fork count, need the init's identity: a pidfd taken now, while
+	// init is an unreaped child (its number cannot have been reused).
 	var runInit *notify.Init
-	if !ns && (sc.NotifyProcTargets || sc.NotifySignals) {
+	if wantNotify {
 		ifd, err := unix.PidfdOpen(pid, 0)
 		if err != nil {
 			reap()
@@ -263,7 +263,7 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 		go func() {
 			defer close(notifyDone)
 			err := notify.Serve(nctx, listener, notify.Config{WritableRoots: p.WritableRoots, SocketAllow: p.SocketAllow, Init: runInit, Stats: stats,
-				RunInit: pid, MaxTasks: p.MaxTasks()})
+				MaxTasks: p.MaxTasks()})
 			unix.Close(listener)
 			if err != nil && !errors.Is(err, context.Canceled) {
 				fmt.Fprintf(os.Stderr, "confine: notification supervisor: %v\n", err)
@@ -311,42 +311,18 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 	rep := plan.Report{Namespaces: ns}
 	deadline := time.NewTimer(p.WallTime)
 	defer deadline.Stop()
-	var grace <-chan time.Time
 	ctxDone := ctx.Done()
-	var killTick <-chan time.Time
-	var ticker *time.Ticker
-	defer func() {
-		if ticker != nil {
-			ticker.Stop()
-		}
-	}()
-	kill := func() {
-		if ns {
-			// The namespace ends with its init.
-			_ = unix.Kill(pid, unix.SIGKILL)
-			return
-		}
-		// Every descendant of the subreaper init, until it reports that
-		// none is left: what is forked meanwhile is reparented to it and
-		// found by the next scan.
-		proctree.Signal(pid, unix.SIGKILL)
-		if ticker == nil {
-			ticker = time.NewTicker(5 * time.Millisecond)
-			killTick = ticker.C
-		}
+	// A namespace ends with its init; a subreaper init's descendants are
+	// swept until it reports that none is left.
+	end := proctree.EndTree(pid, p.KillGrace)
+	if ns {
+		end = proctree.EndNamespace(pid, p.KillGrace)
 	}
+	defer end.Stop()
 	terminate := func() {
-		if grace != nil {
-			return
+		if end.Terminate() {
+			rep.Killed = true
 		}
-		rep.Killed = true
-		if ns {
-			// Init passes it to every process of the namespace.
-			_ = unix.Kill(pid, unix.SIGTERM)
-		} else {
-			proctree.Signal(pid, unix.SIGTERM)
-		}
-		grace = time.After(p.KillGrace)
 	}
 	var w waited
 	var r reported
@@ -364,7 +340,7 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 			exited = true
 		case r = <-reports:
 			if r.ok && r.st.Pending != 0 {
-				kill()
+				end.Kill()
 				continue
 			}
 			reportDone = true
@@ -375,10 +351,10 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 			ctxDone = nil
 			rep.Cancelled = true
 			terminate()
-		case <-grace:
-			kill()
-		case <-killTick:
-			proctree.Signal(pid, unix.SIGKILL)
+		case <-end.Grace():
+			end.Kill()
+		case <-end.Tick():
+			end.Sweep()
 		}
 	}
 	if !exited {

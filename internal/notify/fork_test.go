@@ -190,7 +190,12 @@ func TestForkLimit(t *testing.T) {
 			}
 			stats := &Stats{}
 			cfg := fx.config(stats)
-			cfg.RunInit, cfg.MaxTasks = os.Getpid(), c.max
+			self, err := unix.PidfdOpen(os.Getpid(), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer unix.Close(self)
+			cfg.Init, cfg.MaxTasks = &Init{Pid: os.Getpid(), Pidfd: self}, c.max
 			r := runProbe(t, fx, op, runOpts{confined: true, cfg: cfg})[0]
 			t.Logf("max %d, %d forking processes: %d children + %d tasks of the probe, then %s; decisions %+v",
 				c.max, c.workers, r.OK, r.Fail, r.Err, stats.Counts())
@@ -254,6 +259,6 @@ func TestMayBeCreating(t *testing.T) {
 
 func TestServeForkConfig(t *testing.T) {
 	if err := Serve(t.Context(), -1, Config{MaxTasks: 5}); err == nil || !strings.Contains(err.Error(), "init") {
-		t.Errorf("Serve with MaxTasks and no RunInit: %v", err)
+		t.Errorf("Serve with MaxTasks and no Init: %v", err)
 	}
 }

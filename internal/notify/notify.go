@@ -56,22 +56,20 @@ type Config struct {
 	// such connects fail with EPERM, as Landlock's scoping (ABI 6) would make
 	// them fail had the command issued them itself.
 	AllowAbstract bool
-	// Init, when set, is the run's init without a PID namespace: the
-	// handlers of calls that name another process (proc_targets.go) let
-	// them reach its descendants only. Without it they reach none but
-	// the caller.
+	// Init is the run's init: every process of the run descends from it
+	// (a child subreaper, a PID namespace's init, or bwrap above one).
+	// The handlers of calls that name another process (proc_targets.go)
+	// let them reach its descendants only, and MaxTasks counts the tasks
+	// below it. Without it those handlers reach none but the caller and
+	// MaxTasks is refused.
 	Init *Init
 	// Stats, if not nil, receives a count of every decision and a record of
 	// refused operations.
 	Stats *Stats
-	// RunInit is the pid, in the supervisor's PID namespace, of the run's
-	// init: every process of the run descends from it (it is a child
-	// subreaper, or a PID namespace's init, or bwrap above one).
-	RunInit int
 	// MaxTasks, when > 0, bounds the run's tasks (threads included)
-	// below RunInit: the task creations the filter sends
+	// below Init: the task creations the filter sends
 	// (seccomp.Config.NotifyFork) fail with EAGAIN once the run holds
-	// MaxTasks (see fork.go). It needs RunInit.
+	// MaxTasks (see fork.go). It needs Init.
 	MaxTasks int
 }
 
@@ -140,10 +138,10 @@ func Serve(ctx context.Context, listenerFD int, cfg Config) error {
 	}
 	var forks *forkCounter
 	if cfg.MaxTasks > 0 {
-		if cfg.RunInit <= 0 {
-			return fmt.Errorf("notify: MaxTasks %d without the run's init pid", cfg.MaxTasks)
+		if cfg.Init == nil || cfg.Init.Pid <= 0 {
+			return fmt.Errorf("notify: MaxTasks %d without the run's init", cfg.MaxTasks)
 		}
-		forks = newForkCounter(cfg.RunInit, cfg.MaxTasks)
+		forks = newForkCounter(cfg.Init.Pid, cfg.MaxTasks)
 	}
 	sizes, err := notifSizes()
 	if err != nil {

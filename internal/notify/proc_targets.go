@@ -39,12 +39,13 @@ import (
 	"github.com/confine-sandbox/confine/internal/proctree"
 )
 
-// Init identifies the run's processes for the handlers of calls that name
-// another process: without a PID namespace the run's init is a child
-// subreaper, so every process of the run is its descendant for as long as
-// it lives (orphans are reparented to the nearest subreaper ancestor), and
-// no other process ever becomes one. The init itself is not a member, as
-// Landlock's scope does not count it as one either.
+// Init identifies the run's processes, for the handlers of calls that name
+// another process and for the fork count: the run's init is a child
+// subreaper (or a PID namespace's init, or bwrap above one), so every
+// process of the run is its descendant for as long as it lives (orphans
+// are reparented to the nearest subreaper ancestor), and no other process
+// ever becomes one. The init itself is not a member, as Landlock's scope
+// does not count it as one either.
 type Init struct {
 	// Pid is the init's process id.
 	Pid int

@@ -8,7 +8,6 @@ package reaper
 import (
 	"os"
 	"path/filepath"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -25,9 +24,10 @@ func Main() int {
 	if len(os.Args) != 3 {
 		return 2
 	}
-	self := os.Getpid()
+	end := proctree.EndTree(os.Getpid(), 0)
+	defer end.Stop()
+	end.Kill()
 	for {
-		proctree.Signal(self, unix.SIGKILL)
 		for {
 			var ws unix.WaitStatus
 			pid, err := unix.Wait4(-1, &ws, unix.WNOHANG|unix.WALL, nil)
@@ -39,8 +39,9 @@ func Main() int {
 			}
 		}
 		// Whatever was still being killed or forked is reparented here
-		// and found by the next scan.
-		time.Sleep(5 * time.Millisecond)
+		// and found by the next sweep.
+		<-end.Tick()
+		end.Sweep()
 	}
 }
 

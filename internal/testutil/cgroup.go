@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -30,6 +31,11 @@ func wrapReadOnlyCgroup(sim bool) {
 	if v == "done" || (v != "1" && !sim) || os.Geteuid() != 0 {
 		return
 	}
+	if cgroupsReadOnly() {
+		// Already so (a real Docker container): nothing to take away,
+		// and no right to make a mount namespace anyway.
+		return
+	}
 	runtime.LockOSThread()
 	if err := readOnlyCgroups(); err != nil {
 		fmt.Fprintf(os.Stderr, "read-only cgroups: %v\n", err)
@@ -46,6 +52,40 @@ func wrapReadOnlyCgroup(sim bool) {
 	os.Exit(125)
 }
 
+// cgroupMounts lists the mount points of every cgroup and cgroup2 mount and
+// of /sys/fs/cgroup, with whether each is mounted read-only.
+func cgroupMounts() (map[string]bool, error) {
+	f, err := os.Open("/proc/self/mounts")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	ms := map[string]bool{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// device mountpoint fstype options 0 0
+		fs := strings.Fields(sc.Text())
+		if len(fs) >= 4 && (fs[2] == "cgroup" || fs[2] == "cgroup2" || fs[1] == "/sys/fs/cgroup") {
+			ms[fs[1]] = slices.Contains(strings.Split(fs[3], ","), "ro")
+		}
+	}
+	return ms, sc.Err()
+}
+
+// cgroupsReadOnly reports whether every cgroup mount is read-only already.
+func cgroupsReadOnly() bool {
+	ms, err := cgroupMounts()
+	if err != nil {
+		return false
+	}
+	for _, ro := range ms {
+		if !ro {
+			return false
+		}
+	}
+	return true
+}
+
 // readOnlyCgroups moves the calling thread into a new mount namespace and
 // remounts every cgroup and cgroup2 mount, and /sys/fs/cgroup itself,
 // read-only there. The caller must exec from this thread.
@@ -56,24 +96,11 @@ func readOnlyCgroups() error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make mounts private: %w", err)
 	}
-	f, err := os.Open("/proc/self/mounts")
+	ms, err := cgroupMounts()
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	targets := []string{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// device mountpoint fstype options 0 0
-		fs := strings.Fields(sc.Text())
-		if len(fs) >= 3 && (fs[2] == "cgroup" || fs[2] == "cgroup2" || fs[1] == "/sys/fs/cgroup") {
-			targets = append(targets, fs[1])
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return err
-	}
-	for _, t := range targets {
+	for t := range ms {
 		if err := unix.Mount("", t, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY, ""); err != nil {
 			return fmt.Errorf("remount %s read-only: %w", t, err)
 		}

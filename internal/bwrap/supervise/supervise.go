@@ -92,6 +92,14 @@ func run(ctrl *os.File) *plan.Report {
 		return fail(125, "%v", err)
 	}
 	start := time.Now()
+	// bwrap is an unreaped child: its pidfd cannot name a reuse.
+	ifd, err := unix.PidfdOpen(child, 0)
+	if err != nil {
+		_ = unix.Kill(child, unix.SIGKILL)
+		reapAll()
+		return fail(125, "supervisor: pidfd_open(bwrap): %v", err)
+	}
+	defer unix.Close(ifd)
 
 	ctx, stopNotify := context.WithCancel(context.Background())
 	notifyDone := make(chan struct{}, 1)
@@ -102,7 +110,7 @@ func run(ctrl *os.File) *plan.Report {
 				WritableRoots: p.WritableRoots,
 				SocketAllow:   p.SocketAllow,
 				Stats:         stats,
-				RunInit:       child,
+				Init:          &notify.Init{Pid: child, Pidfd: ifd},
 				MaxTasks:      p.MaxTasks(),
 			})
 			unix.Close(notifyFD)
@@ -138,35 +146,22 @@ func run(ctrl *os.File) *plan.Report {
 	rep := &plan.Report{Namespaces: true}
 	deadline := time.NewTimer(p.WallTime - time.Since(start))
 	defer deadline.Stop()
-	var grace <-chan time.Time
-	killing := false
 	mainDone := false
 	self := os.Getpid()
-	var killTick <-chan time.Time
-	var ticker *time.Ticker
-
+	// bwrap itself must not get SIGTERM: its death SIGKILLs the sandbox
+	// (--die-with-parent) and would cut the grace short.
+	end := proctree.EndTree(self, p.KillGrace, child)
+	defer end.Stop()
 	startKilling := func() {
-		if killing {
-			return
+		if !end.Killing() {
+			rep.Killed = true
+			end.Kill()
 		}
-		killing = true
-		rep.Killed = true
-		proctree.Signal(self, unix.SIGKILL)
-		ticker = time.NewTicker(5 * time.Millisecond)
-		killTick = ticker.C
 	}
 	terminate := func() {
-		if killing || grace != nil {
-			return
+		if end.Terminate() {
+			rep.Killed = true
 		}
-		rep.Killed = true
-		// bwrap itself must not get it: its death SIGKILLs the sandbox
-		// (--die-with-parent) and would cut the grace short.
-		if proctree.Signal(self, unix.SIGTERM, child) == 0 {
-			startKilling()
-			return
-		}
-		grace = time.After(p.KillGrace)
 	}
 
 	onWait := func(ev waitEvent) {
@@ -196,7 +191,7 @@ func run(ctrl *os.File) *plan.Report {
 				rep.ExitCode, rep.Signal = -1, rep.ExitCode-128
 			}
 		}
-		if !killing && hasChildren() {
+		if !end.Killing() && hasChildren() {
 			// Whatever is still alive now outlived the command.
 			if ds, err := proctree.Descendants(self); err == nil && len(ds) > 0 {
 				rep.Survivors += len(ds)
@@ -215,9 +210,7 @@ func run(ctrl *os.File) *plan.Report {
 			for len(waits) > 0 {
 				onWait(<-waits)
 			}
-			if ticker != nil {
-				ticker.Stop()
-			}
+			end.Stop()
 			stopNotify()
 			<-notifyDone
 			for _, d := range stats.Denials() {
@@ -254,10 +247,10 @@ func run(ctrl *os.File) *plan.Report {
 		case <-term:
 			rep.Cancelled = true
 			terminate()
-		case <-grace:
+		case <-end.Grace():
 			startKilling()
-		case <-killTick:
-			proctree.Signal(self, unix.SIGKILL)
+		case <-end.Tick():
+			end.Sweep()
 		}
 	}
 }
