@@ -51,7 +51,7 @@ func Dispatch() {
 		os.Exit(supervise.Main())
 	case reaper.Arg0:
 		os.Exit(reaper.Main())
-	case inside.Stage3Arg0, bwrap.InitPath:
+	case bwrap.InitPath:
 		os.Exit(inside.Main())
 	}
 }

@@ -227,15 +227,28 @@ func Namespaced(p *plan.Plan, fds FDs, rs *landlock.Ruleset, layout nsinit.Layou
 
 // initStart is how every init begins. PR_SET_PDEATHSIG first: from there
 // on the launcher's death makes init end the tree and remove the run's
-// private directory. Then the descriptors to their numbers: everything
-// first moved above them, then into place, then every other descriptor
-// closed (the launcher's own, including other runs' pipes, must not stay
-// open in an init). Then it waits for the launcher's go-ahead (after the
+// private directory. Then the descriptors to their numbers (arrange).
+// Then it waits for the launcher's go-ahead (after the
 // id maps and the pids cgroup); EOF means the launcher died.
 func (b *Built) initStart(fds FDs) []spawn.Op {
 	var ops []spawn.Op
 	add := func(o spawn.Op) { ops = append(ops, o) }
 	add(b.call("set parent-death signal", unix.SYS_PRCTL, unix.PR_SET_PDEATHSIG, uintptr(spawn.LauncherGone)))
+	ops = append(ops, b.arrange(fds, fds.Sync)...)
+	one := new([1]byte)
+	add(b.call("wait for the launcher", unix.SYS_READ, spawn.FDSync, b.P.Ptr(unsafe.Pointer(one), one), 1).Want(1))
+	return ops
+}
+
+// arrange moves fds to the fixed numbers of package spawn, then closes
+// every other descriptor from spawn.FDFree on (the launcher's own,
+// including other runs' pipes, must not stay open in the child). Every
+// number up to FDFree must be taken, since later opens rely on getting
+// FDFree onwards: an absent descriptor is replaced by a copy of spare, a
+// close-on-exec descriptor that does no harm there.
+func (b *Built) arrange(fds FDs, spare int) []spawn.Op {
+	var ops []spawn.Op
+	add := func(o spawn.Op) { ops = append(ops, o) }
 	type move struct {
 		src, dst int
 		cloexec  bool
@@ -246,12 +259,11 @@ func (b *Built) initStart(fds FDs) []spawn.Op {
 		{fds.Cgroup, spawn.FDCgroup, true}}
 	for i := range moves {
 		if moves[i].src < 0 {
-			// Every number up to FDFree must be taken: the opens of the
-			// namespace set-up rely on getting FDFree onwards. A spare
-			// copy of the sync pipe does no harm.
-			moves[i].src = fds.Sync
+			moves[i].src = spare
 		}
 	}
+	// Everything first moved above the fixed numbers, then into place:
+	// a source may sit on another's destination.
 	for i, m := range moves {
 		add(b.call("duplicate descriptor", unix.SYS_FCNTL, uintptr(m.src), unix.F_DUPFD_CLOEXEC, spawn.FDFree+2).ToSlot(i))
 	}
@@ -263,9 +275,33 @@ func (b *Built) initStart(fds FDs) []spawn.Op {
 		add(b.call("arrange descriptor "+strconv.Itoa(m.dst), unix.SYS_DUP3, 0, uintptr(m.dst), fl).FromSlot(i, 0))
 	}
 	add(b.call("close inherited descriptors", unix.SYS_CLOSE_RANGE, spawn.FDFree, ^uintptr(0), 0))
-	one := new([1]byte)
-	add(b.call("wait for the launcher", unix.SYS_READ, spawn.FDSync, b.P.Ptr(unsafe.Pointer(one), one), 1).Want(1))
 	return ops
+}
+
+// Bwrapped prepares the command of a bubblewrap run: bwrap made the
+// namespaces and the mount tree, and our init inside (package
+// bwrap/inside, pid 1 there) starts the command as its child with this
+// program, which arranges the descriptors and applies the same
+// confinement as every other run before it execs. fds.Status must be set
+// (its EOF tells the init that the command exec'd). privileged says the
+// init holds CAP_SETPCAP.
+func Bwrapped(p *plan.Plan, fds FDs, filter []bpf.RawInstruction, privileged bool) (*Built, error) {
+	if fds.Status < 0 {
+		return nil, fmt.Errorf("program: bubblewrap command without a status pipe")
+	}
+	b := &Built{P: &spawn.Program{}}
+	prog := b.P
+	if err := prog.SetExec(p.Path, p.Argv, p.Env); err != nil {
+		return nil, fmt.Errorf("%s: %w", p.Path, err)
+	}
+	cmd := b.arrange(fds, fds.Status)
+	// Its parent is the init, pid 1 of bwrap's PID namespace.
+	conf, err := b.confinement(p, filter, privileged, 1, p.Seccomp.Effective(true).Listener(), spawn.FDNotify, spawn.FDRuleset)
+	if err != nil {
+		return nil, err
+	}
+	prog.Cmd = append(cmd, conf...)
+	return b, nil
 }
 
 // janitor sets what init removes when the launcher does not: the private
@@ -426,6 +462,12 @@ func (b *Built) confinement(p *plan.Plan, filter []bpf.RawInstruction, privilege
 	capData := new([2]unix.CapUserData)
 	prog.Keep(capHdr)
 	add(b.call("capset", unix.SYS_CAPSET, uintptr(unsafe.Pointer(capHdr)), prog.Ptr(unsafe.Pointer(capData), capData)))
+	// Read the sets back: a capset the kernel took differently from what
+	// was asked must not go unnoticed.
+	capGot := new([2]unix.CapUserData)
+	add(b.call("capget", unix.SYS_CAPGET, uintptr(unsafe.Pointer(capHdr)), prog.Ptr(unsafe.Pointer(capGot), capGot)))
+	b.desc = append(b.desc, "check that no capability remains")
+	add(spawn.CheckZero(spawn.Step(len(b.desc)), unsafe.Slice((*byte)(unsafe.Pointer(capGot)), unsafe.Sizeof(*capGot))))
 	// PR_SET_PDEATHSIG is cleared by a credential change; set it after,
 	// then make sure the parent was still there when it was set.
 	add(b.call("set parent-death signal", unix.SYS_PRCTL, unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL)))

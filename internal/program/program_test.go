@@ -30,7 +30,7 @@ func TestSubreapedSteps(t *testing.T) {
 		want       []string
 		absent     []string
 	}{
-		{true, []string{"set child subreaper", "set securebits", "drop bounding capability 0", "capset", "no_new_privs",
+		{true, []string{"set child subreaper", "set securebits", "drop bounding capability 0", "capset", "capget", "check that no capability remains", "no_new_privs",
 			"landlock_restrict_self", "seccomp", "hand over the seccomp listener", "close inherited fds"}, nil},
 		{false, []string{"set child subreaper", "capset", "no_new_privs", "landlock_restrict_self", "seccomp"},
 			[]string{"set securebits", "drop bounding capability 0"}},
@@ -57,6 +57,41 @@ func TestSubreapedSteps(t *testing.T) {
 		if !b.P.Subreaper {
 			t.Errorf("not a subreaper program")
 		}
+	}
+}
+
+// A bubblewrap run's command gets the same confinement as any other, with
+// no init of its own (the init inside bwrap is pid 1 and forks it).
+func TestBwrappedSteps(t *testing.T) {
+	arch, _ := seccomp.NativeArch()
+	filter, err := seccomp.Cached(seccomp.Config{Arch: arch, NotifyMetadata: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := testPlan()
+	p.Namespaces = &plan.Namespaces{Bwrap: "/usr/bin/bwrap"}
+	fds := FDs{Stdin: 0, Stdout: 1, Stderr: 2, Status: 9, Exit: -1, Notify: 5, Sync: -1, Ruleset: 7, Janitor: -1, Cgroup: -1}
+	b, err := Bwrapped(p, fds, filter, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := strings.Join(b.desc, "\n")
+	last := -1
+	for _, w := range []string{"arrange descriptor 0", "arrange descriptor 7", "close inherited descriptors", "setsid",
+		"capset", "capget", "check that no capability remains", "check the parent is alive", "no_new_privs",
+		"landlock_restrict_self", "seccomp", "hand over the seccomp listener", "close inherited fds"} {
+		i := strings.Index(all[last+1:], w)
+		if i < 0 {
+			t.Fatalf("step %q missing or out of order in:\n%s", w, all)
+		}
+		last += 1 + i
+	}
+	if len(b.P.Init) != 0 || b.P.Subreaper || b.P.Cloneflags != 0 {
+		t.Errorf("a bubblewrap command program with an init of its own: %d init ops, subreaper %v, clone flags %#x", len(b.P.Init), b.P.Subreaper, b.P.Cloneflags)
+	}
+	fds.Status = -1
+	if _, err := Bwrapped(p, fds, filter, false); err == nil {
+		t.Error("Bwrapped without a status pipe: no error")
 	}
 }
 

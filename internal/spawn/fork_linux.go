@@ -440,6 +440,15 @@ func runOps(p *Program, ops []Op) bool {
 			}
 			a[o.slotArg] = p.slots[o.fromSlot]
 		}
+		if o.nr == nrCheckZero {
+			for _, c := range o.zero {
+				if c != 0 {
+					fail(p, o.step, 0)
+					return false
+				}
+			}
+			continue
+		}
 		r, _, e := syscall.RawSyscall6(o.nr, a[0], a[1], a[2], a[3], a[4], a[5])
 		if e != 0 {
 			if e == o.okErrno || o.okErrno == anyErrno {

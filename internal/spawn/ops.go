@@ -34,7 +34,9 @@ type Op struct {
 	want     uintptr
 	wantSet  bool
 	wantSlot int8
-	step     Step
+	// zero is what a CheckZero op checks.
+	zero []byte
+	step Step
 }
 
 // Program is everything a child does between fork and exec.
@@ -147,6 +149,20 @@ var ErrAbort = errors.New("spawn: set-up check failed")
 func Call(step Step, nr uintptr, args ...uintptr) Op {
 	o := Op{nr: nr, fromSlot: -1, slotArg: -1, toSlot: -1, wantSlot: -1, step: step}
 	copy(o.args[:], args)
+	return o
+}
+
+// nrCheckZero is no system call: the op checks that every byte of its
+// zero slice is 0 (what a system call before it wrote there).
+const nrCheckZero = ^uintptr(0)
+
+// CheckZero prepares a check that b (memory the program keeps) is all
+// zero when the op runs: a set that a call before it read back, such as
+// the capabilities capget reports after capset emptied them. A non-zero
+// byte fails the child with no errno.
+func CheckZero(step Step, b []byte) Op {
+	o := Call(step, nrCheckZero)
+	o.zero = b
 	return o
 }
 

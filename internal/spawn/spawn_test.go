@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -72,6 +73,20 @@ func TestProgram(t *testing.T) {
 					Call(3, unix.SYS_OPENAT, AtFDCWD, p.Str("/etc"), unix.O_PATH|unix.O_DIRECTORY).ToSlot(2),
 					Call(4, unix.SYS_FCHDIR, 0).FromSlot(2, 0),
 				}
+			}},
+		{name: "check zero passes", argv: []string{"/bin/echo", "zero"}, wantOut: "zero\n",
+			cmd: func(p *Program) []Op {
+				b := make([]byte, 24)
+				p.Keep(b)
+				return []Op{CheckZero(5, b)}
+			}},
+		{name: "check zero sees what a call wrote", argv: []string{"/bin/true"}, wantStep: 6,
+			cmd: func(p *Program) []Op {
+				// pipe2 writes two descriptors (never 0: stdin is open)
+				// into b, which the check must then refuse.
+				b := make([]byte, 8)
+				p.Keep(b)
+				return []Op{Call(5, unix.SYS_PIPE2, uintptr(unsafe.Pointer(&b[0])), 0), CheckZero(6, b)}
 			}},
 		{name: "exec fails", argv: []string{"/nonexistent-spawn-test"}, wantStep: StepExec, wantErr: syscall.ENOENT},
 	} {

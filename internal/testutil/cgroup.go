@@ -52,34 +52,41 @@ func wrapReadOnlyCgroup(sim bool) {
 	os.Exit(125)
 }
 
+// cgroupMount is one mount of cgroupMounts.
+type cgroupMount struct {
+	cgroup, ro bool // a cgroup or cgroup2 file system; mounted read-only
+}
+
 // cgroupMounts lists the mount points of every cgroup and cgroup2 mount and
-// of /sys/fs/cgroup, with whether each is mounted read-only.
-func cgroupMounts() (map[string]bool, error) {
+// of /sys/fs/cgroup (often a tmpfs holding the v1 hierarchies).
+func cgroupMounts() (map[string]cgroupMount, error) {
 	f, err := os.Open("/proc/self/mounts")
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	ms := map[string]bool{}
+	ms := map[string]cgroupMount{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		// device mountpoint fstype options 0 0
 		fs := strings.Fields(sc.Text())
 		if len(fs) >= 4 && (fs[2] == "cgroup" || fs[2] == "cgroup2" || fs[1] == "/sys/fs/cgroup") {
-			ms[fs[1]] = slices.Contains(strings.Split(fs[3], ","), "ro")
+			ms[fs[1]] = cgroupMount{cgroup: fs[2] == "cgroup" || fs[2] == "cgroup2", ro: slices.Contains(strings.Split(fs[3], ","), "ro")}
 		}
 	}
 	return ms, sc.Err()
 }
 
-// cgroupsReadOnly reports whether every cgroup mount is read-only already.
+// cgroupsReadOnly reports whether every cgroup file system is mounted
+// read-only already (a tmpfs above them may be writable: no cgroup can be
+// made in it).
 func cgroupsReadOnly() bool {
 	ms, err := cgroupMounts()
 	if err != nil {
 		return false
 	}
-	for _, ro := range ms {
-		if !ro {
+	for _, m := range ms {
+		if m.cgroup && !m.ro {
 			return false
 		}
 	}

@@ -3,24 +3,27 @@ package inside
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strconv"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/confine-sandbox/confine/internal/landlock"
 	"github.com/confine-sandbox/confine/internal/nsinit"
 	"github.com/confine-sandbox/confine/internal/plan"
+	"github.com/confine-sandbox/confine/internal/program"
+	"github.com/confine-sandbox/confine/internal/seccomp"
 )
 
 // initMain is our init inside bubblewrap: pid 1 of the run's PID
-// namespace, which bwrap set up. It starts stage-3 with the plan (plus the
-// private tmpfs directories as writable roots), hands it the status pipe
-// and the seccomp socket, and then stays as a tiny init: it reaps orphans, forwards SIGTERM, SIGINT,
-// SIGHUP and SIGQUIT to the command, and when the command is over writes
-// its status (and how many processes outlived it) on fd 6 and exits. The
-// kernel then kills whatever is left in the namespace.
+// namespace, which bwrap set up. It starts the command (startCommand) with
+// the plan's confinement (plus the private tmpfs directories as writable
+// roots), and then stays as a tiny init: it reaps orphans, forwards
+// SIGTERM, SIGINT, SIGHUP and SIGQUIT to the command, and when the command
+// is over writes its status (and how many processes outlived it) on fd 6
+// and exits. The kernel then kills whatever is left in the namespace.
 //
 // It must not become the command: the init of a PID namespace ignores
 // every signal it has no handler for, so `kill -TERM $$` would do nothing,
@@ -28,7 +31,7 @@ import (
 func initMain(p *plan.Plan, status *os.File) int {
 	exitPipe := os.NewFile(6, "exit")
 	if exitPipe == nil {
-		fmt.Fprintf(status, "%d %s", 125, "stage-2 started without its exit pipe")
+		fmt.Fprintf(status, "%d %s", 125, "bubblewrap's init started without its exit pipe")
 		return 125
 	}
 	unix.CloseOnExec(6)
@@ -40,17 +43,12 @@ func initMain(p *plan.Plan, status *os.File) int {
 		fmt.Fprintf(status, "%d "+format, append([]any{code}, a...)...)
 		return code
 	}
-	if p.Namespaces.Bwrap == "" {
-		// Only bubblewrap starts this init; the namespaces provider's is
-		// cloned by the launcher (package spawn).
-		return fail(125, "stage-2 init started without bubblewrap")
-	}
 	// bwrap made the namespaces, the mounts and this session
 	// (--new-session); only the private tmpfs mounts it made are left to
 	// grant.
 	p.Landlock.ReadWrite = append(p.Landlock.ReadWrite, nsinit.PlanLayout(p.Namespaces, nsinit.PlanRoots(p), nil).WritablePrivate()...)
-	// The ambient capabilities were for the set-up above; stage-3 drops
-	// every other one itself.
+	// The ambient capabilities were for the set-up above; the command's
+	// confinement drops every other one.
 	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
 		return fail(125, "clear ambient capabilities: %v", err)
 	}
@@ -59,38 +57,16 @@ func initMain(p *plan.Plan, status *os.File) int {
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT)
 
-	planR, planW, err := os.Pipe()
-	if err != nil {
-		return fail(125, "pipe: %v", err)
-	}
-	files := []*os.File{os.Stdin, os.Stdout, os.Stderr, planR, status}
-	if notify {
-		files = append(files, os.NewFile(5, "notify"))
-	}
-	proc, err := os.StartProcess("/proc/self/exe", []string{Stage3Arg0}, &os.ProcAttr{
-		Files: files,
-		Env:   []string{},
-		Sys:   &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
-	})
-	planR.Close()
-	if err != nil {
-		planW.Close()
-		return fail(125, "start stage-3: %v", err)
-	}
-	cmd := proc.Pid
-	_ = proc.Release()
-	// Only stage-3 may hold these now: the supervisor reads the status
-	// until stage-3's exec closes it, and waits for the listener on the
-	// socket.
-	status.Close()
+	cmd, code, msg := startCommand(p, notify)
+	// Only the command may hold these now: the supervisor reads the status
+	// until it is closed, and waits for the listener on the socket.
 	if notify {
 		unix.Close(5)
 	}
-	werr := plan.Write(planW, p)
-	planW.Close()
-	if werr != nil {
-		_ = unix.Kill(cmd, unix.SIGKILL)
+	if cmd == 0 {
+		return fail(code, "%s", msg)
 	}
+	status.Close()
 
 	go func() {
 		for s := range sigs {
@@ -170,4 +146,55 @@ func zombie(pid int, buf []byte) bool {
 		}
 	}
 	return false
+}
+
+// startCommand starts the command as this init's child with the prepared
+// program (program.Bwrapped) and waits until it exec'd. It returns the
+// command's pid, or 0 with the exit status and message of why it never
+// started.
+func startCommand(p *plan.Plan, notify bool) (int, int, string) {
+	rs, err := landlock.Prepare(landlock.FromPlan(p.Landlock))
+	if err != nil {
+		return 0, 125, "landlock: " + err.Error()
+	}
+	defer rs.Close()
+	arch, err := seccomp.NativeArch()
+	if err != nil {
+		return 0, 125, "seccomp: " + err.Error()
+	}
+	filter, err := seccomp.Build(seccomp.FromPlan(arch, p.Seccomp.Effective(true)))
+	if err != nil {
+		return 0, 125, "seccomp: " + err.Error()
+	}
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		return 0, 125, "pipe: " + err.Error()
+	}
+	defer statusR.Close()
+	fds := program.FDs{Stdin: 0, Stdout: 1, Stderr: 2, Status: int(statusW.Fd()), Exit: -1, Notify: -1,
+		Sync: -1, Ruleset: rs.FD, Janitor: -1, Cgroup: -1}
+	if notify {
+		fds.Notify = 5
+	}
+	b, err := program.Bwrapped(p, fds, filter, program.Privileged())
+	if err != nil {
+		statusW.Close()
+		return 0, 125, err.Error()
+	}
+	pid, err := b.P.Start()
+	statusW.Close()
+	if err != nil {
+		return 0, 125, err.Error()
+	}
+	// EOF: the command exec'd (close-on-exec) or gave up and exited; it
+	// no longer runs on memory it shares with this process either way.
+	_, _ = io.Copy(io.Discard, statusR)
+	defer b.P.Close()
+	if f := b.P.Failure(); f != nil {
+		var ws unix.WaitStatus
+		_, _ = unix.Wait4(pid, &ws, unix.WALL, nil)
+		code, msg := b.StartFailure(p.Path, f)
+		return 0, code, msg
+	}
+	return pid, 0, ""
 }
