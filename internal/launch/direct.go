@@ -44,88 +44,146 @@ func (e *errNamespaces) Error() string { return e.msg }
 // this PID namespace: every descendant of the command stays below it, this
 // process signals and kills them (init only reaps), and if this process
 // dies the init turns into the reaper (package reaper), which kills them.
+//
+// The phases: open the run's descriptors (open), prepare the program
+// (prepare), start the init and wait until the command exec'd (start),
+// then supervise it to its end (supervise).
 func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
-	ns := p.Namespaces != nil
+	d := &direct{p: p, pio: pio, ns: p.Namespaces != nil}
+	defer d.close()
+	if err := d.open(); err != nil {
+		return nil, err
+	}
+	rs, err := d.prepare()
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	// PR_SET_PDEATHSIG follows the thread that forks: keep it for the run.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if out, err := d.start(); out != nil || err != nil {
+		return out, err
+	}
+	return d.supervise(ctx)
+}
+
+// direct is one run of runDirect.
+type direct struct {
+	p   *plan.Plan
+	pio IO
+	ns  bool
+	// joined: the init joins the run's pids cgroup; noCgroup: it could
+	// not be made and the profile waived its guarantee.
+	joined, noCgroup bool
+	sc               plan.Seccomp // the seccomp section in effect
+
+	closers                      []*os.File
+	outR, outW, errR, errW       *os.File
+	statusR, statusW             *os.File
+	exitR, exitW, syncR, syncW   *os.File
+	stdin, stdinW                *os.File
+	sockParent, sockChild        *os.File
+	fds                          program.FDs
+	b                            *program.Built
+	pid, listener                int
+	runInit                      *notify.Init
+	keepProg, detach, privileged bool
+}
+
+func (d *direct) close() {
+	for _, f := range d.closers {
+		f.Close()
+	}
+	if d.runInit != nil {
+		unix.Close(d.runInit.Pidfd)
+	}
+	if d.b != nil && !d.keepProg {
+		d.b.P.Close()
+	}
+}
+
+func (d *direct) pipe() (r, w *os.File) {
+	if r, w, err := os.Pipe(); err == nil {
+		d.closers = append(d.closers, r, w)
+		return r, w
+	}
+	return nil, nil
+}
+
+// open makes the pids cgroup and every descriptor the init and the
+// command get.
+func (d *direct) open() error {
+	p := d.p
 	// A namespaced run bounded by its pid_max does not join the pids
 	// cgroup, which is then not even created.
-	joined := p.PidsCgroup != "" && (!ns || p.Namespaces.PidMax == 0)
-	noCgroup := false
-	if joined {
+	d.joined = p.PidsCgroup != "" && (!d.ns || p.Namespaces.PidMax == 0)
+	if d.joined {
 		var err error
-		if joined, err = pidsCgroup(p); err != nil {
-			return nil, err
+		if d.joined, err = pidsCgroup(p); err != nil {
+			return err
 		}
-		noCgroup = !joined
+		d.noCgroup = !d.joined
 	}
-	var closers []*os.File
-	defer func() {
-		for _, f := range closers {
-			f.Close()
-		}
-	}()
-	pipe := func() (r, w *os.File) {
-		if r, w, err := os.Pipe(); err == nil {
-			closers = append(closers, r, w)
-			return r, w
-		}
-		return nil, nil
-	}
-	outR, outW := pipe()
-	errR, errW := pipe()
-	statusR, statusW := pipe()
-	exitR, exitW := pipe()
-	syncR, syncW := pipe()
-	if syncW == nil || outW == nil || errW == nil || statusW == nil || exitW == nil {
-		return nil, fmt.Errorf("%w: pipe: too many open files?", spec.ErrLaunch)
+	d.outR, d.outW = d.pipe()
+	d.errR, d.errW = d.pipe()
+	d.statusR, d.statusW = d.pipe()
+	d.exitR, d.exitW = d.pipe()
+	d.syncR, d.syncW = d.pipe()
+	if d.syncW == nil || d.outW == nil || d.errW == nil || d.statusW == nil || d.exitW == nil {
+		return fmt.Errorf("%w: pipe: too many open files?", spec.ErrLaunch)
 	}
 	// Bigger pipes cut context switches on floods; Fd() would make the
 	// read ends blocking, out of the poller.
-	capture.GrowPipe(outR, 1<<20)
-	capture.GrowPipe(errR, 1<<20)
-	var stdin, stdinW *os.File
-	if pio.Stdin != nil {
-		stdin, stdinW = pipe()
+	capture.GrowPipe(d.outR, 1<<20)
+	capture.GrowPipe(d.errR, 1<<20)
+	if d.pio.Stdin != nil {
+		d.stdin, d.stdinW = d.pipe()
 	} else if f, err := os.Open(os.DevNull); err == nil {
-		stdin = f
-		closers = append(closers, f)
+		d.stdin = f
+		d.closers = append(d.closers, f)
 	}
-	if stdin == nil {
-		return nil, fmt.Errorf("%w: stdin", spec.ErrLaunch)
+	if d.stdin == nil {
+		return fmt.Errorf("%w: stdin", spec.ErrLaunch)
 	}
-	fds := program.FDs{Stdin: int(stdin.Fd()), Stdout: int(outW.Fd()), Stderr: int(errW.Fd()),
-		Status: int(statusW.Fd()), Exit: int(exitW.Fd()), Notify: -1, Sync: int(syncR.Fd()), Janitor: -1, Cgroup: -1}
+	d.fds = program.FDs{Stdin: int(d.stdin.Fd()), Stdout: int(d.outW.Fd()), Stderr: int(d.errW.Fd()),
+		Status: int(d.statusW.Fd()), Exit: int(d.exitW.Fd()), Notify: -1, Sync: int(d.syncR.Fd()), Janitor: -1, Cgroup: -1}
 	if p.PrivateTmp != "" {
 		// The janitor reaches the private directory through its parent
 		// (see program.Built.janitor), which the namespace's covers hide.
 		if f, err := os.OpenFile(filepath.Dir(p.PrivateTmp), unix.O_PATH|unix.O_DIRECTORY, 0); err == nil {
-			closers = append(closers, f)
-			fds.Janitor = int(f.Fd())
+			d.closers = append(d.closers, f)
+			d.fds.Janitor = int(f.Fd())
 		}
 	}
-	if joined {
+	if d.joined {
 		if f, err := os.OpenFile(filepath.Dir(p.PidsCgroup), unix.O_PATH|unix.O_DIRECTORY, 0); err == nil {
-			closers = append(closers, f)
-			fds.Cgroup = int(f.Fd())
+			d.closers = append(d.closers, f)
+			d.fds.Cgroup = int(f.Fd())
 		}
 	}
 	// The flags for calls that name another process apply only without a
 	// PID namespace (also after a fall-back to the core).
-	sc := p.Seccomp.Effective(ns)
-	wantNotify := sc.Listener()
-	var sockParent, sockChild *os.File
-	if wantNotify {
+	d.sc = p.Seccomp.Effective(d.ns)
+	if d.sc.Listener() {
 		pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
-			return nil, fmt.Errorf("%w: socketpair: %v", spec.ErrLaunch, err)
+			return fmt.Errorf("%w: socketpair: %v", spec.ErrLaunch, err)
 		}
-		sockParent = os.NewFile(uintptr(pair[0]), "notify-parent")
-		sockChild = os.NewFile(uintptr(pair[1]), "notify-child")
-		closers = append(closers, sockParent, sockChild)
-		fds.Notify = pair[1]
+		d.sockParent = os.NewFile(uintptr(pair[0]), "notify-parent")
+		d.sockChild = os.NewFile(uintptr(pair[1]), "notify-child")
+		d.closers = append(d.closers, d.sockParent, d.sockChild)
+		d.fds.Notify = pair[1]
 	}
+	return nil
+}
 
+// prepare builds the Landlock ruleset, the seccomp filter and the program
+// the init runs. The caller closes the ruleset.
+func (d *direct) prepare() (*landlock.Ruleset, error) {
+	p := d.p
 	policy := landlock.FromPlan(p.Landlock)
-	if ns {
+	if d.ns {
 		// The command sees the /proc of its own PID namespace.
 		policy.Defer = func(path string) bool { return strings.HasPrefix(path, "/proc/") }
 	}
@@ -133,149 +191,163 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: landlock: %v", spec.ErrLaunch, err)
 	}
-	defer rs.Close()
-	fds.Ruleset = rs.FD
+	d.fds.Ruleset = rs.FD
+	fail := func(err error) (*landlock.Ruleset, error) {
+		rs.Close()
+		return nil, err
+	}
 	arch, err := seccomp.NativeArch()
 	if err != nil {
-		return nil, fmt.Errorf("%w: seccomp: %v", spec.ErrLaunch, err)
+		return fail(fmt.Errorf("%w: seccomp: %v", spec.ErrLaunch, err))
 	}
-	filter, err := seccomp.Cached(seccomp.FromPlan(arch, sc))
+	filter, err := seccomp.Cached(seccomp.FromPlan(arch, d.sc))
 	if err != nil {
-		return nil, fmt.Errorf("%w: seccomp: %v", spec.ErrLaunch, err)
+		return fail(fmt.Errorf("%w: seccomp: %v", spec.ErrLaunch, err))
 	}
+	d.privileged = program.Privileged()
 	var b *program.Built
-	privileged := program.Privileged()
-	if ns {
+	if d.ns {
 		layout := nsinit.PlanLayout(p.Namespaces, nsinit.PlanRoots(p), func(path string) (string, bool) {
 			r := rs.Resolved[path]
 			return r.Path, r.Dir
 		})
 		var lerr error
 		if layout.Stage, lerr = nsinit.FindStage(); lerr != nil {
-			return nil, &errNamespaces{host.ExplainNamespaceFailure("namespace set-up failed: " + lerr.Error())}
+			return fail(&errNamespaces{host.ExplainNamespaceFailure("namespace set-up failed: " + lerr.Error())})
 		}
-		b, err = program.Namespaced(p, fds, rs, layout, filter)
+		b, err = program.Namespaced(p, d.fds, rs, layout, filter)
 	} else {
-		b, err = program.Subreaped(p, fds, filter, privileged, selfExe)
+		b, err = program.Subreaped(p, d.fds, filter, d.privileged, selfExe)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", spec.ErrLaunch, err)
+		return fail(fmt.Errorf("%w: %v", spec.ErrLaunch, err))
 	}
-	prog := b.P
-	// With CLONE_VM the init runs on stacks in this process's memory.
-	keepProg := false
-	defer func() {
-		if !keepProg {
-			prog.Close()
-		}
-	}()
+	d.b = b
 	// Without namespaces, an unprivileged init's rm could not remove what
 	// the command made unreadable to itself: the launcher does it.
-	detach := pio.DetachCleanup && prog.HasJanitor() && (ns || privileged)
-	prog.JanitorAfterReport = detach
+	d.detach = d.pio.DetachCleanup && b.P.HasJanitor() && (d.ns || d.privileged)
+	b.P.JanitorAfterReport = d.detach
+	return rs, nil
+}
 
-	// PR_SET_PDEATHSIG follows the thread that forks: keep it for the run.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
+// reap kills and reaps the init of a start that failed.
+func (d *direct) reap() {
+	_ = unix.Kill(d.pid, unix.SIGKILL)
+	var ws unix.WaitStatus
+	_, _ = unix.Wait4(d.pid, &ws, unix.WALL, nil)
+}
+
+// start clones the init, maps its ids, puts it in the pids cgroup, lets it
+// go and waits until the command exec'd. A command that could not start
+// gives an Outcome with its start failure; a set-up failure an error.
+func (d *direct) start() (*Outcome, error) {
+	p, prog := d.p, d.b.P
 	pid, err := prog.Start()
-	for _, f := range []*os.File{stdin, outW, errW, statusW, exitW, syncR} {
+	for _, f := range []*os.File{d.stdin, d.outW, d.errW, d.statusW, d.exitW, d.syncR} {
 		f.Close()
 	}
-	if sockChild != nil {
-		sockChild.Close()
+	if d.sockChild != nil {
+		d.sockChild.Close()
 	}
 	if err != nil {
-		if !ns {
+		if !d.ns {
 			return nil, fmt.Errorf("%w: %v", spec.ErrLaunch, err)
 		}
 		return nil, &errNamespaces{fmt.Sprintf("user namespaces unavailable: clone(CLONE_NEWUSER|CLONE_NEWPID|CLONE_NEWNS|CLONE_NEWNET|CLONE_NEWIPC|CLONE_NEWUTS): %v", errors.Unwrap(err))}
 	}
-	reap := func() {
-		_ = unix.Kill(pid, unix.SIGKILL)
-		var ws unix.WaitStatus
-		_, _ = unix.Wait4(pid, &ws, unix.WALL, nil)
-	}
+	d.pid = pid
 	// The supervisor's handlers for calls that name another process, and
 	// its fork count, need the init's identity: a pidfd taken now, while
 	// init is an unreaped child (its number cannot have been reused).
-	var runInit *notify.Init
-	if wantNotify {
+	if d.sc.Listener() {
 		ifd, err := unix.PidfdOpen(pid, 0)
 		if err != nil {
-			reap()
+			d.reap()
 			return nil, fmt.Errorf("%w: pidfd_open(init): %v", spec.ErrLaunch, err)
 		}
-		defer unix.Close(ifd)
-		runInit = &notify.Init{Pid: pid, Pidfd: ifd}
+		d.runInit = &notify.Init{Pid: pid, Pidfd: ifd}
 	}
-	if ns {
+	if d.ns {
 		if err := mapIDs(pid, p.Namespaces); err != nil {
-			reap()
+			d.reap()
 			return nil, &errNamespaces{host.ExplainNamespaceFailure("namespace set-up failed: " + err.Error())}
 		}
 	}
-	if joined {
+	if d.joined {
 		// Init waits for the go-ahead below, so it is counted before it
 		// can fork anything.
 		if err := os.WriteFile(p.PidsCgroup+"/cgroup.procs", []byte(strconv.Itoa(pid)), 0); err != nil {
-			reap()
+			d.reap()
 			return nil, fmt.Errorf("%w: join pids cgroup %s: %v", spec.ErrLaunch, p.PidsCgroup, err)
 		}
 	}
-	if _, err := syncW.Write([]byte{1}); err != nil {
-		reap()
+	if _, err := d.syncW.Write([]byte{1}); err != nil {
+		d.reap()
 		return nil, fmt.Errorf("%w: release init: %v", spec.ErrLaunch, err)
 	}
-	syncW.Close()
+	d.syncW.Close()
 
-	listener := -1
-	if wantNotify {
-		if fd, err := spawn.RecvFD(sockParent); err == nil {
-			listener = fd
+	d.listener = -1
+	if d.sc.Listener() {
+		if fd, err := spawn.RecvFD(d.sockParent); err == nil {
+			d.listener = fd
 		}
 	}
 	// EOF: the command exec'd (close-on-exec) or the child gave up.
-	_, _ = io.Copy(io.Discard, statusR)
+	_, _ = io.Copy(io.Discard, d.statusR)
 	if f := prog.Failure(); f != nil {
-		reap()
-		if listener >= 0 {
-			unix.Close(listener)
+		d.reap()
+		if d.listener >= 0 {
+			unix.Close(d.listener)
 		}
-		if b.InInit(f.Step) {
-			if !ns {
-				return nil, fmt.Errorf("%w: init: %s: %v", spec.ErrLaunch, b.Describe(f.Step), f.Errno)
+		if d.b.InInit(f.Step) {
+			if !d.ns {
+				return nil, fmt.Errorf("%w: init: %s: %v", spec.ErrLaunch, d.b.Describe(f.Step), f.Errno)
 			}
-			return nil, &errNamespaces{host.ExplainNamespaceFailure(fmt.Sprintf("namespace set-up failed: %s: %v", b.Describe(f.Step), f.Errno))}
+			return nil, &errNamespaces{host.ExplainNamespaceFailure(fmt.Sprintf("namespace set-up failed: %s: %v", d.b.Describe(f.Step), f.Errno))}
 		}
-		code, msg := b.StartFailure(p.Path, f)
+		code, msg := d.b.StartFailure(p.Path, f)
 		return &Outcome{Report: plan.Report{StartCode: code, StartErr: msg}}, nil
 	}
-	if wantNotify && listener < 0 {
-		reap()
+	if d.sc.Listener() && d.listener < 0 {
+		d.reap()
 		return nil, fmt.Errorf("%w: the command exec'd without handing over its seccomp listener", spec.ErrLaunch)
 	}
+	return nil, nil
+}
 
-	streams := startStreams(pio, outR, errR, stdinW)
+// waited is the init's wait status and usage.
+type waited struct {
+	ws unix.WaitStatus
+	ru unix.Rusage
+}
+
+// reported is one status report of the init.
+type reported struct {
+	st spawn.Status
+	ok bool
+}
+
+// supervise serves the notifications, enforces the deadline and ctx,
+// ends the tree, and turns the init's report into the Outcome.
+func (d *direct) supervise(ctx context.Context) (*Outcome, error) {
+	p, pid := d.p, d.pid
+	streams := startStreams(d.pio, d.outR, d.errR, d.stdinW)
 	nctx, stopNotify := context.WithCancel(context.Background())
 	notifyDone := make(chan struct{})
 	stats := &notify.Stats{}
-	if listener >= 0 {
+	if d.listener >= 0 {
 		go func() {
 			defer close(notifyDone)
-			err := notify.Serve(nctx, listener, notify.Config{WritableRoots: p.WritableRoots, SocketAllow: p.SocketAllow, Init: runInit, Stats: stats,
+			err := notify.Serve(nctx, d.listener, notify.Config{WritableRoots: p.WritableRoots, SocketAllow: p.SocketAllow, Init: d.runInit, Stats: stats,
 				MaxTasks: p.MaxTasks()})
-			unix.Close(listener)
+			unix.Close(d.listener)
 			if err != nil && !errors.Is(err, context.Canceled) {
 				fmt.Fprintf(os.Stderr, "confine: notification supervisor: %v\n", err)
 			}
 		}()
 	} else {
 		close(notifyDone)
-	}
-
-	type waited struct {
-		ws unix.WaitStatus
-		ru unix.Rusage
 	}
 	done := make(chan waited, 1)
 	go func() {
@@ -288,10 +360,6 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 		}
 		done <- w
 	}()
-	type reported struct {
-		st spawn.Status
-		ok bool
-	}
 	// Init reports once every process of the tree is gone (a subreaper
 	// init first says when some outlived the command: Pending); EOF
 	// without a report means it was killed.
@@ -299,7 +367,7 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 	go func() {
 		for {
 			var b [spawn.StatusSize]byte
-			n, _ := io.ReadFull(exitR, b[:])
+			n, _ := io.ReadFull(d.exitR, b[:])
 			st, ok := spawn.ParseStatus(b[:n])
 			reports <- reported{st, ok}
 			if !ok || st.Pending == 0 {
@@ -308,14 +376,58 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 		}
 	}()
 
-	rep := plan.Report{Namespaces: ns}
+	rep := plan.Report{Namespaces: d.ns}
+	w, r, exited := d.wait(ctx, &rep, done, reports)
+	if !exited {
+		// Its stacks are in this process: release them once it is gone.
+		d.keepProg = true
+		prog := d.b.P
+		go func() {
+			<-done
+			prog.Close()
+		}()
+	}
+	if r.ok {
+		rep.ExitCode, rep.Signal = int(r.st.Code), int(r.st.Signal)
+		if r.st.Survivors > 0 {
+			rep.Survivors = int(r.st.Survivors)
+			rep.Killed = true
+		}
+		rep.UserCPU, rep.SysCPU, rep.MaxRSSKB = time.Duration(r.st.UserNs), time.Duration(r.st.SysNs), r.st.MaxRSSKB
+	} else {
+		rep.ExitCode, rep.Signal = -1, int(unix.SIGKILL)
+		if w.ws.Signaled() {
+			rep.Signal = int(w.ws.Signal())
+		}
+		rep.UserCPU = time.Duration(w.ru.Utime.Nano())
+		rep.SysCPU = time.Duration(w.ru.Stime.Nano())
+		rep.MaxRSSKB = w.ru.Maxrss
+	}
+	stopNotify()
+	<-notifyDone
+	for _, dn := range stats.Denials() {
+		rep.Denials = append(rep.Denials, spec.Denial{Syscall: dn.Syscall, Path: dn.Path, Errno: unix.ErrnoName(dn.Errno), Reason: dn.Reason})
+	}
+	stdout, stderr, cerr := streams()
+	out := &Outcome{Report: rep, Stdout: stdout, Stderr: stderr, CleanupDetached: !exited && d.detach, NoPidsCgroup: d.noCgroup}
+	if cerr != nil {
+		return out, fmt.Errorf("%w: capture: %v", spec.ErrLaunch, cerr)
+	}
+	return out, nil
+}
+
+// wait runs the run to its end: the deadline and ctx terminate it, what
+// outlives the command is killed, until the init reported (and, where it
+// matters, exited). It fills rep's Killed, TimedOut and Cancelled.
+func (d *direct) wait(ctx context.Context, rep *plan.Report, done <-chan waited, reports <-chan reported) (waited, reported, bool) {
+	p, pid := d.p, d.pid
 	deadline := time.NewTimer(p.WallTime)
 	defer deadline.Stop()
 	ctxDone := ctx.Done()
 	// A namespace ends with its init; a subreaper init's descendants are
 	// swept until it reports that none is left.
 	end := proctree.EndTree(pid, p.KillGrace)
-	if ns {
+	if d.ns {
 		end = proctree.EndNamespace(pid, p.KillGrace)
 	}
 	defer end.Stop()
@@ -332,7 +444,7 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 	// not be waited for, unless init is in the pids cgroup this run
 	// removes. Detached, init's janitor cleans up after us.
 	for !exited || !reportDone {
-		if reportDone && r.ok && (detach || !joined) {
+		if reportDone && r.ok && (d.detach || !d.joined) {
 			break
 		}
 		select {
@@ -357,41 +469,7 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 			end.Sweep()
 		}
 	}
-	if !exited {
-		// Its stacks are in this process: release them once it is gone.
-		keepProg = true
-		go func() {
-			<-done
-			prog.Close()
-		}()
-	}
-	if r.ok {
-		rep.ExitCode, rep.Signal = int(r.st.Code), int(r.st.Signal)
-		if r.st.Survivors > 0 {
-			rep.Survivors = int(r.st.Survivors)
-			rep.Killed = true
-		}
-		rep.UserCPU, rep.SysCPU, rep.MaxRSSKB = time.Duration(r.st.UserNs), time.Duration(r.st.SysNs), r.st.MaxRSSKB
-	} else {
-		rep.ExitCode, rep.Signal = -1, int(unix.SIGKILL)
-		if w.ws.Signaled() {
-			rep.Signal = int(w.ws.Signal())
-		}
-		rep.UserCPU = time.Duration(w.ru.Utime.Nano())
-		rep.SysCPU = time.Duration(w.ru.Stime.Nano())
-		rep.MaxRSSKB = w.ru.Maxrss
-	}
-	stopNotify()
-	<-notifyDone
-	for _, d := range stats.Denials() {
-		rep.Denials = append(rep.Denials, spec.Denial{Syscall: d.Syscall, Path: d.Path, Errno: unix.ErrnoName(d.Errno), Reason: d.Reason})
-	}
-	stdout, stderr, cerr := streams()
-	out := &Outcome{Report: rep, Stdout: stdout, Stderr: stderr, CleanupDetached: !exited && detach, NoPidsCgroup: noCgroup}
-	if cerr != nil {
-		return out, fmt.Errorf("%w: capture: %v", spec.ErrLaunch, cerr)
-	}
-	return out, nil
+	return w, r, exited
 }
 
 // mapIDs writes the user namespace's id maps for init, as os/exec would
