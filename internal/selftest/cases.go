@@ -427,5 +427,5 @@ func Cases() []Case {
 		// no-privilege
 		plain(policy.GNoPrivilege, "privilege"),
 	)
-	return cs
+	return append(cs, processTargetCases()...)
 }

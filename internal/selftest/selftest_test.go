@@ -69,8 +69,8 @@ func TestSelect(t *testing.T) {
 	}{
 		{"all", nil, nil, false},
 		{"one vector", []string{"kill"}, []string{"kill"}, false},
-		{"a guarantee", []string{policy.GNoPrivilege}, []string{"privilege"}, false},
-		{"vector and guarantee", []string{"kill", policy.GNoPrivilege}, []string{"kill", "privilege"}, false},
+		{"a guarantee", []string{policy.GNoPrivilege}, []string{"chmod-setuid-workdir", "open-creat-setgid", "open-creat-setuid", "privilege"}, false},
+		{"vector and guarantee", []string{"kill", policy.GNoPrivilege}, []string{"chmod-setuid-workdir", "kill", "open-creat-setgid", "open-creat-setuid", "privilege"}, false},
 		{"unknown", []string{"no-such-vector"}, nil, true},
 	}
 	for _, tt := range tests {
