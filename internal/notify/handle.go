@@ -293,167 +293,217 @@ func (t *task) xattrArgs(a *action, nameAddr, valueAddr, size, flags uint64) uni
 // decode turns the notification's raw arguments into an action, reading all
 // task memory it needs exactly once.
 func (t *task) decode(kind sysKind) (action, unix.Errno) {
-	args := t.n.Data.Args
 	a := action{dirfd: unix.AT_FDCWD}
 	var e unix.Errno
 	switch kind {
+	case sysChmod, sysFchmod, sysFchmodat, sysFchmodat2:
+		e = t.decodeChmod(kind, &a)
+	case sysChown, sysLchown, sysFchown, sysFchownat:
+		e = t.decodeChown(kind, &a)
+	case sysUtime, sysUtimes, sysFutimesat:
+		e = t.decodeUtimes(kind, &a)
+	case sysUtimensat:
+		e = t.decodeUtimensat(&a)
+	case sysSetxattr, sysLsetxattr, sysFsetxattr, sysSetxattrat:
+		e = t.decodeSetxattr(kind, &a)
+	case sysRemovexattr, sysLremovexattr, sysFremovexattr, sysRemovexattrat:
+		e = t.decodeRemovexattr(kind, &a)
+	default:
+		e = unix.ENOSYS
+	}
+	return a, e
+}
+
+// decodeChmod decodes chmod, fchmod, fchmodat and fchmodat2.
+func (t *task) decodeChmod(kind sysKind, a *action) (e unix.Errno) {
+	args := t.n.Data.Args
+	a.op = opChmod
+	switch kind {
 	case sysChmod:
-		a.op, a.mode = opChmod, uint32(args[1])&0xffff
+		a.mode = uint32(args[1]) & 0xffff
 		a.path, e = t.pathArg(args[0])
 	case sysFchmod:
-		a.op, a.mode = opChmod, uint32(args[1])&0xffff
+		a.mode = uint32(args[1]) & 0xffff
 		a.ref, a.dirfd = refFD, int32(args[0])
 	case sysFchmodat:
-		a.op, a.mode = opChmod, uint32(args[2])&0xffff
+		a.mode = uint32(args[2]) & 0xffff
 		a.dirfd = int32(args[0])
 		a.path, e = t.pathArg(args[1])
 	case sysFchmodat2:
-		a.op, a.mode = opChmod, uint32(args[2])&0xffff
-		e = t.atPath(&a, args[0], args[1], args[3])
+		a.mode = uint32(args[2]) & 0xffff
+		e = t.atPath(a, args[0], args[1], args[3])
+	}
+	return e
+}
 
+// decodeChown decodes chown, lchown, fchown and fchownat.
+func (t *task) decodeChown(kind sysKind, a *action) (e unix.Errno) {
+	args := t.n.Data.Args
+	a.op = opChown
+	switch kind {
 	case sysChown, sysLchown:
-		a.op, a.uid, a.gid = opChown, uint32(args[1]), uint32(args[2])
+		a.uid, a.gid = uint32(args[1]), uint32(args[2])
 		a.nofollow = kind == sysLchown
 		a.path, e = t.pathArg(args[0])
 	case sysFchown:
-		a.op, a.uid, a.gid = opChown, uint32(args[1]), uint32(args[2])
+		a.uid, a.gid = uint32(args[1]), uint32(args[2])
 		a.ref, a.dirfd = refFD, int32(args[0])
 	case sysFchownat:
-		a.op, a.uid, a.gid = opChown, uint32(args[2]), uint32(args[3])
-		e = t.atPath(&a, args[0], args[1], args[4])
+		a.uid, a.gid = uint32(args[2]), uint32(args[3])
+		e = t.atPath(a, args[0], args[1], args[4])
+	}
+	return e
+}
 
-	case sysUtime:
-		a.op = opUtimes
+// decodeUtimes decodes utime, utimes and futimesat.
+func (t *task) decodeUtimes(kind sysKind, a *action) unix.Errno {
+	args := t.n.Data.Args
+	a.op = opUtimes
+	if kind == sysUtime {
 		if args[1] != 0 {
 			var ub [2]int64 // struct utimbuf {actime, modtime}
-			if e = readInto(t, args[1], &ub); e != 0 {
-				break
+			if e := readInto(t, args[1], &ub); e != 0 {
+				return e
 			}
 			a.times = &[2]unix.Timespec{{Sec: ub[0]}, {Sec: ub[1]}}
 		}
+		var e unix.Errno
 		a.path, e = t.pathArg(args[0])
-	case sysUtimes, sysFutimesat:
-		a.op = opUtimes
-		pathAddr, tvAddr := args[0], args[1]
-		if kind == sysFutimesat {
-			a.dirfd = int32(args[0])
-			pathAddr, tvAddr = args[1], args[2]
+		return e
+	}
+	pathAddr, tvAddr := args[0], args[1]
+	if kind == sysFutimesat {
+		a.dirfd = int32(args[0])
+		pathAddr, tvAddr = args[1], args[2]
+	}
+	if tvAddr != 0 {
+		var tv [2]unix.Timeval
+		if e := readInto(t, tvAddr, &tv); e != 0 {
+			return e
 		}
-		if tvAddr != 0 {
-			var tv [2]unix.Timeval
-			if e = readInto(t, tvAddr, &tv); e != 0 {
-				break
-			}
-			for _, v := range tv {
-				if v.Usec < 0 || v.Usec >= 1000000 {
-					return a, unix.EINVAL
-				}
-			}
-			a.times = &[2]unix.Timespec{
-				{Sec: tv[0].Sec, Nsec: tv[0].Usec * 1000},
-				{Sec: tv[1].Sec, Nsec: tv[1].Usec * 1000},
+		for _, v := range tv {
+			if v.Usec < 0 || v.Usec >= 1000000 {
+				return unix.EINVAL
 			}
 		}
-		if kind == sysFutimesat && pathAddr == 0 && a.dirfd != unix.AT_FDCWD {
-			a.ref = refFD // futimes() of old C libraries
-			break
+		a.times = &[2]unix.Timespec{
+			{Sec: tv[0].Sec, Nsec: tv[0].Usec * 1000},
+			{Sec: tv[1].Sec, Nsec: tv[1].Usec * 1000},
 		}
-		a.path, e = t.pathArg(pathAddr)
-	case sysUtimensat:
-		a.op = opUtimes
-		if args[2] != 0 {
-			var ts [2]unix.Timespec
-			if e = readInto(t, args[2], &ts); e != 0 {
-				break
-			}
-			if ts[0].Nsec == unix.UTIME_OMIT && ts[1].Nsec == unix.UTIME_OMIT {
-				// The kernel returns success without even looking up
-				// the path.
-				a.noop = true
-				break
-			}
-			if ts[0].Nsec != unix.UTIME_NOW || ts[1].Nsec != unix.UTIME_NOW {
-				a.times = &ts
-			}
-		}
-		if args[1] == 0 {
-			// futimens(): NULL path means the file behind dirfd.
-			if int32(args[0]) == unix.AT_FDCWD {
-				return a, unix.EFAULT
-			}
-			if args[3] != 0 {
-				return a, unix.EINVAL
-			}
-			a.ref, a.dirfd = refFD, int32(args[0])
-			break
-		}
-		e = t.atPath(&a, args[0], args[1], args[3])
+	}
+	if kind == sysFutimesat && pathAddr == 0 && a.dirfd != unix.AT_FDCWD {
+		a.ref = refFD // futimes() of old C libraries
+		return 0
+	}
+	var e unix.Errno
+	a.path, e = t.pathArg(pathAddr)
+	return e
+}
 
-	case sysSetxattr, sysLsetxattr:
-		a.op = opSetxattr
-		a.nofollow = kind == sysLsetxattr
-		if e = t.xattrArgs(&a, args[1], args[2], args[3], args[4]); e != 0 {
-			break
+// decodeUtimensat decodes utimensat (and futimens, its NULL-path form).
+func (t *task) decodeUtimensat(a *action) unix.Errno {
+	args := t.n.Data.Args
+	a.op = opUtimes
+	if args[2] != 0 {
+		var ts [2]unix.Timespec
+		if e := readInto(t, args[2], &ts); e != 0 {
+			return e
 		}
-		a.path, e = t.pathArg(args[0])
-	case sysFsetxattr:
-		a.op = opSetxattr
+		if ts[0].Nsec == unix.UTIME_OMIT && ts[1].Nsec == unix.UTIME_OMIT {
+			// The kernel returns success without even looking up the
+			// path.
+			a.noop = true
+			return 0
+		}
+		if ts[0].Nsec != unix.UTIME_NOW || ts[1].Nsec != unix.UTIME_NOW {
+			a.times = &ts
+		}
+	}
+	if args[1] == 0 {
+		// futimens(): NULL path means the file behind dirfd.
+		if int32(args[0]) == unix.AT_FDCWD {
+			return unix.EFAULT
+		}
+		if args[3] != 0 {
+			return unix.EINVAL
+		}
 		a.ref, a.dirfd = refFD, int32(args[0])
-		e = t.xattrArgs(&a, args[1], args[2], args[3], args[4])
+		return 0
+	}
+	return t.atPath(a, args[0], args[1], args[3])
+}
+
+// decodeSetxattr decodes setxattr, lsetxattr, fsetxattr and setxattrat.
+func (t *task) decodeSetxattr(kind sysKind, a *action) unix.Errno {
+	args := t.n.Data.Args
+	a.op = opSetxattr
+	switch kind {
+	case sysFsetxattr:
+		a.ref, a.dirfd = refFD, int32(args[0])
+		return t.xattrArgs(a, args[1], args[2], args[3], args[4])
 	case sysSetxattrat:
-		a.op = opSetxattr
 		// struct xattr_args {__aligned_u64 value; __u32 size; __u32 flags;}
 		// extensible: a larger struct is fine if the extra bytes are zero.
 		usize := args[5]
 		switch {
 		case args[2]&^uint64(unix.AT_SYMLINK_NOFOLLOW|unix.AT_EMPTY_PATH) != 0:
-			return a, unix.EINVAL
+			return unix.EINVAL
 		case usize < 16:
-			return a, unix.EINVAL
+			return unix.EINVAL
 		case usize > pageSize:
-			return a, unix.E2BIG
+			return unix.E2BIG
 		}
 		raw := make([]byte, usize)
-		if e = t.mem.read(args[4], raw); e != 0 {
-			break
+		if e := t.mem.read(args[4], raw); e != 0 {
+			return e
 		}
 		if slices.ContainsFunc(raw[16:], func(b byte) bool { return b != 0 }) {
-			return a, unix.E2BIG
+			return unix.E2BIG
 		}
 		xa := (*struct {
 			Value uint64
 			Size  uint32
 			Flags uint32
 		})(unsafe.Pointer(&raw[0]))
-		if e = t.xattrArgs(&a, args[3], xa.Value, uint64(xa.Size), uint64(xa.Flags)); e != 0 {
-			break
+		if e := t.xattrArgs(a, args[3], xa.Value, uint64(xa.Size), uint64(xa.Flags)); e != 0 {
+			return e
 		}
-		e = t.xattrAtPath(&a, args[0], args[1], args[2])
-
-	case sysRemovexattr, sysLremovexattr:
-		a.op = opRemovexattr
-		a.nofollow = kind == sysLremovexattr
-		if e = t.xattrArgs(&a, args[1], 0, 0, 0); e != 0 {
-			break
-		}
-		a.path, e = t.pathArg(args[0])
-	case sysFremovexattr:
-		a.op = opRemovexattr
-		a.ref, a.dirfd = refFD, int32(args[0])
-		e = t.xattrArgs(&a, args[1], 0, 0, 0)
-	case sysRemovexattrat:
-		a.op = opRemovexattr
-		if args[2]&^uint64(unix.AT_SYMLINK_NOFOLLOW|unix.AT_EMPTY_PATH) != 0 {
-			return a, unix.EINVAL
-		}
-		if e = t.xattrArgs(&a, args[3], 0, 0, 0); e != 0 {
-			break
-		}
-		e = t.xattrAtPath(&a, args[0], args[1], args[2])
-	default:
-		e = unix.ENOSYS
+		return t.xattrAtPath(a, args[0], args[1], args[2])
 	}
-	return a, e
+	a.nofollow = kind == sysLsetxattr
+	if e := t.xattrArgs(a, args[1], args[2], args[3], args[4]); e != 0 {
+		return e
+	}
+	var e unix.Errno
+	a.path, e = t.pathArg(args[0])
+	return e
+}
+
+// decodeRemovexattr decodes removexattr, lremovexattr, fremovexattr and
+// removexattrat.
+func (t *task) decodeRemovexattr(kind sysKind, a *action) unix.Errno {
+	args := t.n.Data.Args
+	a.op = opRemovexattr
+	switch kind {
+	case sysFremovexattr:
+		a.ref, a.dirfd = refFD, int32(args[0])
+		return t.xattrArgs(a, args[1], 0, 0, 0)
+	case sysRemovexattrat:
+		if args[2]&^uint64(unix.AT_SYMLINK_NOFOLLOW|unix.AT_EMPTY_PATH) != 0 {
+			return unix.EINVAL
+		}
+		if e := t.xattrArgs(a, args[3], 0, 0, 0); e != 0 {
+			return e
+		}
+		return t.xattrAtPath(a, args[0], args[1], args[2])
+	}
+	a.nofollow = kind == sysLremovexattr
+	if e := t.xattrArgs(a, args[1], 0, 0, 0); e != 0 {
+		return e
+	}
+	var e unix.Errno
+	a.path, e = t.pathArg(args[0])
+	return e
 }
 
 // pidFD returns a pidfd for the notifying thread (needed by pidfd_getfd).
