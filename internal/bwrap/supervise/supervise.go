@@ -83,12 +83,11 @@ func run(ctrl *os.File) *plan.Report {
 	}
 	child, notifyFD, exitPipe, err := startBwrap(p)
 	if err != nil {
+		reapAll()
 		var se *startError
 		if errors.As(err, &se) {
-			reapAll()
 			return fail(se.code, "%s", se.msg)
 		}
-		reapAll()
 		return fail(125, "%v", err)
 	}
 	start := time.Now()
@@ -101,158 +100,191 @@ func run(ctrl *os.File) *plan.Report {
 	}
 	defer unix.Close(ifd)
 
+	s := &session{p: p, child: child, exitPipe: exitPipe, self: os.Getpid(),
+		rep: &plan.Report{Namespaces: true}, stats: &notify.Stats{}}
+	// bwrap itself must not get SIGTERM: its death SIGKILLs the sandbox
+	// (--die-with-parent) and would cut the grace short.
+	s.end = proctree.EndTree(s.self, p.KillGrace, child)
+	defer s.end.Stop()
 	ctx, stopNotify := context.WithCancel(context.Background())
-	notifyDone := make(chan struct{}, 1)
-	stats := &notify.Stats{}
-	if notifyFD >= 0 {
-		go func() {
-			err := notify.Serve(ctx, notifyFD, notify.Config{
-				WritableRoots: p.WritableRoots,
-				SocketAllow:   p.SocketAllow,
-				Stats:         stats,
-				Init:          &notify.Init{Pid: child, Pidfd: ifd},
-				MaxTasks:      p.MaxTasks(),
-			})
-			unix.Close(notifyFD)
-			if err != nil && !errors.Is(err, context.Canceled) {
-				fmt.Fprintf(os.Stderr, "confine: notification supervisor: %v\n", err)
-			}
-			notifyDone <- struct{}{}
-		}()
-	} else {
-		notifyDone <- struct{}{}
-	}
-
+	notifyDone := s.serve(ctx, notifyFD, &notify.Init{Pid: child, Pidfd: ifd})
 	waits := make(chan waitEvent, 64)
 	allGone := make(chan struct{})
 	go reaper(waits, allGone)
+	ctrlMsg := readControl(ctrl)
+	deadline := time.NewTimer(p.WallTime - time.Since(start))
+	defer deadline.Stop()
+	for {
+		select {
+		case ev := <-waits:
+			s.onWait(ev)
+		case <-allGone:
+			// select picks at random among ready cases: the events the
+			// reaper queued before it found no child left come first.
+			for len(waits) > 0 {
+				s.onWait(<-waits)
+			}
+			s.end.Stop()
+			stopNotify()
+			<-notifyDone
+			return s.finish()
+		case <-deadline.C:
+			s.rep.TimedOut = true
+			s.terminate()
+		case m := <-ctrlMsg:
+			switch m {
+			case 'c':
+				s.rep.Cancelled = true
+				s.terminate()
+			case 0:
+				// Nobody is left to report to: end everything now.
+				s.rep.Cancelled = true
+				s.kill()
+			}
+		case <-term:
+			s.rep.Cancelled = true
+			s.terminate()
+		case <-s.end.Grace():
+			s.kill()
+		case <-s.end.Tick():
+			s.end.Sweep()
+		}
+	}
+}
 
-	ctrlMsg := make(chan byte, 1)
+// session is one supervised bubblewrap run, once bwrap started.
+type session struct {
+	p        *plan.Plan
+	child    int      // bwrap
+	exitPipe *os.File // our init's status, from inside bwrap
+	self     int
+	rep      *plan.Report
+	stats    *notify.Stats
+	end      *proctree.Ender
+	// mainDone: bwrap has been reaped.
+	mainDone bool
+}
+
+// serve answers the seccomp notifications until ctx is cancelled; the
+// channel receives once it stopped.
+func (s *session) serve(ctx context.Context, notifyFD int, init *notify.Init) <-chan struct{} {
+	done := make(chan struct{}, 1)
+	if notifyFD < 0 {
+		done <- struct{}{}
+		return done
+	}
+	go func() {
+		err := notify.Serve(ctx, notifyFD, notify.Config{
+			WritableRoots: s.p.WritableRoots,
+			SocketAllow:   s.p.SocketAllow,
+			Stats:         s.stats,
+			Init:          init,
+			MaxTasks:      s.p.MaxTasks(),
+		})
+		unix.Close(notifyFD)
+		if err != nil && !errors.Is(err, context.Canceled) {
+			fmt.Fprintf(os.Stderr, "confine: notification supervisor: %v\n", err)
+		}
+		done <- struct{}{}
+	}()
+	return done
+}
+
+// readControl delivers the launcher's command bytes, then 0 at EOF (the
+// launcher is gone).
+func readControl(ctrl *os.File) <-chan byte {
+	msgs := make(chan byte, 1)
 	go func() {
 		b := make([]byte, 1)
 		for {
 			n, err := ctrl.Read(b)
 			if n == 1 {
-				ctrlMsg <- b[0]
+				msgs <- b[0]
 				continue
 			}
 			if err != nil {
-				ctrlMsg <- 0 // EOF: launcher gone
+				msgs <- 0
 				return
 			}
 		}
 	}()
+	return msgs
+}
 
-	rep := &plan.Report{Namespaces: true}
-	deadline := time.NewTimer(p.WallTime - time.Since(start))
-	defer deadline.Stop()
-	mainDone := false
-	self := os.Getpid()
-	// bwrap itself must not get SIGTERM: its death SIGKILLs the sandbox
-	// (--die-with-parent) and would cut the grace short.
-	end := proctree.EndTree(self, p.KillGrace, child)
-	defer end.Stop()
-	startKilling := func() {
-		if !end.Killing() {
-			rep.Killed = true
-			end.Kill()
-		}
+func (s *session) terminate() {
+	if s.end.Terminate() {
+		s.rep.Killed = true
 	}
-	terminate := func() {
-		if end.Terminate() {
-			rep.Killed = true
-		}
-	}
+}
 
-	onWait := func(ev waitEvent) {
-		if ev.pid != child || mainDone {
-			return
-		}
-		mainDone = true
-		switch {
-		case ev.ws.Exited():
-			rep.ExitCode = ev.ws.ExitStatus()
-		case ev.ws.Signaled():
-			rep.ExitCode = -1
-			rep.Signal = int(ev.ws.Signal())
-		}
-		if exitPipe != nil {
-			// Our init inside bwrap was the PID namespace's: the
-			// command's own status is on the pipe, and the kernel killed
-			// what outlived it when init exited.
-			if st, ok := readInitStatus(exitPipe); ok {
-				rep.ExitCode, rep.Signal = st.ExitCode, st.Signal
-				if st.Survivors > 0 {
-					rep.Survivors = st.Survivors
-					rep.Killed = true
-				}
-			} else if rep.ExitCode > 128 && rep.ExitCode < 128+65 {
-				// bwrap reports its child's death by signal N as 128+N.
-				rep.ExitCode, rep.Signal = -1, rep.ExitCode-128
-			}
-		}
-		if !end.Killing() && hasChildren() {
-			// Whatever is still alive now outlived the command.
-			if ds, err := proctree.Descendants(self); err == nil && len(ds) > 0 {
-				rep.Survivors += len(ds)
-				startKilling()
-			}
-		}
+func (s *session) kill() {
+	if !s.end.Killing() {
+		s.rep.Killed = true
+		s.end.Kill()
 	}
+}
 
-	for {
-		select {
-		case ev := <-waits:
-			onWait(ev)
-		case <-allGone:
-			// select picks at random among ready cases: the events the
-			// reaper queued before it found no child left come first.
-			for len(waits) > 0 {
-				onWait(<-waits)
+// onWait takes bwrap's exit status, and our init's report of the
+// command's when there is one; whatever is still alive then outlived the
+// command.
+func (s *session) onWait(ev waitEvent) {
+	if ev.pid != s.child || s.mainDone {
+		return
+	}
+	s.mainDone = true
+	rep := s.rep
+	switch {
+	case ev.ws.Exited():
+		rep.ExitCode = ev.ws.ExitStatus()
+	case ev.ws.Signaled():
+		rep.ExitCode = -1
+		rep.Signal = int(ev.ws.Signal())
+	}
+	if s.exitPipe != nil {
+		// Our init inside bwrap was the PID namespace's: the command's
+		// own status is on the pipe, and the kernel killed what outlived
+		// it when init exited.
+		if st, ok := readInitStatus(s.exitPipe); ok {
+			rep.ExitCode, rep.Signal = st.ExitCode, st.Signal
+			if st.Survivors > 0 {
+				rep.Survivors = st.Survivors
+				rep.Killed = true
 			}
-			end.Stop()
-			stopNotify()
-			<-notifyDone
-			for _, d := range stats.Denials() {
-				rep.Denials = append(rep.Denials, spec.Denial{Syscall: d.Syscall, Path: d.Path, Errno: unix.ErrnoName(d.Errno), Reason: d.Reason})
-			}
-			var ru unix.Rusage
-			if unix.Getrusage(unix.RUSAGE_CHILDREN, &ru) == nil {
-				rep.UserCPU = time.Duration(ru.Utime.Nano())
-				rep.SysCPU = time.Duration(ru.Stime.Nano())
-				rep.MaxRSSKB = ru.Maxrss
-			}
-			if !mainDone {
-				rep.ExitCode = -1
-				rep.Signal = int(unix.SIGKILL)
-			}
-			tmpdir.Remove(p.PrivateTmp)
-			if p.PidsCgroup != "" {
-				_ = os.Remove(p.PidsCgroup)
-			}
-			return rep
-		case <-deadline.C:
-			rep.TimedOut = true
-			terminate()
-		case m := <-ctrlMsg:
-			switch m {
-			case 'c':
-				rep.Cancelled = true
-				terminate()
-			case 0:
-				// Nobody is left to report to: end everything now.
-				rep.Cancelled = true
-				startKilling()
-			}
-		case <-term:
-			rep.Cancelled = true
-			terminate()
-		case <-end.Grace():
-			startKilling()
-		case <-end.Tick():
-			end.Sweep()
+		} else if rep.ExitCode > 128 && rep.ExitCode < 128+65 {
+			// bwrap reports its child's death by signal N as 128+N.
+			rep.ExitCode, rep.Signal = -1, rep.ExitCode-128
 		}
 	}
+	if !s.end.Killing() && hasChildren() {
+		if ds, err := proctree.Descendants(s.self); err == nil && len(ds) > 0 {
+			rep.Survivors += len(ds)
+			s.kill()
+		}
+	}
+}
+
+// finish completes the report once every descendant is gone, and removes
+// the run's private directory and pids cgroup.
+func (s *session) finish() *plan.Report {
+	rep := s.rep
+	for _, d := range s.stats.Denials() {
+		rep.Denials = append(rep.Denials, spec.Denial{Syscall: d.Syscall, Path: d.Path, Errno: unix.ErrnoName(d.Errno), Reason: d.Reason})
+	}
+	var ru unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_CHILDREN, &ru) == nil {
+		rep.UserCPU = time.Duration(ru.Utime.Nano())
+		rep.SysCPU = time.Duration(ru.Stime.Nano())
+		rep.MaxRSSKB = ru.Maxrss
+	}
+	if !s.mainDone {
+		rep.ExitCode = -1
+		rep.Signal = int(unix.SIGKILL)
+	}
+	tmpdir.Remove(s.p.PrivateTmp)
+	if s.p.PidsCgroup != "" {
+		_ = os.Remove(s.p.PidsCgroup)
+	}
+	return rep
 }
 
 // reaper is the only caller of wait4: it reports every reaped child and
