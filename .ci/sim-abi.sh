@@ -7,7 +7,7 @@
 # build cannot lower its ABI (internal/landlock/abi_release.go).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tests='^(TestSimulatedABIInForce|TestEscape|TestFunctional|TestFunctionalOwnProcesses|TestFileWork|TestBackends|TestRootsNosuid)$'
+tests='^(TestSimulatedABIInForce|TestEscape|TestFunctional|TestFunctionalOwnProcesses|TestFunctionalForkUnderSupervisor|TestFileWork|TestBackends|TestRootsNosuid)$'
 fail=0
 for abi in ${CONFINE_SIM_ABIS:-1 2 3 4 5}; do
   for mode in container host; do
