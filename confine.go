@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package confine runs one untrusted command confined by unprivileged kernel
 // facilities (Landlock, seccomp-BPF, rlimits, no_new_privs) and returns a
 // bounded, structured result. RunCommand is the only way to execute
