@@ -17,6 +17,9 @@ import (
 	"github.com/confine-sandbox/confine/policy"
 )
 
+// isProbe says whether args ask for the escape probe this binary carries.
+func isProbe(args []string) bool { return len(args) > 0 && args[0] == selftest.ProbeCommand }
+
 // runProbe is `confine __probe VECTOR ARGS...`: the escape probe carried in
 // this binary, which `confine selftest` runs unconfined and under `confine
 // run`. Hidden from help; its output is the probe's JSON line on stdout.
