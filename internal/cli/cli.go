@@ -1,3 +1,5 @@
+//go:build unix
+
 // Package cli is the confine command line: run, check, version and shell
 // completion. Exit statuses follow env(1)/timeout(1): the command's own
 // status, 128+N for death by signal N, 124 on timeout, 125 when confine
