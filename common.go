@@ -1,3 +1,5 @@
+//go:build linux || darwin
+
 package confine
 
 // What every OS's RunCommand shares: limits, and resolving the program as
@@ -35,21 +37,6 @@ func mergeLimits(prof, s spec.Limits) spec.Limits {
 	set(&l.OpenFiles, s.OpenFiles)
 	set(&l.OutputBytes, s.OutputBytes)
 	return l
-}
-
-func canonicalDir(p string) (string, error) {
-	c, err := filepath.EvalSymlinks(p)
-	if err != nil {
-		return "", err
-	}
-	st, err := os.Stat(c)
-	if err != nil {
-		return "", err
-	}
-	if !st.IsDir() {
-		return "", fmt.Errorf("%s is not a directory", p)
-	}
-	return c, nil
 }
 
 func hasEnv(env []string, name string) bool {

@@ -22,6 +22,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -267,6 +269,21 @@ func (l *Launcher) record(c *policy.Cap, prof policy.Profile, s spec.CommandSpec
 	if err != nil && l.EventLogError != nil {
 		l.EventLogError(fmt.Errorf("event log %s: %w", l.EventLog, err))
 	}
+}
+
+func canonicalDir(p string) (string, error) {
+	c, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return "", err
+	}
+	st, err := os.Stat(c)
+	if err != nil {
+		return "", err
+	}
+	if !st.IsDir() {
+		return "", fmt.Errorf("%s is not a directory", p)
+	}
+	return c, nil
 }
 
 func randHex() string {

@@ -41,6 +41,32 @@ import (
 	"github.com/confine-sandbox/confine/internal/plan"
 )
 
+// Rights of rules, from the ABI table's (rights.go).
+const (
+	// fileRights are the rights the kernel accepts on a rule whose path is
+	// not a directory; anything else there is EINVAL. RESOLVE_UNIX is left
+	// out on purpose: we cannot test it on a file rule here, and dropping
+	// it only narrows access.
+	fileRights = ll.AccessFSExecute |
+		ll.AccessFSWriteFile |
+		ll.AccessFSReadFile |
+		fsTruncate | fsIoctlDev
+
+	readExecRights = ll.AccessFSExecute |
+		ll.AccessFSReadFile |
+		ll.AccessFSReadDir
+
+	// deviceRights omit TRUNCATE: the kernel ignores O_TRUNC on
+	// non-regular files, so "echo x > /dev/null" needs only WRITE_FILE.
+	// noDeviceNodes are handled but never granted, even in ReadWrite:
+	// a root command could otherwise mknod a disk's block device in its
+	// worktree and open it there, outside every other rule.
+	noDeviceNodes = ll.AccessFSMakeChar | ll.AccessFSMakeBlock
+
+	deviceRights = ll.AccessFSReadFile |
+		ll.AccessFSWriteFile | fsIoctlDev
+)
+
 // Policy is what the confined command may touch. Every path must be
 // absolute. Paths are resolved (symlinks followed) when the ruleset is
 // prepared; Landlock rules attach to the resolved inode.
