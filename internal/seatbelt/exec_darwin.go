@@ -139,42 +139,25 @@ func Exec(ctx context.Context, r Run) (Outcome, error) {
 	return out, nil
 }
 
-// killTree signals the process group pgid and every descendant of its
-// leader that kern.proc still lists under it, and returns how many
-// processes it signalled (the leader excluded).
+// killTree signals the process group pgid and every process Doomed finds
+// under its leader in kern.proc, and returns how many of those it
+// signalled (the leader excluded). Once the leader has exited, its
+// children are launchd's: only the group finds them.
 func killTree(pgid int, sig unix.Signal) int {
-	procs, err := unix.SysctlKinfoProcSlice("kern.proc.all")
 	n := 0
-	if err == nil {
-		parent := map[int]int{}
-		group := map[int]int{}
-		for _, p := range procs {
-			parent[int(p.Proc.P_pid)] = int(p.Eproc.Ppid)
-			group[int(p.Proc.P_pid)] = int(p.Eproc.Pgid)
+	if kps, err := unix.SysctlKinfoProcSlice("kern.proc.all"); err == nil {
+		procs := make([]Proc, len(kps))
+		for i, p := range kps {
+			procs[i] = Proc{Pid: int(p.Proc.P_pid), Ppid: int(p.Eproc.Ppid), Pgid: int(p.Eproc.Pgid)}
 		}
-		for pid := range parent {
-			if pid == pgid {
-				continue
-			}
-			if group[pid] == pgid || descends(pid, pgid, parent) {
-				if unix.Kill(pid, sig) == nil {
-					n++
-				}
+		for _, pid := range Doomed(procs, pgid) {
+			if unix.Kill(pid, sig) == nil {
+				n++
 			}
 		}
 	}
 	_ = unix.Kill(-pgid, sig)
 	return n
-}
-
-func descends(pid, root int, parent map[int]int) bool {
-	for i := 0; i < 4096 && pid > 1; i++ {
-		pid = parent[pid]
-		if pid == root {
-			return true
-		}
-	}
-	return false
 }
 
 // cloexecAll marks every descriptor >= 3 of this process close-on-exec, so
