@@ -168,8 +168,12 @@ func TestMacLive(t *testing.T) {
 		if res.Survivors < 1 {
 			t.Errorf("survivors = %d, want the background sleep counted", res.Survivors)
 		}
-		if exec.Command("/bin/kill", "-0", pid).Run() == nil {
-			t.Fatalf("pid %s outlived the run", pid)
+		// SIGKILLed, it may stay a zombie until launchd reaps it.
+		for i := 0; exec.Command("/bin/kill", "-0", pid).Run() == nil; i++ {
+			if i == 100 {
+				t.Fatalf("pid %s outlived the run", pid)
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
 	})
 }
