@@ -1,4 +1,4 @@
-//go:build unix
+//go:build linux || darwin
 
 // Package cli is the confine command line: run, check, version and shell
 // completion. Exit statuses follow env(1)/timeout(1): the command's own
