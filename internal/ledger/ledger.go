@@ -415,7 +415,7 @@ var table = []Guarantee{
 		Name:    policy.GTerminal,
 		Promise: "no input pushed into the caller's terminal",
 		Mechanisms: []Mechanism{coreSC("setsid (no controlling terminal) + seccomp denies TIOCSTI/TIOCLINUX"),
-			sb("setsid (no controlling terminal; macOS refuses TIOCSTI on any other terminal to a non-root caller); Seatbelt grants no terminal device but /dev/tty")},
+			sb("setsid (no controlling terminal: /dev/tty opens fail, and macOS refuses TIOCSTI on a terminal that is not the caller's controlling one to non-root); stdio are fresh pipes; Seatbelt grants no other terminal device")},
 		Vectors: []string{"tiocsti-*", "tioclinux-pts-path"},
 	},
 	{

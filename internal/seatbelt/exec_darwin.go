@@ -58,7 +58,17 @@ func Exec(ctx context.Context, r Run) (Outcome, error) {
 	cmd := &exec.Cmd{Path: SandboxExec, Args: argv, Env: r.Env, Dir: r.Dir,
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true}}
 	if r.Stdin != nil {
-		cmd.Stdin = r.Stdin
+		// Always a fresh pipe, never the caller's descriptor: a terminal
+		// on fd 0 would let a root command push input with TIOCSTI. The
+		// copy is not waited for (os/exec would block Wait until the
+		// caller's stdin reaches EOF).
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			return out, fmt.Errorf("%w: stdin pipe: %v", spec.ErrLaunch, err)
+		}
+		defer pr.Close()
+		go func() { _, _ = io.Copy(pw, r.Stdin); pw.Close() }()
+		cmd.Stdin = pr
 	}
 	so, se := capture.New(r.Limits.OutputBytes, r.LiveStdout, r.LiveLimit), capture.New(r.Limits.OutputBytes, r.LiveStderr, r.LiveLimit)
 	stdout, err := cmd.StdoutPipe()
