@@ -1,5 +1,15 @@
 //go:build !linux
 
+// Package confine runs one untrusted command in a sandbox and returns a
+// bounded, structured result. RunCommand is the only way to execute
+// anything, and it needs a capability minted by the policy engine.
+//
+// This is the build for an OS other than Linux. On macOS the command runs
+// under /usr/bin/sandbox-exec with a generated Seatbelt profile (the
+// seatbelt backend); what Seatbelt cannot enforce is refused by name
+// unless the profile waives it. Elsewhere (Windows) there is no backend
+// and RunCommand refuses with spec.ErrUnsupportedOS: nothing ever runs
+// unconfined.
 package confine
 
 import (
