@@ -1,3 +1,5 @@
+//go:build darwin
+
 package confine_test
 
 // Live tests of the macOS backend. They need a Mac with
