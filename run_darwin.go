@@ -60,30 +60,13 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 	}
 	limits := mergeLimits(prof.Limits, s.Limits)
 	canon := seatbelt.Canon{}
-	setup := func(what string, err error) error {
-		return fmt.Errorf("%w: %s: %v", spec.ErrInvalidSpec, what, err)
-	}
-	worktree, err := canon.Path(s.Worktree)
+	lay, err := canon.Layout(seatbelt.Roots{Worktree: s.Worktree, Dir: s.Dir,
+		ReadOnly: append(slices.Clone(prof.ReadExec), s.ReadOnly...), ReadWrite: append(slices.Clone(prof.Writable), s.ReadWrite...)})
 	if err != nil {
-		return res, setup("worktree", err)
+		return res, err
 	}
-	dir := worktree
-	if s.Dir != "" {
-		if dir, err = canon.Path(s.Dir); err != nil {
-			return res, setup("dir", err)
-		}
-		if !spec.Within(dir, worktree) {
-			return res, fmt.Errorf("%w: dir %q resolves outside worktree %q", spec.ErrInvalidSpec, dir, worktree)
-		}
-	}
-	rw := []string{worktree}
-	for _, r := range append(slices.Clone(prof.Writable), s.ReadWrite...) {
-		cr, err := canon.Path(r)
-		if err != nil {
-			return res, setup("read-write root", err)
-		}
-		rw = append(rw, cr)
-	}
+	dir, ro, rw := lay.Dir, lay.ReadExec, lay.Writable
+	// The same rules as on Linux, for every writable root.
 	for _, r := range rw {
 		if !slices.Contains(prof.Waive, policy.GFSWrite) {
 			if err := policy.CheckWritableRoot(r); err != nil {
@@ -95,16 +78,8 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 				spec.ErrUnavailable, policy.GCredentials, strings.Join(found, ", "), r, policy.GCredentials)
 		}
 	}
-	ro := slices.Clone(seatbelt.SystemReadExec)
-	var deny []string
-	for _, r := range append(slices.Clone(prof.ReadExec), s.ReadOnly...) {
-		cr, err := canon.Path(r)
-		if err != nil {
-			return res, setup("read-only root", err)
-		}
-		ro = append(ro, cr)
-		deny = append(deny, canon.CredentialDenies(cr)...)
-		res.HiddenCredentials = append(res.HiddenCredentials, policy.FindCredentials(cr)...)
+	for _, r := range ro[len(seatbelt.SystemReadExec):] {
+		res.HiddenCredentials = append(res.HiddenCredentials, policy.FindCredentials(r)...)
 	}
 	env, err := policy.SanitizeEnv(s.Env, prof.Env.Waive)
 	if err != nil {
@@ -152,8 +127,7 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 	if !hasEnv(env, "TMPDIR") {
 		env = append(env, "TMPDIR="+scratch+"/"+tmpdir.TmpName)
 	}
-	profile, err := seatbelt.Generate(seatbelt.Spec{Worktree: worktree, Scratch: scratch, ReadExec: ro, ReadWrite: rw[1:],
-		Devices: append(slices.Clone(seatbelt.Devices), prof.Devices...), Deny: deny})
+	profile, err := seatbelt.Generate(lay.Spec(scratch, append(slices.Clone(seatbelt.Devices), prof.Devices...)))
 	if err != nil {
 		return res, fmt.Errorf("%w: %v", spec.ErrInvalidSpec, err)
 	}
