@@ -1,3 +1,5 @@
+//go:build linux
+
 package escape
 
 import "github.com/confine-sandbox/confine/internal/testutil"

@@ -36,10 +36,7 @@ var cargoHomeCredentials = []string{"credentials.toml", "credentials"}
 // target). Entries created in those directories later are not covered by
 // any grant.
 func SplitReadGrant(root string) (grants, excluded []string, err error) {
-	rel := credentialPaths
-	if filepath.Base(root) == ".cargo" || fileExists(filepath.Join(root, "config.toml")) && fileExists(filepath.Join(root, "registry")) {
-		rel = append(append([]string(nil), rel...), cargoHomeCredentials...)
-	}
+	rel := CredentialPathsUnder(root)
 	var secrets []string
 	for _, r := range rel {
 		p := filepath.Join(root, r)
@@ -62,6 +59,17 @@ func SplitReadGrant(root string) (grants, excluded []string, err error) {
 		return nil, nil, fmt.Errorf("re-deny credentials under %s: %w", root, err)
 	}
 	return grants, secrets, nil
+}
+
+// CredentialPathsUnder returns the credential paths, relative to root, that
+// must stay unreadable when root is granted: the common list, and cargo's
+// credential files when root is itself a cargo home.
+func CredentialPathsUnder(root string) []string {
+	rel := slices.Clone(credentialPaths)
+	if filepath.Base(root) == ".cargo" || fileExists(filepath.Join(root, "config.toml")) && fileExists(filepath.Join(root, "registry")) {
+		rel = append(rel, cargoHomeCredentials...)
+	}
+	return rel
 }
 
 // FindCredentials lists the credential paths present directly under root.

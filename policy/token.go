@@ -12,7 +12,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"syscall"
 	"time"
 	"unicode"
 
@@ -56,9 +55,9 @@ func LoadKey(path string) ([]byte, error) {
 	fail := func(format string, args ...any) ([]byte, error) {
 		return nil, fmt.Errorf("%w: engine key %s: %s", spec.ErrCapability, path, fmt.Sprintf(format, args...))
 	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := openKey(path)
 	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
+		if errors.Is(err, errKeySymlink) {
 			return fail("is a symlink")
 		}
 		return fail("%v", err)
@@ -74,10 +73,10 @@ func LoadKey(path string) ([]byte, error) {
 	if perm := st.Mode().Perm(); perm&0o077 != 0 {
 		return fail("mode %#o lets others read or write it; chmod 600 it", perm)
 	}
-	if sys, ok := st.Sys().(*syscall.Stat_t); !ok {
+	if uid, ok := fileOwner(st); !ok {
 		return fail("cannot tell its owner")
-	} else if int(sys.Uid) != os.Geteuid() {
-		return fail("owned by uid %d, not by this user (uid %d)", sys.Uid, os.Geteuid())
+	} else if uid != os.Geteuid() {
+		return fail("owned by uid %d, not by this user (uid %d)", uid, os.Geteuid())
 	}
 	data, err := io.ReadAll(io.LimitReader(f, 4097))
 	if err != nil {

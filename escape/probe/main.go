@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command probe is the escape suite's attack binary: internal/probe, the
 // same attacks `confine selftest` runs. See that package for the contract.
 package main

@@ -1,3 +1,5 @@
+//go:build linux
+
 package cli
 
 import (
@@ -14,6 +16,9 @@ import (
 	"github.com/confine-sandbox/confine/internal/selftest"
 	"github.com/confine-sandbox/confine/policy"
 )
+
+// isProbe says whether args ask for the escape probe this binary carries.
+func isProbe(args []string) bool { return len(args) > 0 && args[0] == selftest.ProbeCommand }
 
 // runProbe is `confine __probe VECTOR ARGS...`: the escape probe carried in
 // this binary, which `confine selftest` runs unconfined and under `confine

@@ -1,3 +1,5 @@
+//go:build unix
+
 // Package eventlog is confine's run history: one JSON line per run, appended
 // to a per-user file that concurrent confine processes share, rotated by
 // size, and read back by `confine inspect`.

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package host probes what this kernel and process can enforce. The answers
 // decide, per guarantee, which mechanism enforces it or whether the run must
 // be refused.

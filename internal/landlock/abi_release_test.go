@@ -1,4 +1,4 @@
-//go:build !confine_simabi
+//go:build linux && !confine_simabi
 
 package landlock
 

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package landlock builds and enforces the Landlock part of confine's
 // sandbox: filesystem access rights, TCP bind/connect denial and IPC
 // scoping, applied by a process to its own thread just before it execs the
@@ -39,27 +41,8 @@ import (
 	"github.com/confine-sandbox/confine/internal/plan"
 )
 
-// Filesystem rights by the ABI that introduced them.
+// Rights of rules, from the ABI table's (rights.go).
 const (
-	// fsV1 is every right of ABI 1: EXECUTE .. MAKE_SYM.
-	fsV1 = ll.AccessFSExecute |
-		ll.AccessFSWriteFile |
-		ll.AccessFSReadFile |
-		ll.AccessFSReadDir |
-		ll.AccessFSRemoveDir |
-		ll.AccessFSRemoveFile |
-		ll.AccessFSMakeChar |
-		ll.AccessFSMakeDir |
-		ll.AccessFSMakeReg |
-		ll.AccessFSMakeSock |
-		ll.AccessFSMakeFifo |
-		ll.AccessFSMakeBlock |
-		ll.AccessFSMakeSym
-	fsRefer       = ll.AccessFSRefer       // ABI 2
-	fsTruncate    = ll.AccessFSTruncate    // ABI 3
-	fsIoctlDev    = ll.AccessFSIoctlDev    // ABI 5
-	fsResolveUnix = ll.AccessFSResolveUnix // ABI 9
-
 	// fileRights are the rights the kernel accepts on a rule whose path is
 	// not a directory; anything else there is EINVAL. RESOLVE_UNIX is left
 	// out on purpose: we cannot test it on a file rule here, and dropping
@@ -82,10 +65,6 @@ const (
 
 	deviceRights = ll.AccessFSReadFile |
 		ll.AccessFSWriteFile | fsIoctlDev
-
-	netTCP = ll.AccessNetBindTCP | ll.AccessNetConnectTCP
-
-	scopeAll = ll.ScopeAbstractUnixSocket | ll.ScopeSignal
 )
 
 // Policy is what the confined command may touch. Every path must be

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package launch is the launcher side of a run. With namespaces it clones
 // the run's init itself from a prepared program and supervises the run in
 // this process (direct.go); otherwise it re-executes the host binary as

@@ -26,6 +26,9 @@ const (
 	Core       Layer = "core"
 	Namespaces Layer = "namespaces"
 	Bwrap      Layer = "bubblewrap"
+	// Seatbelt is macOS's backend on its own: none of the Linux layers
+	// exist there.
+	Seatbelt Layer = "seatbelt"
 )
 
 // Facts are what a decision depends on: the host's kernel features and the
@@ -43,6 +46,8 @@ type Facts struct {
 	// PidMax says a PID namespace can be given its own pid_max (Linux
 	// 6.14+) for this run.
 	PidMax bool
+	// SandboxExec says macOS's /usr/bin/sandbox-exec is there.
+	SandboxExec bool
 }
 
 // Who restricts a mechanism to commands running as some uids.
@@ -134,6 +139,9 @@ func (m Mechanism) holds(f Facts) (bool, string) {
 		if !f.RootCommand {
 			lack = append(lack, "a command running as uid 0")
 		}
+	}
+	if m.Layer == Seatbelt && !f.SandboxExec {
+		lack = append(lack, "/usr/bin/sandbox-exec (macOS)")
 	}
 	if m.PidsCgroup && !f.PidsCgroup {
 		lack = append(lack, "a writable pids cgroup")
@@ -232,6 +240,8 @@ func layerBackend(l Layer) string {
 		return "landlock+namespaces"
 	case Bwrap:
 		return "bubblewrap"
+	case Seatbelt:
+		return "seatbelt"
 	}
 	return "landlock+seccomp"
 }
@@ -277,6 +287,7 @@ func coreSC(text string) Mechanism {
 }
 func ns(text string) Mechanism   { return Mechanism{Layer: Namespaces, Sufficient: true, Text: text} }
 func bw(text string) Mechanism   { return Mechanism{Layer: Bwrap, Sufficient: true, Text: text} }
+func sb(text string) Mechanism   { return Mechanism{Layer: Seatbelt, Sufficient: true, Text: text} }
 func plus(m Mechanism) Mechanism { m.Sufficient = false; return m }
 func feat(m Mechanism, f string) Mechanism {
 	m.Feature = f
@@ -294,13 +305,14 @@ var table = []Guarantee{
 			plus(feat(core("{landlock} denies TCP bind/connect"), landlock.FeatTCP)),
 			plus(ns("empty network namespace (loopback only)")),
 			plus(bw("bubblewrap: empty network namespace (loopback only)")),
+			sb("Seatbelt: (deny network*): no socket of the command's connects, binds or sends, unix sockets included (Mach services stay reachable under (allow default))"),
 		},
 		Vectors: []string{"tcp-connect", "tcp6-connect", "udp-send", "tcp-listen", "mptcp-connect", "netlink", "vsock", "packet", "iouring-socket", "socketcall32", "x32-syscall"},
 	},
 	{
 		Name:       policy.GCleanEnv,
 		Promise:    "the environment holds no secret of the caller's: built from scratch, path lists checked",
-		Mechanisms: []Mechanism{{Layer: Core, Sufficient: true, Text: "launcher: environment built from scratch"}},
+		Mechanisms: []Mechanism{{Layer: Core, Sufficient: true, Text: "launcher: environment built from scratch"}, sb("launcher: environment built from scratch")},
 		Vectors:    []string{"env-dump-canaries", "r11-caller-ldpreload-and-path", "r11-env-flag-*"},
 	},
 	{
@@ -308,14 +320,16 @@ var table = []Guarantee{
 		Promise: "credential files inside granted directories stay unreadable",
 		Mechanisms: []Mechanism{
 			core("{landlock}: credential files inside read-only roots are left out of the grant; a writable root holding one is refused"),
+			sb("Seatbelt: every credential path under each read root denied after the grants (the last matching rule wins), present or not, and a symlinked one's target; a writable root holding one is refused"),
 		},
 		Vectors: []string{"read-credential-in-ro-root/*", "read-credential-ro-cargo-home", "read-credential-symlink*", "read-credential-in-workdir/*"},
 	},
 	{
-		Name:       policy.GNoInheritedFDs,
-		Promise:    "no descriptor of the caller's reaches the command",
-		Mechanisms: []Mechanism{{Layer: Core, Sufficient: true, Text: "the command marks every descriptor >= 3 close-on-exec (close_range) right before execve; stdio are fresh pipes"}},
-		Vectors:    []string{"inherited-fd-*"},
+		Name:    policy.GNoInheritedFDs,
+		Promise: "no descriptor of the caller's reaches the command",
+		Mechanisms: []Mechanism{{Layer: Core, Sufficient: true, Text: "the command marks every descriptor >= 3 close-on-exec (close_range) right before execve; stdio are fresh pipes"},
+			sb("the launcher marks every descriptor >= 3 of its own close-on-exec right before it starts sandbox-exec; stdio are fresh pipes")},
+		Vectors: []string{"inherited-fd-*"},
 	},
 	{
 		Name:    policy.GFSWrite,
@@ -330,6 +344,7 @@ var table = []Guarantee{
 				Text: "renames and links across directories (Landlock ABI 1 refuses them all) performed by the launcher only between directories inside writable roots"}),
 			plus(ns("mount namespace: a read-only empty root holding only the granted roots (read-only ones bound read-only), /dev holds only the granted device nodes, /dev/shm is a private per-run tmpfs")),
 			plus(bw("bubblewrap mount namespace: only the granted roots exist, /dev holds only the granted device nodes, /dev/shm is a private per-run tmpfs")),
+			sb("Seatbelt: (deny file-write*), reopened for the workdir, the private temp dir, granted roots and the listed device nodes; the shared /private/tmp and /private/var/tmp are not"),
 		},
 		Vectors: []string{"write-file-*", "append-file-outside", "truncate-file-*", "truncate-via-workdir-symlink", "open-rdonly-trunc-*", "open-accmode3-trunc-ro-root", "openat2-trunc-ro-root",
 			"rename-out", "rename-in", "rename-exchange-out", "link-out", "link-in-then-write", "link-in-follow-then-write", "symlink-write*", "mknod-*", "tmp-write", "shm-write"},
@@ -341,6 +356,7 @@ var table = []Guarantee{
 			core("{landlock}: reads only in declared roots; /proc limited to non-process entries"),
 			plus(ns("mount namespace: nothing but the granted roots exists (what Landlock refuses cannot even be stat()ed)")),
 			plus(bw("bubblewrap mount namespace: nothing but the granted roots is mounted")),
+			sb("Seatbelt: (deny file-read*), reopened for the system roots, toolchains, the workdir, the private temp dir and the listed device nodes (and the metadata of their parent directories)"),
 		},
 		Vectors: []string{"read-file-shadow", "read-file-outside", "iouring-openat-*", "open-by-handle", "block-device"},
 	},
@@ -349,6 +365,7 @@ var table = []Guarantee{
 		Promise: "chmod, chown, utimes and xattrs only inside writable roots",
 		Mechanisms: []Mechanism{
 			coreSC("seccomp user notification: chmod/chown/utimes/xattr resolved and performed by the launcher (the supervisor under bubblewrap) only inside writable roots (a task's descriptor reached through pidfd_getfd, or /proc/<tid>/fd where that is refused)"),
+			sb("Seatbelt: file-write* covers file-write-mode, -owner, -times, -xattr and -flags, denied outside the writable roots"),
 		},
 		Vectors: []string{"chmod-*", "chown-*", "utimes-*", "setxattr-*", "removexattr-*", "fchmod-ro-*"},
 	},
@@ -365,6 +382,7 @@ var table = []Guarantee{
 			plus(feat(core("{landlock} abstract-socket scope"), landlock.FeatScope)),
 			plus(ns("network namespace (abstract sockets are per namespace) and mount namespace (the host's /run, /tmp and /dev/shm absent)")),
 			plus(bw("bubblewrap network namespace (abstract sockets are per namespace) and mount namespace (the host's /run, /tmp and /dev/shm absent)")),
+			sb("Seatbelt: (deny network*) refuses connecting to any unix socket (macOS has no abstract ones)"),
 		},
 		Vectors: []string{"abstract-unix", "unix-connect-outside", "unix-dgram-outside"},
 	},
@@ -394,10 +412,11 @@ var table = []Guarantee{
 		Vectors: []string{"ptrace", "process-vm-readv", "proc-read-*"},
 	},
 	{
-		Name:       policy.GTerminal,
-		Promise:    "no input pushed into the caller's terminal",
-		Mechanisms: []Mechanism{coreSC("setsid (no controlling terminal) + seccomp denies TIOCSTI/TIOCLINUX")},
-		Vectors:    []string{"tiocsti-*", "tioclinux-pts-path"},
+		Name:    policy.GTerminal,
+		Promise: "no input pushed into the caller's terminal",
+		Mechanisms: []Mechanism{coreSC("setsid (no controlling terminal) + seccomp denies TIOCSTI/TIOCLINUX"),
+			sb("setsid (no controlling terminal: /dev/tty opens fail, and macOS refuses TIOCSTI on a terminal that is not the caller's controlling one to non-root); stdio are fresh pipes; Seatbelt grants no other terminal device")},
+		Vectors: []string{"tiocsti-*", "tioclinux-pts-path"},
 	},
 	{
 		Name:       policy.GKernelSurface,
@@ -434,6 +453,7 @@ var table = []Guarantee{
 			{Layer: Core, Sufficient: true, Text: "the run's init is a child subreaper: every descendant is killed and reaped, also on launcher death (the init then becomes the reaper)"},
 			plus(ns("PID namespace (when its init exits, the kernel kills every process left in it)")),
 			plus(bw("bubblewrap PID namespace (when its init exits, the kernel kills every process left in it) and --die-with-parent")),
+			plus(sb("process group SIGTERM, grace, SIGKILL, and a sweep of the descendants sysctl kern.proc lists (a process that setsid()s and double-forks is reparented to launchd and escapes both)")),
 		},
 		Vectors: []string{"setsid-daemon"},
 	},

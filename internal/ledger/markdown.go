@@ -12,8 +12,8 @@ import (
 // escape rows that attack it.
 func Markdown() string {
 	var b strings.Builder
-	b.WriteString("| guarantee | core (`landlock+seccomp`; every backend) | `landlock+namespaces` adds | `bubblewrap` adds | attacked by (`escape` rows) |\n")
-	b.WriteString("|---|---|---|---|---|\n")
+	b.WriteString("| guarantee | core (`landlock+seccomp`; every backend) | `landlock+namespaces` adds | `bubblewrap` adds | macOS `seatbelt` (on its own; unverified, see Platforms) | attacked by (`escape` rows) |\n")
+	b.WriteString("|---|---|---|---|---|---|\n")
 	for _, g := range table {
 		cells := map[Layer][]string{}
 		for _, m := range g.Mechanisms {
@@ -23,11 +23,22 @@ func Markdown() string {
 		for i, v := range g.Vectors {
 			vs[i] = "`" + v + "`"
 		}
-		fmt.Fprintf(&b, "| `%s`: %s | %s | %s | %s | %s |\n", g.Name, g.Promise,
+		fmt.Fprintf(&b, "| `%s`: %s | %s | %s | %s | %s | %s |\n", g.Name, g.Promise,
 			strings.Join(cells[Core], "<br>"), strings.Join(cells[Namespaces], "<br>"),
-			strings.Join(cells[Bwrap], "<br>"), strings.Join(vs, ", "))
+			strings.Join(cells[Bwrap], "<br>"), orRefused(cells[Seatbelt]), strings.Join(vs, ", "))
 	}
 	return b.String()
+}
+
+// orRefused joins a macOS cell; a guarantee Seatbelt cannot enforce on
+// its own says so (runs there are refused unless a profile waives it).
+func orRefused(ms []string) string {
+	for _, m := range ms {
+		if !strings.Contains(m, "defence in depth") {
+			return strings.Join(ms, "<br>")
+		}
+	}
+	return strings.Join(append([]string{"**refused** (no mechanism; waive by name)"}, ms...), "<br>")
 }
 
 // markdown is one mechanism with its conditions, for the table.

@@ -1,3 +1,5 @@
+//go:build linux
+
 package nsinit
 
 import "golang.org/x/sys/unix"

@@ -1,3 +1,5 @@
+//go:build linux
+
 // The i386 (INT $0x80) and x32 probes. Both run in a re-executed child of
 // the probe (see runIsolated and the package comment): when a
 // seccomp filter kills or traps the foreign-ABI call, the child dies of

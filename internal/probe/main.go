@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package probe attempts exactly one sandbox-escape vector and reports what
 // happened. The escape suite (escape/probe, a thin wrapper) and `confine
 // selftest` (the confine binary re-executed as `confine __probe`) run it

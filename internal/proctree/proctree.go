@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package proctree finds and kills every descendant of a process. It is used
 // by the supervisor, which is a child subreaper: orphans of the run are
 // reparented to it, so "descendants of the supervisor" is exactly the run's

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package program turns a launch plan into a spawn.Program: the system
 // calls a raw-cloned child makes between clone and execve. Namespaced is
 // the landlock+namespaces provider (the child is the PID namespace's init,

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package provider is the seam between the policy and the mechanisms that
 // confine a command: a registry of backends in the seeds' Linux order, an
 // availability check that says why a backend cannot run here, and the

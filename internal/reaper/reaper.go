@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package reaper is what a core run's init becomes when its launcher died
 // (package spawn, Program.SetGoneJanitor): a re-exec of the host binary
 // that is still the child subreaper of the command's tree (the attribute

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package rlimit turns a run's limits into setrlimit calls in the child.
 package rlimit
 

@@ -1,3 +1,5 @@
+//go:build linux
+
 package seccomp
 
 // Syscall numbers of the calls the filter acts on, per architecture.

@@ -1,3 +1,5 @@
+//go:build linux
+
 package seccomp
 
 // Numbers of the file calls fileRules names (see nr.go for the sources),

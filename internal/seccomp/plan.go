@@ -1,3 +1,5 @@
+//go:build linux
+
 package seccomp
 
 import "github.com/confine-sandbox/confine/internal/plan"

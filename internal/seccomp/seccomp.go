@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package seccomp builds and installs the seccomp-BPF filter that confine
 // applies to an untrusted command right before execve.
 //

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package selftest proves the sandbox on the user's own host: it runs the
 // escape probes (internal/probe, carried in the confine binary as
 // `confine __probe`) through the real launch path, `confine run`, each

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package spawn starts a confined process without a second Go runtime: the
 // launcher prepares every system call the child will make as plain data
 // (a Program), forks with a raw clone, and the child runs that list with

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package testutil holds helpers for tests that really spawn: running the
 // CLI as root and as an unprivileged uid, making work directories that uid
 // owns, and checking that processes are gone.

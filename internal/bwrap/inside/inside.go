@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package inside is our init inside bubblewrap: bwrap makes the
 // namespaces and the mount tree, then execs this binary (bwrap.InitPath)
 // as pid 1 of the run's PID namespace. The init starts the command as its

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package supervise is the unconfined process that owns one run of the
 // bubblewrap provider (the launcher runs the other providers itself,
 // package launch). It is a child subreaper, so every descendant of the

@@ -1,0 +1,240 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/confine-sandbox/confine"
+	"github.com/confine-sandbox/confine/internal/host"
+	"github.com/confine-sandbox/confine/internal/ledger"
+	"github.com/confine-sandbox/confine/internal/provider"
+	"github.com/confine-sandbox/confine/policy"
+	"github.com/confine-sandbox/confine/spec"
+)
+
+// backendNames are the backends this build can run, for `confine version`.
+func backendNames() []string {
+	return []string{confine.BackendNamespaces, confine.Backend, confine.BackendBubblewrap}
+}
+
+func newCheck(stdout io.Writer) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "check",
+		Short: "Report what this host can enforce, guarantee by guarantee",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			h := probeHost()
+			runAsRoot := h.EUID == 0
+			if runAsRoot {
+				if wd, err := os.Getwd(); err == nil {
+					var st syscall.Stat_t
+					if syscall.Stat(wd, &st) == nil {
+						runAsRoot = st.Uid == 0
+					}
+				}
+			}
+			maxProcs := spec.Limits{}.WithDefaults().MaxProcs
+			decide := func(p provider.Provider) []ledger.Decision {
+				return ledger.Decide(p.Ledger(), provider.Facts(h, p, runAsRoot, maxProcs))
+			}
+			sel, selErr := provider.Select(h, provider.Request{Tier: policy.TierSandboxed,
+				Enforce: func(p provider.Provider) error { _, err := ledger.Resolve(decide(p), nil); return err }})
+			var backend string
+			var layers []string
+			var as []ledger.Decision
+			if sel.Provider != nil {
+				backend, layers, as = sel.Provider.Name(), sel.Provider.Layers(), decide(sel.Provider)
+			} else {
+				core, _ := provider.Lookup(provider.Core)
+				as = decide(core)
+			}
+			ok := selErr == nil
+			for _, a := range as {
+				if a.Missing != "" {
+					ok = false
+				}
+			}
+			// The ledger for every backend that can run here, so a user
+			// sees what each one enforces and what --backend would give.
+			var per []backendLedger
+			for _, p := range provider.Registry() {
+				if avail, _ := p.Available(h); !avail || len(p.Ledger()) == 0 {
+					continue
+				}
+				per = append(per, backendLedger{Name: p.Name(), Guarantees: decide(p)})
+			}
+			if asJSON {
+				enc := json.NewEncoder(stdout)
+				enc.SetIndent("", "  ")
+				_ = enc.Encode(struct {
+					Host       host.Info             `json:"host"`
+					Backend    string                `json:"backend"`
+					Layers     []string              `json:"layers"`
+					Skipped    []spec.SkippedBackend `json:"skipped_backends"`
+					RunAsRoot  bool                  `json:"run_as_root"`
+					Guarantees []ledger.Decision     `json:"guarantees"`
+					Backends   []backendLedger       `json:"backends"`
+					OK         bool                  `json:"ok"`
+				}{h, backend, layers, sel.Skipped, runAsRoot, as, per, ok})
+			} else {
+				printCheck(stdout, h, sel, runAsRoot, as, per)
+			}
+			if selErr != nil {
+				return &exitError{1, selErr.Error()}
+			}
+			if !ok {
+				return &exitError{1, "some guarantees cannot be enforced on this host (see above)"}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	return cmd
+}
+
+// probeHost is what reports show: the host's facts, with whether the
+// namespaces backend works learned from a real run under it (the program
+// every namespaced run executes), never a separate imitation of it.
+func probeHost() host.Info {
+	h := host.ProbeAll()
+	if h.UserNS {
+		if err := confine.ProbeNamespaces(context.Background()); err != nil {
+			h.UserNS, h.UserNSErr = false, err.Error()
+		}
+	}
+	return h
+}
+
+// backendLedger is the ledger resolved for one backend on this host.
+type backendLedger struct {
+	Name       string            `json:"name"`
+	Guarantees []ledger.Decision `json:"guarantees"`
+}
+
+func printCheck(w io.Writer, h host.Info, sel provider.Selection, runAsRoot bool, as []ledger.Decision, per []backendLedger) {
+	yn := func(b bool) string {
+		if b {
+			return "yes"
+		}
+		return "no"
+	}
+	ll := fmt.Sprintf("ABI %d, errata 0x%x", h.LandlockABI, h.LandlockErrata)
+	if h.LandlockErr != "" {
+		ll = "unavailable: " + h.LandlockErr
+	}
+	printSelection(w, sel)
+	fmt.Fprintf(w, "landlock:         %s\n", ll)
+	fmt.Fprintf(w, "seccomp:          %s\n", yn(h.Seccomp))
+	userns := yn(h.UserNS)
+	if h.UserNSErr != "" {
+		userns += " (" + h.UserNSErr + ")"
+	}
+	fmt.Fprintf(w, "user namespaces:  %s\n", userns)
+	bw := "not installed"
+	switch {
+	case h.Bwrap != "" && h.BwrapErr != "":
+		bw = h.Bwrap + " (cannot create its namespaces: " + h.BwrapErr + ")"
+	case h.Bwrap != "":
+		bw = h.Bwrap + " (works; --backend bwrap)"
+	}
+	fmt.Fprintf(w, "bubblewrap:       %s\n", bw)
+	fmt.Fprintf(w, "cgroup v2 deleg.: %s\n", yn(h.CgroupV2))
+	fmt.Fprintf(w, "pids cgroup:      %s\n", orNone(h.PidsCgroupRoot))
+	fmt.Fprintf(w, "io_uring present: %s (denied inside the sandbox)\n", yn(h.IOUring))
+	who := fmt.Sprintf("uid %d", h.EUID)
+	if h.EUID == 0 {
+		who = "the work directory's owner, with every capability dropped"
+		if runAsRoot {
+			who += " (uid 0 here)"
+		}
+	}
+	fmt.Fprintf(w, "command runs as:  %s\n\nguarantees:\n", who)
+	printDecisions(w, as)
+	for _, b := range per {
+		if sel.Provider != nil && b.Name == sel.Provider.Name() {
+			continue
+		}
+		fmt.Fprintf(w, "\nwith --backend %s:\n", b.Name)
+		printDecisions(w, b.Guarantees)
+	}
+}
+
+func printDecisions(w io.Writer, ds []ledger.Decision) {
+	for _, a := range ds {
+		if a.Missing != "" {
+			fmt.Fprintf(w, "  %-24s MISSING: needs %s\n", a.Name, a.Missing)
+			continue
+		}
+		fmt.Fprintf(w, "  %-24s %s\n", a.Name, a.Mechanism)
+	}
+}
+
+// printSelection shows the provider a run would get and why the others
+// were skipped.
+func printSelection(w io.Writer, sel provider.Selection) {
+	if sel.Provider == nil {
+		fmt.Fprintf(w, "backend:          NONE\n")
+	} else {
+		fmt.Fprintf(w, "backend:          %s\n", sel.Provider.Name())
+		fmt.Fprintf(w, "layers:           %s\n", strings.Join(sel.Provider.Layers(), ", "))
+	}
+	for _, sk := range sel.Skipped {
+		fmt.Fprintf(w, "skipped:          %s: %s\n", sk.Name, sk.Reason)
+	}
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// inspectHost is `confine inspect` without --last or --id: the backend a
+// run gets on this host, its layers and why the others were skipped.
+func inspectHost(stdout io.Writer, asJSON bool) error {
+	h := probeHost()
+	sel, err := provider.Select(h, provider.Request{Tier: policy.TierSandboxed})
+	out := struct {
+		Backend     string                `json:"backend"`
+		LandlockABI int                   `json:"landlock_abi"`
+		Layers      []string              `json:"layers"`
+		Skipped     []spec.SkippedBackend `json:"skipped_backends"`
+		Host        host.Info             `json:"host"`
+	}{LandlockABI: h.LandlockABI, Skipped: sel.Skipped, Host: h}
+	if sel.Provider != nil {
+		out.Backend = sel.Provider.Name()
+		out.Layers = append(sel.Provider.Layers(), "seccomp-notify")
+		switch {
+		case h.PidsCgroupRoot != "":
+			out.Layers = append(out.Layers, "pids-cgroup (when the command runs as uid 0)")
+		case h.Seccomp:
+			out.Layers = append(out.Layers, "fork-count (when the command runs as uid 0)")
+		}
+	}
+	if asJSON {
+		if werr := writeJSON(stdout, out); werr != nil {
+			return werr
+		}
+	} else {
+		fmt.Fprintf(stdout, "backend: %s (landlock ABI %d)\n", orNone(out.Backend), h.LandlockABI)
+		if len(out.Layers) > 0 {
+			fmt.Fprintf(stdout, "layers:  %s\n", strings.Join(out.Layers, ", "))
+		}
+		for _, sk := range sel.Skipped {
+			fmt.Fprintf(stdout, "skipped: %s: %s\n", sk.Name, sk.Reason)
+		}
+	}
+	if err != nil {
+		return &exitError{1, err.Error()}
+	}
+	return nil
+}

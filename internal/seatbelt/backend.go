@@ -1,0 +1,31 @@
+package seatbelt
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/confine-sandbox/confine/internal/ledger"
+	"github.com/confine-sandbox/confine/spec"
+)
+
+// Name is the backend's name in results, `confine check` and --backend.
+const Name = "seatbelt"
+
+// Available says whether sandbox-exec is there to run, or why not. It is
+// asked at run time: a host without it refuses every run.
+func Available() error {
+	st, err := os.Stat(SandboxExec)
+	if err != nil {
+		return fmt.Errorf("%w: %s backend: %s: %v", spec.ErrUnavailable, Name, SandboxExec, err)
+	}
+	if !st.Mode().IsRegular() || st.Mode()&0o111 == 0 {
+		return fmt.Errorf("%w: %s backend: %s is not an executable file", spec.ErrUnavailable, Name, SandboxExec)
+	}
+	return nil
+}
+
+// Decide resolves the ledger for this backend: what Seatbelt enforces on
+// its own, and what it cannot (those are refused unless waived).
+func Decide(rootCommand bool) []ledger.Decision {
+	return ledger.Decide([]ledger.Layer{ledger.Seatbelt}, ledger.Facts{SandboxExec: Available() == nil, RootCommand: rootCommand})
+}
