@@ -174,7 +174,7 @@ is gone when confine returns. Its environment is built from scratch.`,
 	f.SetInterspersed(false)
 	f.StringVar(&o.workdir, "workdir", "", "work directory: the command's cwd and writable root (default: current directory)")
 	f.StringVar(&o.profile, "profile", "default", "sandbox profile: a built-in name or a TOML file path")
-	f.StringVar(&o.capToken, "cap", "", "run under this signed capability token (from `confine cap mint`) instead of minting one")
+	f.StringVar(&o.capToken, "cap", "", "run under this signed capability token (from \"confine cap mint\") instead of minting one")
 	f.StringVar(&o.capKey, "cap-key", "", "key file that verifies --cap tokens (default $XDG_CONFIG_HOME/confine/cap.key)")
 	f.StringArrayVar(&o.ro, "ro", nil, "extra read+execute root (repeatable)")
 	f.StringArrayVar(&o.rw, "rw", nil, "extra writable root (repeatable)")

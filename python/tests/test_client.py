@@ -329,3 +329,31 @@ def test_cli_and_client_agree(client, workdir):
     assert p.returncode == r.exit_status == 5
     assert (d["exit_code"], d["stdout"]["head"], d["backend"]) == (r.exit_code, r.stdout.head, r.backend)
     assert [g["name"] for g in d["guarantees"]] == [g.name for g in r.guarantees]
+
+
+def test_unavailable_guarantees_parsed(tmp_path, workdir):
+    """This host enforces every guarantee, so a refusal naming guarantees
+    comes from a stand-in binary speaking confine's refusal object (the Go
+    side's naming is internal/cli TestNamedGuarantees)."""
+    refusal = {"error": {"kind": "unavailable", "exit_status": 125,
+                         "message": "sandbox unavailable: no-foreign-signals needs landlock abi 6",
+                         "guarantees": ["no-foreign-signals"]}}
+    fake = write_exe(tmp_path / "confine-fake", "#!/bin/sh\n"
+                     "if [ \"$1\" = version ]; then echo '{\"version\": \"fake\", \"json_api\": 1}'; exit 0; fi\n"
+                     "echo '%s'; echo 'confine: %s' >&2; exit 125\n" % (json.dumps(refusal),
+                                                                          refusal["error"]["message"]))
+    with pytest.raises(confine.SandboxUnavailable) as ei:
+        confine.Client(fake).run(["true"], workdir=workdir)
+    assert ei.value.guarantees == ("no-foreign-signals",) and ei.value.exit_status == 125
+    assert "landlock abi 6" in str(ei.value)
+
+
+def test_no_json_refusal(tmp_path, workdir):
+    """A bad flag value is refused by the flag parser before any JSON: the
+    client still raises Refused with confine's message."""
+    fake = write_exe(tmp_path / "confine-flag", "#!/bin/sh\n"
+                     "if [ \"$1\" = version ]; then echo '{\"version\": \"fake\", \"json_api\": 1}'; exit 0; fi\n"
+                     "echo 'confine: invalid argument \"x\" for \"--timeout\" flag' >&2; exit 125\n")
+    with pytest.raises(confine.Refused) as ei:
+        confine.Client(fake).run(["true"], workdir=workdir)
+    assert ei.value.kind == "usage" and "--timeout" in ei.value.message
