@@ -133,30 +133,36 @@ class Result:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "Result":
-        """A Result from the object `confine run --json` prints."""
-        known = {f.name for f in fields(cls)}
-        return cls(
-            run_id=d.get("run_id", ""),
-            exit_code=d["exit_code"],
-            signal=d.get("signal", 0),
-            stdout=_build(Stream, d.get("stdout") or {}),
-            stderr=_build(Stream, d.get("stderr") or {}),
-            duration_ns=d.get("duration_ns", 0),
-            timed_out=d.get("timed_out", False),
-            cancelled=d.get("cancelled", False),
-            killed=d.get("killed", False),
-            survivors=d.get("survivors", 0),
-            usage=_build(Usage, d.get("usage") or {}),
-            backend=d.get("backend", ""),
-            skipped_backends=tuple(_build(SkippedBackend, s) for s in d.get("skipped_backends") or ()),
-            layers=tuple(d.get("layers") or ()),
-            guarantees=tuple(_build(Guarantee, g) for g in d.get("guarantees") or ()),
-            path_omitted=tuple(d.get("path_omitted") or ()),
-            event_log_skipped=d.get("event_log_skipped", ""),
-            hidden_credentials=tuple(d.get("hidden_credentials") or ()),
-            denials=tuple(_build(Denial, x) for x in d.get("denials") or ()),
-            extra={k: v for k, v in d.items() if k not in known},
-        )
+        """A Result from the object `confine run --json` prints. A field
+        added to the Go struct needs only a line in this class (and an
+        entry in _NESTED when it is an object or a list of objects)."""
+        known = {f.name for f in fields(cls)} - {"extra"}
+        kw: Dict[str, Any] = {}
+        for name in known:
+            if name not in d or d[name] is None:
+                continue
+            v = d[name]
+            conv = _NESTED.get(name)
+            if conv is not None:
+                v = conv(v)
+            elif isinstance(v, list):
+                v = tuple(v)
+            kw[name] = v
+        kw.setdefault("stdout", Stream())
+        kw.setdefault("stderr", Stream())
+        return cls(run_id=kw.pop("run_id", ""), exit_code=kw.pop("exit_code"), stdout=kw.pop("stdout"),
+                   stderr=kw.pop("stderr"), extra={k: v for k, v in d.items() if k not in known}, **kw)
+
+
+# How the object-valued fields of a result are built.
+_NESTED = {
+    "stdout": lambda v: _build(Stream, v),
+    "stderr": lambda v: _build(Stream, v),
+    "usage": lambda v: _build(Usage, v),
+    "skipped_backends": lambda v: tuple(_build(SkippedBackend, x) for x in v),
+    "guarantees": lambda v: tuple(_build(Guarantee, x) for x in v),
+    "denials": lambda v: tuple(_build(Denial, x) for x in v),
+}
 
 
 @dataclass(frozen=True)

@@ -357,3 +357,22 @@ def test_no_json_refusal(tmp_path, workdir):
     with pytest.raises(confine.Refused) as ei:
         confine.Client(fake).run(["true"], workdir=workdir)
     assert ei.value.kind == "usage" and "--timeout" in ei.value.message
+
+
+def test_result_mirrors_command_result():
+    """Result has a field for every JSON field of spec.CommandResult (the
+    Go struct, read from the repository), omitempty ones included."""
+    import dataclasses
+    import re
+    src = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                       "spec", "result.go")
+    if not os.path.exists(src):
+        pytest.skip("spec/result.go not found next to the tests (%s): not run from the repository" % src)
+    text = open(src).read()
+    body = text[text.index("type CommandResult struct {"):]
+    body = body[:body.index("\n}\n")]
+    go_fields = set(re.findall(r'json:"([a-z_]+)[,"]', body))
+    py_fields = {f.name for f in dataclasses.fields(confine.Result)} - {"extra"}
+    assert go_fields, "no json tags found in CommandResult"
+    assert go_fields - py_fields == set(), "add these to python/confine/_result.py Result"
+    assert py_fields - go_fields == set(), "Result fields CommandResult does not have"
