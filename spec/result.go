@@ -122,6 +122,11 @@ type CommandResult struct {
 	Guarantees []Guarantee `json:"guarantees"`
 	// PathOmitted lists PATH components confine left out of a derived PATH.
 	PathOmitted []string `json:"path_omitted,omitempty"`
+	// EventLogSkipped, when set, says why this run was not recorded in the
+	// event log: the CLI's default log could not be determined or opened
+	// (no HOME, a read-only home). An explicitly configured log that
+	// cannot be written refuses the run instead.
+	EventLogSkipped string `json:"event_log_skipped,omitempty"`
 	// HiddenCredentials lists credential files left unreadable inside
 	// granted read-only roots.
 	HiddenCredentials []string `json:"hidden_credentials,omitempty"`

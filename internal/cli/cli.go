@@ -46,6 +46,19 @@ type exitError struct {
 
 func (e *exitError) Error() string { return e.msg }
 
+// causedExit is an exitError with the library error behind it, so that
+// `run --json` can name the refusal's kind.
+type causedExit struct {
+	*exitError
+	cause error
+}
+
+func (e *causedExit) Unwrap() error { return e.exitError }
+
+func refused(code int, err error) error {
+	return &causedExit{&exitError{code, err.Error()}, err}
+}
+
 // Main runs the CLI with args and returns the process exit status.
 func Main(args []string, stdout, stderr io.Writer) int {
 	if isProbe(args) {
@@ -80,12 +93,21 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &exitError{ExitConfine, err.Error()}
 	})
-	root.AddCommand(newRun(stdout, stderr), newCheck(stdout), newVersion(stdout), newCap(stdout), newInspect(stdout), newSelftest(stdout, stderr))
+	root.AddCommand(newRun(stdout, stderr), newCheck(stdout), newVersion(stdout), newCap(stdout), newInspect(stdout), newSelftest(stdout, stderr), newMan(stdout))
 	return root
 }
 
+// JSONAPI is the revision of the machine-readable interface: `run
+// --json`'s result and refusal objects, `check --json` and `version
+// --json`. A client (python/) refuses a binary older than the revision it
+// was written for. Raise it when a client could depend on the change.
+//
+//  1. run --json prints {"error": {...}} on a refusal; event_log_skipped.
+const JSONAPI = 1
+
 func newVersion(stdout io.Writer) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print confine's version",
 		Args:  cobra.NoArgs,
@@ -94,10 +116,20 @@ func newVersion(stdout io.Writer) *cobra.Command {
 			if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
 				v = bi.Main.Version
 			}
-			fmt.Fprintf(stdout, "confine %s (backends %s)\n", v, strings.Join(backendNames(), ", "))
+			backends := backendNames()
+			if asJSON {
+				return writeJSON(stdout, struct {
+					Version  string   `json:"version"`
+					JSONAPI  int      `json:"json_api"`
+					Backends []string `json:"backends"`
+				}{v, JSONAPI, backends})
+			}
+			fmt.Fprintf(stdout, "confine %s (backends %s)\n", v, strings.Join(backends, ", "))
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON, with the revision of the --json interfaces (json_api)")
+	return cmd
 }
 
 type runOpts struct {
@@ -109,6 +141,7 @@ type runOpts struct {
 	limits           spec.Limits
 	liveLimitSet     bool
 	json             bool
+	verbose          bool
 }
 
 func newRun(stdout, stderr io.Writer) *cobra.Command {
@@ -128,14 +161,18 @@ is gone when confine returns. Its environment is built from scratch.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.liveLimitSet = cmd.Flags().Changed("output-limit")
-			return o.run(cmd.Context(), args, stdout, stderr)
+			err := o.run(cmd.Context(), args, stdout, stderr)
+			if o.json {
+				printRefusal(stdout, err)
+			}
+			return err
 		},
 	}
 	f := cmd.Flags()
 	f.SetInterspersed(false)
 	f.StringVar(&o.workdir, "workdir", "", "work directory: the command's cwd and writable root (default: current directory)")
 	f.StringVar(&o.profile, "profile", "default", "sandbox profile: a built-in name or a TOML file path")
-	f.StringVar(&o.capToken, "cap", "", "run under this signed capability token (from `confine cap mint`) instead of minting one")
+	f.StringVar(&o.capToken, "cap", "", "run under this signed capability token (from \"confine cap mint\") instead of minting one")
 	f.StringVar(&o.capKey, "cap-key", "", "key file that verifies --cap tokens (default $XDG_CONFIG_HOME/confine/cap.key)")
 	f.StringArrayVar(&o.ro, "ro", nil, "extra read+execute root (repeatable)")
 	f.StringArrayVar(&o.rw, "rw", nil, "extra writable root (repeatable)")
@@ -149,7 +186,8 @@ is gone when confine returns. Its environment is built from scratch.`,
 	var procs int64
 	f.Int64Var(&procs, "max-procs", 0, "process limit (default 1024)")
 	f.Var(sizeFlag{&o.limits.OpenFiles}, "max-open-files", "open file limit (default 4096)")
-	f.BoolVar(&o.json, "json", false, "capture output and print the result as one JSON object")
+	f.BoolVar(&o.json, "json", false, "capture output and print the result as one JSON object (a refusal as {\"error\": {...}})")
+	f.BoolVarP(&o.verbose, "verbose", "v", false, "say on stderr what the result records besides the outcome: PATH components left out, a skipped event log")
 	f.StringVar(&o.backend, "backend", "auto", "confinement backend: auto, namespaces (landlock+namespaces), core (landlock+seccomp), bwrap (bubblewrap; never chosen by auto)")
 	f.StringVar(&o.eventLog, "event-log", "", "JSON-lines event log (default $CONFINE_EVENT_LOG, else $XDG_STATE_HOME/confine/events.jsonl; \"off\" disables)")
 	cmd.PreRunE = func(*cobra.Command, []string) error {
@@ -193,7 +231,7 @@ func (o *runOpts) run(ctx context.Context, args []string, stdout, stderr io.Writ
 	}
 	prof, err := policy.ResolveProfile(o.profile)
 	if err != nil {
-		return &exitError{ExitConfine, err.Error()}
+		return refused(ExitConfine, err)
 	}
 	env, skipped, err := buildEnv(prof, o.env)
 	if err != nil {
@@ -216,9 +254,9 @@ func (o *runOpts) run(ctx context.Context, args []string, stdout, stderr io.Writ
 	}
 	c, err := o.capability(prof)
 	if err != nil {
-		return &exitError{ExitConfine, err.Error()}
+		return refused(ExitConfine, err)
 	}
-	logPath, err := eventLogPath(o.eventLog)
+	logPath, logSkipped, err := resolveEventLog(o.eventLog)
 	if err != nil {
 		return &exitError{ExitConfine, err.Error()}
 	}
@@ -233,22 +271,28 @@ func (o *runOpts) run(ctx context.Context, args []string, stdout, stderr io.Writ
 		}
 	}
 	res, err := l.RunCommand(ctx, c, s)
-	if len(res.PathOmitted) > 0 {
+	res.EventLogSkipped = logSkipped
+	// The result records these; a line on every run would read as an
+	// error (most developers' PATH has per-user toolchain directories).
+	if o.verbose && len(res.PathOmitted) > 0 {
 		fmt.Fprintf(stderr, "confine: PATH: left out %s (outside the read roots, writable, or unresolvable; grant with --ro)\n", strings.Join(res.PathOmitted, ", "))
+	}
+	if o.verbose && logSkipped != "" {
+		fmt.Fprintf(stderr, "confine: event log skipped: %s\n", logSkipped)
 	}
 	if err != nil {
 		switch {
 		case errors.Is(err, spec.ErrNotFound):
-			return &exitError{ExitNotFound, err.Error()}
+			return refused(ExitNotFound, err)
 		case errors.Is(err, spec.ErrNotExecutable):
-			return &exitError{ExitNotExecutable, err.Error()}
+			return refused(ExitNotExecutable, err)
 		case errors.Is(err, context.Canceled) && res.Cancelled:
 			if o.json {
 				printJSON(stdout, res)
 			}
 			return &exitError{128 + int(syscall.SIGINT), "interrupted; the command's process tree was ended"}
 		}
-		return &exitError{ExitConfine, err.Error()}
+		return refused(ExitConfine, err)
 	}
 	if o.json {
 		printJSON(stdout, res)
@@ -320,6 +364,31 @@ func (o *runOpts) capability(prof policy.Profile) (*policy.Cap, error) {
 		return nil, fmt.Errorf("%w: token is for profile %q, --profile is %q", spec.ErrCapability, c.Profile(), prof.Name)
 	}
 	return c, nil
+}
+
+// resolveEventLog picks a run's event log (as eventLogPath) and makes sure
+// it can be written before anything runs. A log the caller configured
+// (--event-log, $CONFINE_EVENT_LOG) that cannot be opened refuses the run:
+// they asked for an audit trail. The default log is a convenience: when it
+// has no location (no $XDG_STATE_HOME, $HOME or user-database home) or
+// cannot be opened (a read-only home in a container), the run goes ahead
+// unrecorded and skipped says why, for the result.
+func resolveEventLog(flag string) (path, skipped string, err error) {
+	explicit := flag != "" || os.Getenv("CONFINE_EVENT_LOG") != ""
+	path, err = eventLogPath(flag)
+	if err == nil && path != "" {
+		var lg *eventlog.Log
+		if lg, err = eventlog.Open(path, eventlog.DefaultMaxBytes, eventlog.DefaultKeep); err == nil {
+			err = lg.Close()
+		}
+	}
+	switch {
+	case err == nil:
+		return path, "", nil
+	case explicit:
+		return "", "", fmt.Errorf("event log %s: %w (set --event-log off to run without one)", path, err)
+	}
+	return "", fmt.Sprintf("the default event log is unusable: %v (set --event-log or $CONFINE_EVENT_LOG to record runs)", err), nil
 }
 
 // eventLogPath picks the event log: the flag, then $CONFINE_EVENT_LOG,
@@ -490,7 +559,7 @@ func buildEnv(prof policy.Profile, flags []string) (env, skipped []string, err e
 		Waive:       prof.Env.Waive,
 	})
 	if err != nil {
-		return nil, nil, &exitError{ExitConfine, err.Error()}
+		return nil, nil, refused(ExitConfine, err)
 	}
 	if !hasName(env, "LANG") {
 		env = append(env, "LANG=C.UTF-8")
@@ -576,6 +645,76 @@ func newInspect(stdout io.Writer) *cobra.Command {
 	cmd.Flags().StringVar(&logFlag, "event-log", "", "event log to read (default as for run)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
 	return cmd
+}
+
+// Kinds of refusal in `run --json`'s error object, one per sentinel error
+// in spec (a client branches on them as the library does with errors.Is).
+var refusalKinds = []struct {
+	kind string
+	err  error
+}{
+	{"unavailable", spec.ErrUnavailable},
+	{"capability", spec.ErrCapability},
+	{"invalid_spec", spec.ErrInvalidSpec},
+	{"not_found", spec.ErrNotFound},
+	{"not_executable", spec.ErrNotExecutable},
+	{"launch", spec.ErrLaunch},
+}
+
+// refusalJSON is what `run --json` prints instead of a result when confine
+// refused or failed before the command ran: its kind, the message stderr
+// also carries, and the guarantees the message names (for "unavailable":
+// those this host cannot enforce).
+type refusalJSON struct {
+	Error struct {
+		Kind       string   `json:"kind"`
+		Message    string   `json:"message"`
+		ExitStatus int      `json:"exit_status"`
+		Guarantees []string `json:"guarantees,omitempty"`
+	} `json:"error"`
+}
+
+// printRefusal writes err's refusal object when err is confine's own
+// failure (125, 126, 127) and not the command's status.
+func printRefusal(w io.Writer, err error) {
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.msg == "" || (ee.code != ExitConfine && ee.code != ExitNotFound && ee.code != ExitNotExecutable) {
+		return
+	}
+	var r refusalJSON
+	r.Error.Kind, r.Error.Message, r.Error.ExitStatus = "usage", ee.msg, ee.code
+	var ce *causedExit
+	for _, k := range refusalKinds {
+		if errors.As(err, &ce) && errors.Is(ce.cause, k.err) {
+			r.Error.Kind = k.kind
+			break
+		}
+	}
+	r.Error.Guarantees = namedGuarantees(ee.msg)
+	b, _ := json.Marshal(r)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// namedGuarantees returns the guarantee names msg mentions as whole words.
+func namedGuarantees(msg string) []string {
+	var out []string
+	word := func(b byte) bool { return b == '-' || b >= 'a' && b <= 'z' || b >= '0' && b <= '9' }
+	for _, g := range policy.Guarantees() {
+		for i := 0; ; {
+			j := strings.Index(msg[i:], g)
+			if j < 0 {
+				break
+			}
+			j += i
+			end := j + len(g)
+			if (j == 0 || !word(msg[j-1])) && (end == len(msg) || !word(msg[end])) {
+				out = append(out, g)
+				break
+			}
+			i = end
+		}
+	}
+	return out
 }
 
 func writeJSON(w io.Writer, v any) error {

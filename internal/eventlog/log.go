@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -40,20 +41,44 @@ type Log struct {
 }
 
 // DefaultPath returns $XDG_STATE_HOME/confine/events.jsonl, or
-// ~/.local/state/confine/events.jsonl when XDG_STATE_HOME is unset or not
-// absolute (as the XDG base directory specification requires).
+// HOME/.local/state/confine/events.jsonl when XDG_STATE_HOME is unset or not
+// absolute (as the XDG base directory specification requires), where HOME
+// is $HOME or, when that is unset or not absolute (systemd units, some CI
+// runners), the home directory the user database gives the effective uid.
+// It fails, wrapping ErrNoDefaultPath, only when none of these is known.
 func DefaultPath() (string, error) {
-	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
+	return defaultPath(os.Getenv, passwdHome)
+}
+
+// ErrNoDefaultPath: no state directory or home directory is known, so the
+// event log has no default location.
+var ErrNoDefaultPath = errors.New("event log path: no $XDG_STATE_HOME, $HOME or home directory in the user database")
+
+func defaultPath(getenv func(string) string, dbHome func() (string, error)) (string, error) {
+	if d := getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
 		return filepath.Join(d, "confine", "events.jsonl"), nil
 	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("event log path: %w", err)
-	}
+	home := getenv("HOME")
 	if !filepath.IsAbs(home) {
-		return "", fmt.Errorf("event log path: home directory %q is not absolute", home)
+		h, err := dbHome()
+		if err != nil {
+			return "", fmt.Errorf("%w: %v", ErrNoDefaultPath, err)
+		}
+		if !filepath.IsAbs(h) {
+			return "", fmt.Errorf("%w: home directory %q is not absolute", ErrNoDefaultPath, h)
+		}
+		home = h
 	}
-	return filepath.Join(home, ".local", "state", "confine", "events.jsonl"), nil
+	return filepath.Join(filepath.Clean(home), ".local", "state", "confine", "events.jsonl"), nil
+}
+
+// passwdHome is the effective uid's home directory in the user database.
+func passwdHome() (string, error) {
+	u, err := user.LookupId(strconv.Itoa(os.Geteuid()))
+	if err != nil {
+		return "", err
+	}
+	return u.HomeDir, nil
 }
 
 // Open opens (creating it 0600, and missing parent directories 0700) the

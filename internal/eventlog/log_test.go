@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -430,31 +431,37 @@ func TestOpenErrors(t *testing.T) {
 }
 
 func TestDefaultPath(t *testing.T) {
+	noDB := func() (string, error) { return "", errors.New("no such user") }
+	db := func(h string) func() (string, error) { return func() (string, error) { return h, nil } }
 	tests := []struct {
 		name  string
 		xdg   string
 		home  string
+		db    func() (string, error)
 		want  string
 		fails bool
 	}{
-		{"xdg", "/xdg/state", "/home/u", "/xdg/state/confine/events.jsonl", false},
-		{"no xdg", "", "/home/u", "/home/u/.local/state/confine/events.jsonl", false},
-		{"relative xdg ignored", "rel/state", "/home/u", "/home/u/.local/state/confine/events.jsonl", false},
-		{"no home", "", "", "", true},
+		{"xdg", "/xdg/state", "/home/u", noDB, "/xdg/state/confine/events.jsonl", false},
+		{"no xdg", "", "/home/u", noDB, "/home/u/.local/state/confine/events.jsonl", false},
+		{"relative xdg ignored", "rel/state", "/home/u", noDB, "/home/u/.local/state/confine/events.jsonl", false},
+		{"no home: user database", "", "", db("/var/lib/svc"), "/var/lib/svc/.local/state/confine/events.jsonl", false},
+		{"relative home: user database", "", "rel", db("/var/lib/svc/"), "/var/lib/svc/.local/state/confine/events.jsonl", false},
+		{"no home, not in the user database", "", "", noDB, "", true},
+		{"no home, relative home in the user database", "", "", db("rel"), "", true},
+		{"no home, empty home in the user database", "", "", db(""), "", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Setenv("XDG_STATE_HOME", tt.xdg)
-			t.Setenv("HOME", tt.home)
-			got, err := DefaultPath()
+			env := map[string]string{"XDG_STATE_HOME": tt.xdg, "HOME": tt.home}
+			got, err := defaultPath(func(k string) string { return env[k] }, tt.db)
 			if tt.fails {
-				if err == nil {
-					t.Fatalf("DefaultPath() = %q, want an error", got)
+				if !errors.Is(err, ErrNoDefaultPath) {
+					t.Fatalf("defaultPath() = %q, %v; want ErrNoDefaultPath", got, err)
 				}
 				return
 			}
 			if err != nil || got != tt.want {
-				t.Fatalf("DefaultPath() = %q, %v; want %q", got, err, tt.want)
+				t.Fatalf("defaultPath() = %q, %v; want %q", got, err, tt.want)
 			}
 		})
 	}

@@ -1,0 +1,341 @@
+"""Drive the confine binary: one `confine run --json` process per run.
+
+The binary does the confinement; this module builds its command line,
+parses its one JSON object, and maps its refusals to exceptions. It never
+runs anything unconfined: a missing or too old binary raises
+SandboxUnavailable.
+"""
+
+import asyncio
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import weakref
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+
+from ._errors import ConfineError, Refused, SandboxUnavailable, Timeout
+from ._result import (EXIT_CONFINE, EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, Availability,
+                      GuaranteeStatus, Result)
+
+# The revision of confine's --json interfaces this client needs (`confine
+# version --json`'s json_api): 1 added the refusal object and version --json.
+MIN_JSON_API = 1
+
+# After SIGTERM, confine ends the tree within its kill grace (SIGTERM, then
+# SIGKILL to the tree) and prints the result; this much longer is allowed
+# before confine itself is SIGKILLed (the tree then dies with it: the run's
+# init kills it when its launcher dies).
+_CANCEL_MARGIN = 10.0
+_DEFAULT_KILL_GRACE = 2.0
+
+Env = Mapping[str, Optional[str]]
+Number = Union[int, float]
+
+
+def _duration(name: str, seconds: Optional[Number]) -> Optional[str]:
+    if seconds is None:
+        return None
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds) \
+            or seconds <= 0:
+        raise ValueError("%s must be a positive number of seconds, not %r" % (name, seconds))
+    # Go durations; nanoseconds keep the caller's precision.
+    return "%dns" % max(1, round(seconds * 1e9))
+
+
+def _size(name: str, n: Optional[int]) -> Optional[str]:
+    if n is None:
+        return None
+    if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
+        raise ValueError("%s must be a positive integer, not %r" % (name, n))
+    return str(n)
+
+
+def _paths(name: str, ps: Iterable[Union[str, "os.PathLike[str]"]]) -> List[str]:
+    out = []
+    for p in ps:
+        p = os.fspath(p)
+        if not isinstance(p, str) or not p:
+            raise ValueError("%s: %r is not a path" % (name, p))
+        out.append(os.path.abspath(p))
+    return out
+
+
+class Client:
+    """A confine binary and the concurrency limit of its async runs.
+
+    ``binary`` is a path or a name looked up on PATH (default "confine").
+    ``max_concurrent`` bounds how many `run_async` calls run at once (None:
+    no bound); synchronous `run` calls are the caller's own threads and are
+    not counted. The binary is checked (present, new enough) on first use.
+    """
+
+    def __init__(self, binary: Union[str, "os.PathLike[str]", None] = None, *,
+                 max_concurrent: Optional[int] = None):
+        if max_concurrent is not None and (isinstance(max_concurrent, bool)
+                                           or not isinstance(max_concurrent, int) or max_concurrent < 1):
+            raise ValueError("max_concurrent must be a positive integer or None, not %r" % (max_concurrent,))
+        self._binary = os.fspath(binary) if binary is not None else "confine"
+        self.max_concurrent = max_concurrent
+        self._lock = threading.Lock()
+        self._version: Optional[Dict[str, Any]] = None
+        self._path: Optional[str] = None
+        # asyncio semaphores belong to one event loop.
+        self._sems: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]" = \
+            weakref.WeakKeyDictionary()
+
+    # -- the binary -------------------------------------------------------
+
+    def _resolve(self) -> Tuple[str, Dict[str, Any]]:
+        """The binary's absolute path and its `version --json`, or
+        SandboxUnavailable: fail closed, never run unconfined."""
+        with self._lock:
+            if self._path is not None and self._version is not None:
+                return self._path, self._version
+            b = self._binary
+            path = b if os.sep in b else shutil.which(b)
+            if not path or not os.path.isfile(path) or not os.access(path, os.X_OK):
+                raise SandboxUnavailable("confine binary %r not found%s; nothing was run" % (
+                    b, "" if os.sep in b else " on PATH"), kind="missing_binary")
+            path = os.path.abspath(path)
+            try:
+                p = subprocess.run([path, "version", "--json"], stdin=subprocess.DEVNULL,
+                                   capture_output=True, timeout=60)
+            except (OSError, subprocess.TimeoutExpired) as e:
+                raise SandboxUnavailable("confine binary %s does not run: %s" % (path, e),
+                                         kind="missing_binary") from e
+            try:
+                v = json.loads(p.stdout)
+                api = v["json_api"]
+            except (ValueError, KeyError, TypeError):
+                raise SandboxUnavailable(
+                    "confine binary %s is too old: `confine version --json` failed (exit %d: %s); "
+                    "this client needs json_api >= %d" % (path, p.returncode, p.stderr.decode(errors="replace").strip(),
+                                                          MIN_JSON_API), kind="too_old") from None
+            if not isinstance(api, int) or api < MIN_JSON_API:
+                raise SandboxUnavailable("confine binary %s is too old: json_api %r, this client needs >= %d" % (
+                    path, api, MIN_JSON_API), kind="too_old")
+            self._path, self._version = path, v
+            return path, v
+
+    @property
+    def binary(self) -> str:
+        """The resolved path of the confine binary (SandboxUnavailable when
+        there is none, or it is too old)."""
+        return self._resolve()[0]
+
+    @property
+    def version(self) -> str:
+        """The confine binary's version string."""
+        return str(self._resolve()[1].get("version", ""))
+
+    # -- check ------------------------------------------------------------
+
+    def check(self) -> Availability:
+        """What this host enforces (`confine check --json`). Never raises
+        for an unusable host or binary: ``ok`` is False and ``reason`` says
+        why."""
+        try:
+            path, v = self._resolve()
+        except SandboxUnavailable as e:
+            return Availability(ok=False, reason=e.message, binary=self._binary)
+        p = subprocess.run([path, "check", "--json"], stdin=subprocess.DEVNULL, capture_output=True)
+        try:
+            d = json.loads(p.stdout)
+        except ValueError:
+            return Availability(ok=False, binary=path, version=v.get("version", ""), json_api=v["json_api"],
+                                reason="confine check failed (exit %d): %s" % (
+                                    p.returncode, p.stderr.decode(errors="replace").strip()))
+        gs = tuple(GuaranteeStatus(name=g.get("name", ""), mechanism=g.get("mechanism", ""),
+                                   missing=g.get("missing", ""), waived=g.get("waived", False))
+                   for g in d.get("guarantees") or ())
+        ok = bool(d.get("ok")) and p.returncode == 0
+        reason = ""
+        if not ok:
+            missing = ["%s needs %s" % (g.name, g.missing) for g in gs if g.missing]
+            reason = "; ".join(missing) or p.stderr.decode(errors="replace").strip() or "confine check failed"
+        return Availability(ok=ok, reason=reason, binary=path, version=v.get("version", ""),
+                            json_api=v["json_api"], backend=d.get("backend", ""),
+                            layers=tuple(d.get("layers") or ()), guarantees=gs, host=d.get("host"))
+
+    # -- run --------------------------------------------------------------
+
+    def _argv(self, argv: Sequence[str], *, workdir, profile: str, env: Optional[Env],
+              timeout: Optional[Number], cpu_time: Optional[Number], memory: Optional[int],
+              max_procs: Optional[int], max_file_size: Optional[int], max_open_files: Optional[int],
+              output_limit: Optional[int], kill_grace: Optional[Number], ro, rw, backend: str,
+              event_log: Optional[str], cap: Optional[str]) -> List[str]:
+        if isinstance(argv, (str, bytes)) or not argv:
+            raise ValueError("argv must be a non-empty sequence of strings, not %r" % (argv,))
+        argv = [os.fspath(a) for a in argv]
+        if not all(isinstance(a, str) for a in argv):
+            raise ValueError("argv must hold strings: %r" % (argv,))
+        if workdir is None:
+            raise ValueError("workdir is required: the command's cwd and only writable root")
+        path, _ = self._resolve()
+        cmd = [path, "run", "--json", "--workdir", os.path.abspath(os.fspath(workdir)), "--profile", profile]
+        if backend:
+            cmd += ["--backend", backend]
+        for flag, val in (("--timeout", _duration("timeout", timeout)),
+                          ("--cpu-time", _duration("cpu_time", cpu_time)),
+                          ("--kill-grace", _duration("kill_grace", kill_grace)),
+                          ("--memory", _size("memory", memory)),
+                          ("--max-procs", _size("max_procs", max_procs)),
+                          ("--max-file-size", _size("max_file_size", max_file_size)),
+                          ("--max-open-files", _size("max_open_files", max_open_files)),
+                          ("--output-limit", _size("output_limit", output_limit))):
+            if val is not None:
+                cmd += [flag, val]
+        for p in _paths("ro", ro):
+            cmd += ["--ro", p]
+        for p in _paths("rw", rw):
+            cmd += ["--rw", p]
+        for name, val in (env or {}).items():
+            if not isinstance(name, str) or not name or "=" in name:
+                raise ValueError("env: bad variable name %r" % (name,))
+            # NAME alone passes the value from confine's environment (this
+            # process's); the sanitiser judges either form.
+            cmd += ["--env", name if val is None else "%s=%s" % (name, val)]
+        if event_log is not None:
+            cmd += ["--event-log", event_log]
+        if cap is not None:
+            cmd += ["--cap", cap]
+        return cmd + ["--"] + argv
+
+    def _result(self, code: int, out: bytes, err: bytes, raise_on_timeout: bool,
+                timeout: Optional[Number]) -> Result:
+        msg = err.decode(errors="replace").strip()
+        try:
+            d = json.loads(out) if out.strip() else None
+        except ValueError:
+            d = None
+        if isinstance(d, dict) and isinstance(d.get("error"), dict):
+            e = d["error"]
+            kind, message = e.get("kind", ""), e.get("message", "") or msg
+            status = e.get("exit_status", code)
+            if kind == "unavailable":
+                raise SandboxUnavailable(message, guarantees=e.get("guarantees") or (), exit_status=status)
+            raise Refused(message, kind=kind, exit_status=status)
+        if not isinstance(d, dict) or "exit_code" not in d:
+            # A refusal before any JSON: a bad flag value, reported by the
+            # flag parser (exit 125), or confine killed from outside.
+            if code in (EXIT_CONFINE, EXIT_NOT_FOUND, EXIT_NOT_EXECUTABLE):
+                raise Refused(msg or "confine exited %d" % code, kind="usage", exit_status=code)
+            raise ConfineError("confine exited %d without a result: %s" % (code, msg or "(no message)"),
+                               kind="launch", exit_status=code)
+        res = Result.from_json(d)
+        if res.timed_out and raise_on_timeout:
+            raise Timeout(res, float(timeout) if timeout is not None else None)
+        return res
+
+    def run(self, argv: Sequence[str], *, workdir, profile: str = "default", env: Optional[Env] = None,
+            timeout: Optional[Number] = None, cpu_time: Optional[Number] = None, memory: Optional[int] = None,
+            max_procs: Optional[int] = None, max_file_size: Optional[int] = None,
+            max_open_files: Optional[int] = None, output_limit: Optional[int] = None,
+            kill_grace: Optional[Number] = None, ro: Iterable = (), rw: Iterable = (), backend: str = "",
+            input: Optional[bytes] = None, event_log: Optional[str] = None, cap: Optional[str] = None,
+            raise_on_timeout: bool = False) -> Result:
+        """Run argv confined and return its Result (see the module-level
+        `run` for the parameters)."""
+        cmd = self._argv(argv, workdir=workdir, profile=profile, env=env, timeout=timeout, cpu_time=cpu_time,
+                         memory=memory, max_procs=max_procs, max_file_size=max_file_size,
+                         max_open_files=max_open_files, output_limit=output_limit, kill_grace=kill_grace,
+                         ro=ro, rw=rw, backend=backend, event_log=event_log, cap=cap)
+        p = subprocess.Popen(cmd, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            out, err = p.communicate(input)
+        except BaseException:
+            # KeyboardInterrupt and the like: confine ends the tree on
+            # SIGTERM; a confine that does not exit in time is killed, and
+            # its run's init then kills the tree.
+            _stop(p, kill_grace)
+            raise
+        return self._result(p.returncode, out, err, raise_on_timeout, timeout)
+
+    def _semaphore(self) -> Optional[asyncio.Semaphore]:
+        if self.max_concurrent is None:
+            return None
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            s = self._sems.get(loop)
+            if s is None:
+                s = self._sems[loop] = asyncio.Semaphore(self.max_concurrent)
+            return s
+
+    async def run_async(self, argv: Sequence[str], *, workdir, profile: str = "default",
+                        env: Optional[Env] = None, timeout: Optional[Number] = None,
+                        cpu_time: Optional[Number] = None, memory: Optional[int] = None,
+                        max_procs: Optional[int] = None, max_file_size: Optional[int] = None,
+                        max_open_files: Optional[int] = None, output_limit: Optional[int] = None,
+                        kill_grace: Optional[Number] = None, ro: Iterable = (), rw: Iterable = (),
+                        backend: str = "", input: Optional[bytes] = None, event_log: Optional[str] = None,
+                        cap: Optional[str] = None, raise_on_timeout: bool = False) -> Result:
+        """As `run`, in asyncio, at most max_concurrent at a time.
+        Cancelling the task ends the run's whole process tree before the
+        CancelledError propagates."""
+        sem = self._semaphore()
+        if sem is not None:
+            await sem.acquire()
+        try:
+            # The version check runs a process: off the event loop.
+            if self._path is None:
+                await asyncio.get_running_loop().run_in_executor(None, self._resolve)
+            cmd = self._argv(argv, workdir=workdir, profile=profile, env=env, timeout=timeout,
+                             cpu_time=cpu_time, memory=memory, max_procs=max_procs,
+                             max_file_size=max_file_size, max_open_files=max_open_files,
+                             output_limit=output_limit, kill_grace=kill_grace, ro=ro, rw=rw,
+                             backend=backend, event_log=event_log, cap=cap)
+            p = await asyncio.create_subprocess_exec(
+                *cmd, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            try:
+                out, err = await p.communicate(input)
+            except BaseException:
+                await asyncio.shield(_stop_async(p, kill_grace))
+                raise
+            return self._result(p.returncode, out, err, raise_on_timeout, timeout)
+        finally:
+            if sem is not None:
+                sem.release()
+
+
+def _grace(kill_grace: Optional[Number]) -> float:
+    return (float(kill_grace) if kill_grace is not None else _DEFAULT_KILL_GRACE) + _CANCEL_MARGIN
+
+
+def _stop(p: subprocess.Popen, kill_grace: Optional[Number]) -> None:
+    if p.poll() is not None:
+        return
+    try:
+        p.send_signal(signal.SIGTERM)
+        # Read on: confine prints its result before it exits, and a full
+        # pipe would hold it.
+        p.communicate(timeout=_grace(kill_grace))
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.communicate()
+    except ProcessLookupError:
+        pass
+
+
+async def _stop_async(p: "asyncio.subprocess.Process", kill_grace: Optional[Number]) -> None:
+    if p.returncode is not None:
+        return
+    try:
+        p.send_signal(signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        # Read on: confine prints its result before it exits, and a full
+        # pipe would hold it.
+        await asyncio.wait_for(p.communicate(), _grace(kill_grace))
+    except asyncio.TimeoutError:
+        try:
+            p.kill()
+        except ProcessLookupError:
+            pass
+        await p.wait()

@@ -1,0 +1,199 @@
+"""The run result and the host's availability, as typed dataclasses.
+
+Field names are those of `confine run --json` (spec.CommandResult in the Go
+module) and `confine check --json`. Fields a newer binary adds are kept in
+``extra`` rather than dropped or refused, so an older client still works.
+"""
+
+from dataclasses import dataclass, field, fields
+from typing import Any, Dict, Mapping, Optional, Tuple
+
+# The marker the Go side puts between head and tail (spec.Stream.Text).
+TRUNCATION_MARKER = "\n[... confine: output truncated ...]\n"
+
+# Exit statuses of the confine CLI itself (internal/cli).
+EXIT_TIMEOUT = 124
+EXIT_CONFINE = 125
+EXIT_NOT_EXECUTABLE = 126
+EXIT_NOT_FOUND = 127
+
+
+@dataclass(frozen=True)
+class Stream:
+    """One captured output stream: the first and last bytes kept, as text
+    (invalid UTF-8 became U+FFFD), and how many bytes the command wrote."""
+
+    head: str = ""
+    tail: str = ""
+    total_bytes: int = 0
+    truncated: bool = False
+
+    @property
+    def text(self) -> str:
+        """The kept text, with a marker where bytes were dropped."""
+        if not self.truncated:
+            return self.head
+        return self.head + TRUNCATION_MARKER + self.tail
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Resource usage of the whole process tree."""
+
+    user_cpu_ns: int = 0
+    sys_cpu_ns: int = 0
+    max_rss_kb: int = 0
+
+
+@dataclass(frozen=True)
+class Guarantee:
+    """How one guarantee was kept for the run (or that it was waived)."""
+
+    name: str
+    mechanism: str = ""
+    waived: bool = False
+
+
+@dataclass(frozen=True)
+class Denial:
+    """An operation the sandbox refused in user space."""
+
+    syscall: str
+    errno: str = ""
+    reason: str = ""
+    path: str = ""
+
+
+@dataclass(frozen=True)
+class SkippedBackend:
+    """A backend that was not selected, and why."""
+
+    name: str
+    reason: str = ""
+
+
+def _build(cls, d: Mapping[str, Any]):
+    """cls from a JSON object, ignoring keys cls does not have."""
+    names = {f.name for f in fields(cls)}
+    return cls(**{k: v for k, v in d.items() if k in names})
+
+
+@dataclass(frozen=True)
+class Result:
+    """The outcome of one run (spec.CommandResult).
+
+    ``exit_code`` is the command's own status, -1 when it died of a signal
+    (then ``signal`` is set). ``exit_status`` is what the CLI exits with:
+    124 on timeout, 128+N for signal N, else the command's status.
+    """
+
+    run_id: str
+    exit_code: int
+    stdout: Stream
+    stderr: Stream
+    duration_ns: int = 0
+    timed_out: bool = False
+    cancelled: bool = False
+    killed: bool = False
+    signal: int = 0
+    survivors: int = 0
+    usage: Usage = field(default_factory=Usage)
+    backend: str = ""
+    skipped_backends: Tuple[SkippedBackend, ...] = ()
+    layers: Tuple[str, ...] = ()
+    guarantees: Tuple[Guarantee, ...] = ()
+    path_omitted: Tuple[str, ...] = ()
+    event_log_skipped: str = ""
+    hidden_credentials: Tuple[str, ...] = ()
+    denials: Tuple[Denial, ...] = ()
+    # Fields of a newer confine this client does not know, as parsed.
+    extra: Dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def exit_status(self) -> int:
+        """The CLI's exit status for this result."""
+        if self.timed_out:
+            return EXIT_TIMEOUT
+        if self.signal:
+            return 128 + self.signal
+        return self.exit_code
+
+    @property
+    def ok(self) -> bool:
+        """The command exited 0 within its limits."""
+        return self.exit_status == 0 and not self.cancelled
+
+    @property
+    def duration(self) -> float:
+        """Wall time in seconds."""
+        return self.duration_ns / 1e9
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "Result":
+        """A Result from the object `confine run --json` prints. A field
+        added to the Go struct needs only a line in this class (and an
+        entry in _NESTED when it is an object or a list of objects)."""
+        known = {f.name for f in fields(cls)} - {"extra"}
+        kw: Dict[str, Any] = {}
+        for name in known:
+            if name not in d or d[name] is None:
+                continue
+            v = d[name]
+            conv = _NESTED.get(name)
+            if conv is not None:
+                v = conv(v)
+            elif isinstance(v, list):
+                v = tuple(v)
+            kw[name] = v
+        kw.setdefault("stdout", Stream())
+        kw.setdefault("stderr", Stream())
+        return cls(run_id=kw.pop("run_id", ""), exit_code=kw.pop("exit_code"), stdout=kw.pop("stdout"),
+                   stderr=kw.pop("stderr"), extra={k: v for k, v in d.items() if k not in known}, **kw)
+
+
+# How the object-valued fields of a result are built.
+_NESTED = {
+    "stdout": lambda v: _build(Stream, v),
+    "stderr": lambda v: _build(Stream, v),
+    "usage": lambda v: _build(Usage, v),
+    "skipped_backends": lambda v: tuple(_build(SkippedBackend, x) for x in v),
+    "guarantees": lambda v: tuple(_build(Guarantee, x) for x in v),
+    "denials": lambda v: tuple(_build(Denial, x) for x in v),
+}
+
+
+@dataclass(frozen=True)
+class GuaranteeStatus:
+    """One guarantee on this host: its mechanism, or what it would need."""
+
+    name: str
+    mechanism: str = ""
+    missing: str = ""
+    waived: bool = False
+
+
+@dataclass(frozen=True)
+class Availability:
+    """What `check()` found: whether runs can be confined here and how.
+
+    ``ok`` is False, with ``reason``, when the binary is missing, too old,
+    or this host cannot enforce every guarantee (``missing`` names them).
+    """
+
+    ok: bool
+    reason: str = ""
+    binary: str = ""
+    version: str = ""
+    json_api: int = 0
+    backend: str = ""
+    layers: Tuple[str, ...] = ()
+    guarantees: Tuple[GuaranteeStatus, ...] = ()
+    host: Optional[Dict[str, Any]] = field(default=None, compare=False)
+
+    @property
+    def missing(self) -> Tuple[str, ...]:
+        """Names of the guarantees this host cannot enforce."""
+        return tuple(g.name for g in self.guarantees if g.missing)
