@@ -13,7 +13,8 @@
 #                                   no-new-privileges, tmpfs /tmp and /work)
 # and the man page must be installed.
 #
-# Off by default (the lead decides about CI): CONFINE_CI_IMAGE=1 runs it.
+# .ci/run runs it (CONFINE_CI_IMAGE=1 there by default; 0 skips it); run
+# alone it is off unless CONFINE_CI_IMAGE=1.
 # Its dockerd is its own (socket, data, exec root and pid file under
 # CONFINE_CI_IMAGE_WORK, default /var/tmp/confine-ci-image), stopped by its
 # pid at the end, so it does not touch .ci/docker-matrix.sh's.
