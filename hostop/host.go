@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"regexp"
 	"time"
 
@@ -168,3 +169,37 @@ func (h *Host) List(rel string, limit int) (ListResult, error) {
 
 // ErrPattern: a search pattern that does not compile.
 var ErrPattern = errors.New("bad search pattern")
+
+// errorKinds names each sentinel for machine readers (confine fs --json),
+// most specific first.
+var errorKinds = []struct {
+	err  error
+	kind string
+}{
+	{spec.ErrCapability, "capability"},
+	{ErrAbsolute, "absolute"},
+	{ErrDotDot, "dotdot"},
+	{ErrInvalidPath, "invalid-path"},
+	{ErrSymlinkEscape, "symlink-escape"},
+	{ErrSymlink, "symlink"},
+	{ErrSpecial, "special-file"},
+	{ErrMultiLinked, "multiply-linked"},
+	{ErrTooLarge, "too-large"},
+	{ErrPattern, "pattern"},
+	{ErrPatch, "patch"},
+	{ErrUnsupported, "unsupported"},
+	{fs.ErrNotExist, "not-found"},
+	{fs.ErrExist, "exists"},
+	{fs.ErrPermission, "permission"},
+}
+
+// ErrorKind is a short stable name for the sentinel err wraps ("symlink-
+// escape", "dotdot", "capability", ...), or "error".
+func ErrorKind(err error) string {
+	for _, k := range errorKinds {
+		if errors.Is(err, k.err) {
+			return k.kind
+		}
+	}
+	return "error"
+}

@@ -94,6 +94,8 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		return &exitError{ExitConfine, err.Error()}
 	})
 	root.AddCommand(newRun(stdout, stderr), newCheck(stdout), newVersion(stdout), newCap(stdout), newInspect(stdout), newSelftest(stdout, stderr), newMan(stdout))
+	// Tier 1: host operations that execute nothing arbitrary.
+	root.AddCommand(newFS(stdout, stderr))
 	return root
 }
 
