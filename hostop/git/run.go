@@ -89,7 +89,11 @@ func (r *Repo) runGit(ctx context.Context, sub string, args []string, stdin []by
 		return res, fmt.Errorf("git %s under confine: %w", sub, err)
 	}
 	if cr.TimedOut || cr.Signal != 0 || cr.ExitCode != 0 {
-		return res, fmt.Errorf("%w: git %s: exit %d: %s", ErrGit, sub, cr.ExitCode, strings.TrimSpace(lastLine(cr.Stderr.Text())))
+		why := lastLine(cr.Stderr.Text())
+		if why == "" {
+			why = lastLine(cr.Stdout.Text()) // "nothing to commit" goes to stdout
+		}
+		return res, fmt.Errorf("%w: git %s: exit %d: %s", ErrGit, sub, cr.ExitCode, strings.TrimSpace(why))
 	}
 	if err := sh.syncHead(); err != nil {
 		return res, err
