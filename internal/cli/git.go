@@ -127,5 +127,3 @@ the operation is refused.`,
 	c.AddCommand(status, diff, log, show, add, commit)
 	return c
 }
-
-
