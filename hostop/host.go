@@ -134,14 +134,15 @@ func (h *Host) ApplyPatch(diff []byte, limit int64) (PatchResult, error) {
 	return res, done(err)
 }
 
-// Search is Search for the regular expression pattern (RE2 syntax) beneath
-// rel, under OpSearch.
+// Search is Search for the regular expression pattern (RE2 syntax, ^ and $
+// matching at line boundaries) beneath rel, under OpSearch.
 func (h *Host) Search(ctx context.Context, rel, pattern string, o SearchOptions) (SearchResult, error) {
 	done, err := h.Begin(policy.OpSearch, pattern, rel)
 	if err != nil {
 		return SearchResult{}, err
 	}
-	re, err := regexp.Compile(pattern)
+	// (?m): ^ and $ match at line boundaries, as in grep.
+	re, err := regexp.Compile("(?m)" + pattern)
 	if err != nil {
 		return SearchResult{}, done(fmt.Errorf("%w: %w", ErrPattern, err))
 	}

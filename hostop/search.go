@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path"
 	"regexp"
@@ -130,15 +129,23 @@ func (s *searcher) dir(fd int, rel string) error {
 				return err
 			}
 		case t.IsRegular():
-			pfd, err := unix.Openat(fd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			// Opened directly (not O_PATH then reopened, as Read does):
+			// only an entry the directory lists as a regular file is
+			// opened, with O_NOFOLLOW (a symlink swapped in fails),
+			// O_NONBLOCK (a fifo swapped in does not block; fstat then
+			// skips it) and O_NOCTTY. A device node cannot be swapped in
+			// without CAP_MKNOD on this filesystem: rename and link do
+			// not cross from /dev.
+			ffd, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 			if err != nil {
+				s.res.Special++
 				continue
 			}
-			fi, err := fstat(pfd)
+			fi, err := fstat(ffd)
 			if err == nil {
-				err = s.filePath(pfd, fi, child)
+				err = s.file(ffd, fi, child)
 			}
-			unix.Close(pfd)
+			unix.Close(ffd)
 			if err != nil {
 				return err
 			}
@@ -151,8 +158,24 @@ func (s *searcher) dir(fd int, rel string) error {
 	return nil
 }
 
-// filePath searches the file open (O_PATH) at pfd after checking what it is.
+// filePath searches the file open (O_PATH) at pfd after checking what it
+// is.
 func (s *searcher) filePath(pfd int, fi fileInfo, rel string) error {
+	if fi.mode&unix.S_IFMT != unix.S_IFREG {
+		s.res.Special++
+		return nil
+	}
+	f, err := reopen(pfd, rel)
+	if err != nil {
+		s.res.Special++
+		return nil
+	}
+	defer f.Close()
+	return s.file(int(f.Fd()), fi, rel)
+}
+
+// file searches the file open for reading at fd, whose fstat is fi.
+func (s *searcher) file(fd int, fi fileInfo, rel string) error {
 	if s.res.Files >= s.o.MaxFiles {
 		s.res.Truncated, s.done = true, true
 		return nil
@@ -168,68 +191,62 @@ func (s *searcher) filePath(pfd int, fi fileInfo, rel string) error {
 		s.res.Large++
 		return nil
 	}
-	f, err := reopen(pfd, rel)
-	if err != nil {
-		s.res.Special++
-		return nil
-	}
-	defer f.Close()
 	if int64(cap(s.buf)) < fi.size+1 {
 		s.buf = make([]byte, fi.size+1)
 	}
-	n, err := io.ReadFull(f, s.buf[:fi.size+1])
-	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
-		s.res.Special++
-		return nil
+	buf := s.buf[:fi.size+1]
+	n := 0
+	for n < len(buf) {
+		k, err := unix.Read(fd, buf[n:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			s.res.Special++
+			return nil
+		}
+		if k == 0 {
+			break
+		}
+		n += k
 	}
 	if int64(n) > fi.size {
 		n = int(fi.size) // grew meanwhile: stop at the size fstat saw
 	}
-	data := s.buf[:n]
+	data := buf[:n]
 	s.res.Files++
 	if bytes.IndexByte(data[:min(len(data), 8192)], 0) >= 0 {
 		s.res.Binary++
 		return nil
 	}
-	loc := s.re.FindIndex(data)
-	if loc == nil {
-		return nil
-	}
-	line := 1 + bytes.Count(data[:loc[0]], []byte{'\n'})
-	start := bytes.LastIndexByte(data[:loc[0]], '\n') + 1
-	for start <= len(data) {
-		end := bytes.IndexByte(data[start:], '\n')
-		if end < 0 {
-			end = len(data)
+	// One FindIndex per matching line: report the line a match starts
+	// on, then go on after that line.
+	line, counted := 1, 0
+	for start := 0; start < len(data); {
+		loc := s.re.FindIndex(data[start:])
+		if loc == nil {
+			break
+		}
+		at := start + loc[0]
+		line += bytes.Count(data[counted:at], []byte{'\n'})
+		ls := bytes.LastIndexByte(data[:at], '\n') + 1
+		le := bytes.IndexByte(data[at:], '\n')
+		if le < 0 {
+			le = len(data)
 		} else {
-			end += start
+			le += at
 		}
-		if s.re.Match(data[start:end]) {
-			text := data[start:end]
-			if len(text) > s.o.MaxLine {
-				text = text[:s.o.MaxLine]
-			}
-			s.res.Matches = append(s.res.Matches, Match{Path: rel, Line: line, Text: string(text)})
-			if len(s.res.Matches) >= s.o.MaxMatches {
-				s.res.Truncated, s.done = true, true
-				return nil
-			}
+		text := data[ls:le]
+		if len(text) > s.o.MaxLine {
+			text = text[:s.o.MaxLine]
 		}
-		if end == len(data) {
-			break
+		s.res.Matches = append(s.res.Matches, Match{Path: rel, Line: line, Text: string(text)})
+		if len(s.res.Matches) >= s.o.MaxMatches {
+			s.res.Truncated, s.done = true, true
+			return nil
 		}
-		start = end + 1
-		line++
-		// Jump to the next match instead of testing every line.
-		next := s.re.FindIndex(data[start:])
-		if next == nil {
-			break
-		}
-		skip := bytes.Count(data[start:start+next[0]], []byte{'\n'})
-		if skip > 0 {
-			line += skip
-			start += bytes.LastIndexByte(data[start:start+next[0]], '\n') + 1
-		}
+		counted = at
+		start = le + 1
 	}
 	return nil
 }
