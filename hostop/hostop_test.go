@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -365,6 +366,37 @@ func TestSearch(t *testing.T) {
 	res, _ = Search(context.Background(), rp, regexp.MustCompile("needle"), SearchOptions{MaxMatches: 1})
 	if len(res.Matches) != 1 || !res.Truncated {
 		t.Errorf("MaxMatches: %+v", res)
+	}
+}
+
+func TestSearchOrderAndBounds(t *testing.T) {
+	f := newFixture(t)
+	for i := range 50 {
+		must(t, os.WriteFile(filepath.Join(f.root, "sub", fmt.Sprintf("f%02d", i)), []byte("x\nhit\n"), 0o644))
+	}
+	rp, _ := f.r.ReadPath("sub")
+	all, err := Search(context.Background(), rp, regexp.MustCompile("hit"), SearchOptions{})
+	must(t, err)
+	if len(all.Matches) != 50 || all.Files != 51 || all.Truncated {
+		t.Fatalf("%d matches in %d files (truncated %v)", len(all.Matches), all.Files, all.Truncated)
+	}
+	for i, m := range all.Matches {
+		if want := fmt.Sprintf("sub/f%02d", i); m.Path != want || m.Line != 2 {
+			t.Fatalf("match %d: %+v, want %s:2", i, m, want)
+		}
+	}
+	some, _ := Search(context.Background(), rp, regexp.MustCompile("hit"), SearchOptions{MaxMatches: 10})
+	if len(some.Matches) != 10 || some.Matches[9].Path != "sub/f09" || !some.Truncated {
+		t.Fatalf("MaxMatches 10: %+v", some)
+	}
+	files, _ := Search(context.Background(), rp, regexp.MustCompile("hit"), SearchOptions{MaxFiles: 5})
+	if files.Files != 5 || !files.Truncated || len(files.Matches) != 5 {
+		t.Fatalf("MaxFiles 5: %d files, %d matches", files.Files, len(files.Matches))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Search(ctx, rp, regexp.MustCompile("hit"), SearchOptions{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled search: %v", err)
 	}
 }
 
