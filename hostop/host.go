@@ -51,12 +51,13 @@ func (h *Host) Root() *Root { return h.root }
 func (h *Host) Close() error { return h.root.Close() }
 
 // Begin authorises op; the returned function records the operation (with
-// args and its outcome) when called with the operation's error. Packages
-// that add operations (hostop/git) use it the same way.
-func (h *Host) Begin(op policy.HostOp, args ...string) (func(error) error, error) {
+// args, then more, and its outcome) when called with the operation's
+// error, which it returns. Packages that add operations (hostop/git) use
+// it the same way.
+func (h *Host) Begin(op policy.HostOp, args ...string) (func(err error, more ...string) error, error) {
 	start := time.Now()
 	p, authErr := policy.AuthorizeHostOp(h.cap, op)
-	record := func(err error) error {
+	record := func(err error, more ...string) error {
 		if h.EventLog == "" {
 			return err
 		}
@@ -67,7 +68,7 @@ func (h *Host) Begin(op policy.HostOp, args ...string) (func(error) error, error
 			Profile:      h.cap.Profile(),
 			Tier:         int(policy.TierStructured),
 			Backend:      Backend,
-			Argv:         append([]string{string(op)}, args...),
+			Argv:         append(append([]string{string(op)}, args...), more...),
 			Dir:          h.root.Path(),
 			DurationNS:   time.Since(start).Nanoseconds(),
 		}
@@ -131,7 +132,19 @@ func (h *Host) ApplyPatch(diff []byte, limit int64) (PatchResult, error) {
 		return PatchResult{}, err
 	}
 	res, err := Patch(h.root, diff, limit)
-	return res, done(err)
+	// The event names the files the patch changed, or the ones it named
+	// when it failed.
+	var paths []string
+	if err == nil {
+		for _, f := range res.Files {
+			paths = append(paths, f.Path)
+		}
+	} else if fps, perr := ParsePatch(diff); perr == nil {
+		for _, f := range fps {
+			paths = append(paths, f.target())
+		}
+	}
+	return res, done(err, paths...)
 }
 
 // Search is Search for the regular expression pattern (RE2 syntax, ^ and $

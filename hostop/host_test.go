@@ -54,6 +54,9 @@ func TestHostGating(t *testing.T) {
 	}
 	for i, want := range []struct{ op, errSub string }{{"read_file", ""}, {"write_file", "does not allow"}, {"apply_patch", "does not allow"}, {"apply_patch", ""}, {"search", "bad search pattern"}} {
 		ev := evs[i]
+		if want.op == "apply_patch" && want.errSub == "" && (len(ev.Argv) != 2 || ev.Argv[1] != "f") {
+			t.Errorf("patch event names %v, want [apply_patch f]", ev.Argv)
+		}
 		if ev.Argv[0] != want.op || ev.Backend != Backend || ev.Tier != 1 || (want.errSub == "") != (ev.Error == "") {
 			t.Errorf("event %d: %+v, want op %s error %q", i, ev, want.op, want.errSub)
 		}

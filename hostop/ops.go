@@ -113,11 +113,17 @@ func Write(p ConfinedWritePath, data []byte, o WriteOptions) (WriteResult, error
 	if int64(len(data)) > limit {
 		return WriteResult{}, fmt.Errorf("%s: %w: %d bytes, limit %d", p.rel, ErrTooLarge, len(data), limit)
 	}
-	dirfd, name, err := p.parent(true)
+	dirfd, name, made, err := p.parent(!o.NoCreate)
 	if err != nil {
 		return WriteResult{}, err
 	}
 	defer unix.Close(dirfd)
+	ok := false
+	defer func() {
+		if !ok {
+			p.root.rmdirs(made)
+		}
+	}()
 	mode := uint32(0o644)
 	if o.Mode != 0 {
 		mode = uint32(o.Mode.Perm())
@@ -144,6 +150,7 @@ func Write(p ConfinedWritePath, data []byte, o WriteOptions) (WriteResult, error
 	if err := replaceAt(dirfd, p.rel, name, data, mode); err != nil {
 		return WriteResult{}, err
 	}
+	ok = true
 	return WriteResult{Path: p.rel, Bytes: int64(len(data)), Created: created}, nil
 }
 
@@ -215,38 +222,61 @@ func lstatAt(dirfd int, name string) (fileInfo, error) {
 
 // parent opens the directory that holds p (creating missing directories
 // when mkdir is set), with no symlink on the way, and returns it with p's
-// last component.
-func (p ConfinedWritePath) parent(mkdir bool) (int, string, error) {
+// last component and the directories it created (outermost first).
+func (p ConfinedWritePath) parent(mkdir bool) (int, string, []string, error) {
 	dir, name := filepath.Split(p.rel)
 	dir = filepath.Clean(dir)
 	fd, err := openat2(p.root.fd, dir, dir, unix.O_PATH|unix.O_DIRECTORY, true)
 	if err == nil || !mkdir || !isNotExist(err) {
-		return fd, name, err
+		return fd, name, nil, err
 	}
 	// Create the missing directories one component at a time, each
 	// beneath the descriptor of the one before.
 	cur, err := unix.Dup(p.root.fd)
 	if err != nil {
-		return -1, "", err
+		return -1, "", nil, err
 	}
 	done := ""
+	var made []string
 	for _, c := range splitPath(dir) {
 		done = filepath.Join(done, c)
 		next, err := openat2(cur, done, c, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW, true)
 		if isNotExist(err) {
-			if e := unix.Mkdirat(cur, c, 0o755); e != nil && e != unix.EEXIST {
+			e := unix.Mkdirat(cur, c, 0o755)
+			if e != nil && e != unix.EEXIST {
 				unix.Close(cur)
-				return -1, "", &fs.PathError{Op: "mkdir", Path: done, Err: e}
+				p.root.rmdirs(made)
+				return -1, "", nil, &fs.PathError{Op: "mkdir", Path: done, Err: e}
+			}
+			if e == nil {
+				made = append(made, done)
 			}
 			next, err = openat2(cur, done, c, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW, true)
 		}
 		unix.Close(cur)
 		if err != nil {
-			return -1, "", err
+			p.root.rmdirs(made)
+			return -1, "", nil, err
 		}
 		cur = next
 	}
-	return cur, name, nil
+	return cur, name, made, nil
+}
+
+// rmdirs removes directories an operation created (innermost first) when
+// it failed. rmdir removes only an empty directory, so whatever another
+// process put there meanwhile stays.
+func (r *Root) rmdirs(made []string) {
+	for i := len(made) - 1; i >= 0; i-- {
+		d, name := filepath.Split(made[i])
+		d = filepath.Clean(d)
+		fd, err := openat2(r.fd, d, d, unix.O_PATH|unix.O_DIRECTORY, true)
+		if err != nil {
+			return
+		}
+		_ = unix.Unlinkat(fd, name, unix.AT_REMOVEDIR)
+		unix.Close(fd)
+	}
 }
 
 func splitPath(p string) []string {
@@ -276,7 +306,7 @@ func Remove(p ConfinedWritePath) error {
 	if p.root == nil {
 		return fmt.Errorf("%w: zero ConfinedWritePath", ErrInvalidPath)
 	}
-	dirfd, name, err := p.parent(false)
+	dirfd, name, _, err := p.parent(false)
 	if err != nil {
 		return err
 	}

@@ -266,6 +266,7 @@ type staged struct {
 	old     []byte
 	oldMode uint32
 	existed bool
+	made    []string // directories created for a new file
 	action  string
 	hunks   int
 }
@@ -287,12 +288,18 @@ func Patch(root *Root, diff []byte, limit int64) (PatchResult, error) {
 		return PatchResult{}, err
 	}
 	var st []*staged
+	committed := false
 	cleanup := func() {
 		for _, s := range st {
 			if s.tmp != "" {
 				_ = unix.Unlinkat(s.dirfd, s.tmp, 0)
 			}
 			unix.Close(s.dirfd)
+		}
+		if !committed {
+			for i := len(st) - 1; i >= 0; i-- {
+				root.rmdirs(st[i].made)
+			}
 		}
 	}
 	seen := map[string]bool{}
@@ -337,6 +344,7 @@ func Patch(root *Root, diff []byte, limit int64) (PatchResult, error) {
 			return PatchResult{}, &fs.PathError{Op: "patch", Path: s.path.rel, Err: err}
 		}
 	}
+	committed = true
 	res := PatchResult{Files: []PatchedFile{}}
 	for _, s := range st {
 		res.Files = append(res.Files, PatchedFile{Path: s.path.rel, Action: s.action, Hunks: s.hunks})
@@ -347,13 +355,14 @@ func Patch(root *Root, diff []byte, limit int64) (PatchResult, error) {
 
 func stage(p ConfinedWritePath, fp FilePatch, limit int64) (*staged, error) {
 	create := fp.Old == ""
-	dirfd, name, err := p.parent(create)
+	dirfd, name, made, err := p.parent(create)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrPatch, err)
 	}
-	s := &staged{path: p, dirfd: dirfd, name: name, hunks: len(fp.Hunks)}
+	s := &staged{path: p, dirfd: dirfd, name: name, made: made, hunks: len(fp.Hunks)}
 	fail := func(err error) (*staged, error) {
 		unix.Close(dirfd)
+		p.root.rmdirs(made)
 		return nil, err
 	}
 	mode := uint32(0o644)

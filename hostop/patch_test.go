@@ -87,6 +87,7 @@ func TestPatchRefused(t *testing.T) {
 		{"hardlink", good + "--- a/hardlink\n+++ b/hardlink\n@@ -1 +1 @@\n-" + secret + "+PWNED\n", ErrMultiLinked},
 		{"fifo", good + "--- a/fifo\n+++ b/fifo\n@@ -1 +1 @@\n-x\n+y\n", ErrSpecial},
 		{"bad-hunk-after-good-file", good + "--- a/sub/other.txt\n+++ b/sub/other.txt\n@@ -1,2 +1,2 @@\n a\n-NOT THERE\n+b\n", ErrPatch},
+		{"create-in-new-dir-then-bad-hunk", "--- /dev/null\n+++ b/newdir/deep/x.txt\n@@ -0,0 +1 @@\n+x\n" + good + "--- a/sub/other.txt\n+++ b/sub/other.txt\n@@ -1 +1 @@\n-NOT THERE\n+b\n", ErrPatch},
 		{"create-existing", good + "--- /dev/null\n+++ b/sub/other.txt\n@@ -0,0 +1 @@\n+x\n", ErrPatch},
 		{"rename", "diff --git a/x b/y\nrename from x\nrename to y\n", ErrPatch},
 		{"garbage", "hello\n", ErrPatch},
@@ -113,6 +114,9 @@ func TestPatchRefused(t *testing.T) {
 			ents, _ := os.ReadDir(filepath.Join(f.root, "sub"))
 			if len(ents) != 2 {
 				t.Errorf("sub holds %d entries (temporary files left?)", len(ents))
+			}
+			if _, err := os.Lstat(filepath.Join(f.root, "newdir")); !os.IsNotExist(err) {
+				t.Errorf("a directory the failed patch created remains: %v", err)
 			}
 			f.outsideIntact(t)
 		})
