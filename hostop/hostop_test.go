@@ -302,6 +302,37 @@ func TestWriteAtomicAndBounded(t *testing.T) {
 	}
 }
 
+// TestWriteKeepsOwner: a root caller working on a user's tree leaves the
+// files that user's, replaced and new ones alike.
+func TestWriteKeepsOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: only a root caller can leave files owned by another uid")
+	}
+	f := newFixture(t)
+	const uid = testutil.NobodyUID
+	must(t, os.Chown(filepath.Join(f.root, "sub"), uid, uid))
+	must(t, os.Chown(filepath.Join(f.root, "sub", "inner.txt"), uid, uid))
+	for _, p := range []string{"sub/inner.txt", "sub/new.txt"} {
+		wp, _ := f.r.WritePath(p)
+		if _, err := Write(wp, []byte("x\n"), WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		var st unix.Stat_t
+		must(t, unix.Lstat(filepath.Join(f.root, p), &st))
+		if st.Uid != uid || st.Gid != uid {
+			t.Errorf("%s: owned by %d:%d, want %d", p, st.Uid, st.Gid, uid)
+		}
+	}
+	if _, err := Patch(f.r, []byte("--- a/sub/inner.txt\n+++ b/sub/inner.txt\n@@ -1 +1 @@\n-x\n+y\n"), 0); err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Stat_t
+	must(t, unix.Lstat(filepath.Join(f.root, "sub/inner.txt"), &st))
+	if st.Uid != uid {
+		t.Errorf("patched file owned by %d, want %d", st.Uid, uid)
+	}
+}
+
 func TestReadHeadTail(t *testing.T) {
 	f := newFixture(t)
 	data := bytes.Repeat([]byte("0123456789"), 100)

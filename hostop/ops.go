@@ -129,6 +129,7 @@ func Write(p ConfinedWritePath, data []byte, o WriteOptions) (WriteResult, error
 		mode = uint32(o.Mode.Perm())
 	}
 	created := false
+	own := dirOwner(dirfd)
 	fi, err := lstatAt(dirfd, name)
 	switch {
 	case err == unix.ENOENT:
@@ -146,20 +147,45 @@ func Write(p ConfinedWritePath, data []byte, o WriteOptions) (WriteResult, error
 			return WriteResult{}, &fs.PathError{Op: "write", Path: p.rel, Err: fs.ErrExist}
 		}
 		mode = fi.mode & 0o1777 // set-ID bits never carried over
+		own = owner{fi.uid, fi.gid}
 	}
-	if err := replaceAt(dirfd, p.rel, name, data, mode); err != nil {
+	if err := replaceAt(dirfd, p.rel, name, data, mode, own); err != nil {
 		return WriteResult{}, err
 	}
 	ok = true
 	return WriteResult{Path: p.rel, Bytes: int64(len(data)), Created: created}, nil
 }
 
+// owner is who a new file should belong to; uid < 0: whoever creates it.
+type owner struct{ uid, gid int }
+
+// dirOwner is the owner new files in dirfd get when this process runs as
+// root: the directory's, so that a root caller working on a user's tree
+// does not leave root-owned files in it. Otherwise, no change.
+func dirOwner(dirfd int) owner {
+	if os.Geteuid() != 0 {
+		return owner{-1, -1}
+	}
+	fi, err := fstat(dirfd)
+	if err != nil {
+		return owner{-1, -1}
+	}
+	return owner{fi.uid, fi.gid}
+}
+
 // replaceAt writes data to a new temporary file in dirfd and renames it to
 // name.
-func replaceAt(dirfd int, show, name string, data []byte, mode uint32) error {
+func replaceAt(dirfd int, show, name string, data []byte, mode uint32, own owner) error {
 	tmp, f, err := createTemp(dirfd, show, name, mode)
 	if err != nil {
 		return err
+	}
+	if own.uid >= 0 && os.Geteuid() == 0 {
+		if err := f.Chown(own.uid, own.gid); err != nil {
+			f.Close()
+			_ = unix.Unlinkat(dirfd, tmp, 0)
+			return &fs.PathError{Op: "chown", Path: show, Err: err}
+		}
 	}
 	if err := writeSync(f, data, mode); err != nil {
 		_ = unix.Unlinkat(dirfd, tmp, 0)
@@ -217,7 +243,7 @@ func lstatAt(dirfd int, name string) (fileInfo, error) {
 	if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return fileInfo{}, err
 	}
-	return fileInfo{mode: st.Mode, nlink: uint64(st.Nlink), size: st.Size, dev: st.Dev, ino: st.Ino}, nil
+	return infoOf(&st), nil
 }
 
 // parent opens the directory that holds p (creating missing directories

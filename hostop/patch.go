@@ -2,6 +2,7 @@ package hostop
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io/fs"
 	"strconv"
@@ -53,7 +54,12 @@ func ParsePatch(diff []byte) ([]FilePatch, error) {
 		case strings.HasPrefix(l, "rename from"), strings.HasPrefix(l, "copy from"), strings.HasPrefix(l, "GIT binary patch"), strings.HasPrefix(l, "Binary files "):
 			return nil, fmt.Errorf("%w: line %d: renames, copies and binary patches are not supported", ErrPatch, i+1)
 		case strings.HasPrefix(l, "--- ") && i+1 < len(lines) && strings.HasPrefix(lines[i+1], "+++ "):
-			fp := FilePatch{Old: headerPath(l[4:], git, "a/"), New: headerPath(strings.TrimRight(lines[i+1], "\n")[4:], git, "b/")}
+			oldPath, err1 := headerPath(l[4:], git, "a/")
+			newPath, err2 := headerPath(strings.TrimRight(lines[i+1], "\n")[4:], git, "b/")
+			if err := errors.Join(err1, err2); err != nil {
+				return nil, fmt.Errorf("%w: line %d: %w", ErrPatch, i+1, err)
+			}
+			fp := FilePatch{Old: oldPath, New: newPath}
 			i += 2
 			for i < len(lines) && strings.HasPrefix(lines[i], "@@ ") {
 				h, next, err := parseHunk(lines, i)
@@ -83,18 +89,29 @@ func ParsePatch(diff []byte) ([]FilePatch, error) {
 	return out, nil
 }
 
-func headerPath(h string, git bool, prefix string) string {
-	if t := strings.IndexByte(h, '\t'); t >= 0 {
-		h = h[:t] // diff -u puts a timestamp after a tab
+func headerPath(h string, git bool, prefix string) (string, error) {
+	if strings.HasPrefix(h, `"`) {
+		// git quotes a name with special characters, C-style; Go's
+		// quoting reads the same escapes (\t, \n, \", \\, octal).
+		end := strings.LastIndexByte(h, '"')
+		u, err := strconv.Unquote(h[:end+1])
+		if end <= 0 || err != nil {
+			return "", fmt.Errorf("bad quoted file name %s", h)
+		}
+		h = u
+	} else {
+		if t := strings.IndexByte(h, '\t'); t >= 0 {
+			h = h[:t] // diff -u puts a timestamp after a tab
+		}
+		h = strings.TrimRight(h, " \r")
 	}
-	h = strings.TrimRight(h, " \r")
 	if h == "/dev/null" {
-		return ""
+		return "", nil
 	}
 	if git || strings.HasPrefix(h, prefix) {
 		h = strings.TrimPrefix(h, prefix)
 	}
-	return h
+	return h, nil
 }
 
 func parseHunk(lines []string, i int) (hunk, int, error) {
@@ -265,6 +282,7 @@ type staged struct {
 	tmp     string // "" for a deletion
 	old     []byte
 	oldMode uint32
+	own     owner
 	existed bool
 	made    []string // directories created for a new file
 	action  string
@@ -335,7 +353,7 @@ func Patch(root *Root, diff []byte, limit int64) (PatchResult, error) {
 		if err != nil {
 			for _, u := range st[:i] {
 				if u.existed {
-					_ = replaceAt(u.dirfd, u.path.rel, u.name, u.old, u.oldMode)
+					_ = replaceAt(u.dirfd, u.path.rel, u.name, u.old, u.oldMode, u.own)
 				} else {
 					_ = unix.Unlinkat(u.dirfd, u.name, 0)
 				}
@@ -366,6 +384,7 @@ func stage(p ConfinedWritePath, fp FilePatch, limit int64) (*staged, error) {
 		return nil, err
 	}
 	mode := uint32(0o644)
+	s.own = dirOwner(dirfd)
 	if create {
 		if _, err := lstatAt(dirfd, name); err != unix.ENOENT {
 			return fail(fmt.Errorf("%w: %s: creation of a file that exists", ErrPatch, p.rel))
@@ -387,6 +406,9 @@ func stage(p ConfinedWritePath, fp FilePatch, limit int64) (*staged, error) {
 			return fail(fmt.Errorf("%w: read %s: %w", ErrPatch, p.rel, err))
 		}
 		s.existed, s.oldMode, mode = true, fi.mode&0o1777, fi.mode&0o1777
+		if s.own.uid >= 0 {
+			s.own = owner{fi.uid, fi.gid}
+		}
 		s.action = "modified"
 	}
 	newData, err := fp.apply(s.old)
@@ -406,6 +428,13 @@ func stage(p ConfinedWritePath, fp FilePatch, limit int64) (*staged, error) {
 	tmp, f, err := createTemp(dirfd, p.rel, name, mode)
 	if err != nil {
 		return fail(err)
+	}
+	if s.own.uid >= 0 {
+		if err := f.Chown(s.own.uid, s.own.gid); err != nil {
+			f.Close()
+			_ = unix.Unlinkat(dirfd, tmp, 0)
+			return fail(err)
+		}
 	}
 	if err := writeSync(f, newData, mode); err != nil {
 		_ = unix.Unlinkat(dirfd, tmp, 0)

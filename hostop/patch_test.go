@@ -45,6 +45,12 @@ new file mode 100644
 +hello
 +world
 \ No newline at end of file
+diff --git "a/sp ace\tq.txt" "b/sp ace\tq.txt"
+new file mode 100644
+--- /dev/null
++++ "b/sp ace\tq.txt"
+@@ -0,0 +1 @@
++quoted
 diff --git a/gone.txt b/gone.txt
 deleted file mode 100644
 --- a/gone.txt
@@ -56,7 +62,7 @@ deleted file mode 100644
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Files) != 3 || res.Files[0].Action != "modified" || res.Files[1].Action != "created" || res.Files[2].Action != "deleted" {
+	if len(res.Files) != 4 || res.Files[0].Action != "modified" || res.Files[1].Action != "created" || res.Files[2].Path != "sp ace\tq.txt" || res.Files[3].Action != "deleted" {
 		t.Errorf("result: %+v", res)
 	}
 	got := readAll(t, f.root, "a.txt", "new/dir/n.txt")

@@ -215,6 +215,12 @@ type fileInfo struct {
 	size  int64
 	dev   uint64
 	ino   uint64
+	uid   int
+	gid   int
+}
+
+func infoOf(st *unix.Stat_t) fileInfo {
+	return fileInfo{mode: st.Mode, nlink: uint64(st.Nlink), size: st.Size, dev: st.Dev, ino: st.Ino, uid: int(st.Uid), gid: int(st.Gid)}
 }
 
 func fstat(fd int) (fileInfo, error) {
@@ -222,7 +228,7 @@ func fstat(fd int) (fileInfo, error) {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return fileInfo{}, err
 	}
-	return fileInfo{mode: st.Mode, nlink: uint64(st.Nlink), size: st.Size, dev: st.Dev, ino: st.Ino}, nil
+	return infoOf(&st), nil
 }
 
 // checkRegular refuses what is not a single-linked regular file.
