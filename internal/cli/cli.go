@@ -300,6 +300,9 @@ func (o *runOpts) run(ctx context.Context, args []string, stdout, stderr io.Writ
 		printJSON(stdout, res)
 	} else {
 		reportDenials(stderr, res.Denials)
+		for _, c := range res.Persistence {
+			fmt.Fprintf(stderr, "confine: the command %s %s (%s), which a program outside the sandbox may run later\n", c.Kind, c.Path, c.What)
+		}
 		for _, st := range []struct {
 			name string
 			s    spec.Stream
