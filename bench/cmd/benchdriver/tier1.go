@@ -41,6 +41,9 @@ func (b *bench) tier1() error {
 			[]string{"cat", one},
 			[]string{b.confineBin, "fs", "read", one, "--event-log", "off"}, "≤ 1.00x"},
 	}
+	if err := b.persistRow(tree, reps); err != nil {
+		return err
+	}
 	for _, c := range cases {
 		s := map[box][]float64{}
 		for i := 0; i < reps; i++ {
@@ -106,4 +109,62 @@ func timeRun(dir string, argv []string) (time.Duration, error) {
 		}
 	}
 	return d, err
+}
+
+// persistRow times `confine run -- /bin/true` with the tree as the work
+// directory, without and with a .git (config and the sample hooks): the
+// difference is what the persistence report's snapshots cost where they
+// have the most to look at. "bare" is the run without .git here.
+func (b *bench) persistRow(tree string, reps int) error {
+	git := filepath.Join(tree, ".git")
+	defer os.RemoveAll(git)
+	argv := []string{b.confineBin, "run", "--workdir", tree, "--event-log", "off", "--", "/bin/true"}
+	s := map[box][]float64{}
+	for i := 0; i < reps; i++ {
+		for _, x := range []box{bare, confine} {
+			if err := os.RemoveAll(git); err != nil {
+				return err
+			}
+			if x == confine {
+				if err := os.MkdirAll(filepath.Join(git, "hooks"), 0o755); err != nil {
+					return err
+				}
+				for _, h := range []string{"config", "hooks/pre-commit.sample", "hooks/pre-push.sample", "hooks/commit-msg.sample", "hooks/update.sample"} {
+					if err := os.WriteFile(filepath.Join(git, h), []byte("x\n"), 0o644); err != nil {
+						return err
+					}
+				}
+			}
+			d, err := timeRun(tree, argv)
+			if err != nil {
+				return fmt.Errorf("persist_launch: %w", err)
+			}
+			s[x] = append(s[x], ms(d))
+		}
+	}
+	r := newRow("persist_launch", "launch /bin/true in a 10,000-file work tree: without .git (bare column) / with .git (confine column)", "ms", 2)
+	r.hide[bwrap] = true
+	r.Text[bwrap] = "n/a"
+	b.fill(r, s)
+	diff := r.Values[confine] - r.Values[bare]
+	r.Target = "with .git ≤ without + 1 ms"
+	r.Met = verdict(diff <= 1)
+	// Rounds are interleaved: the per-round differences cancel drift
+	// common to a round. The verdict stands when they all agree.
+	var lo, hi float64
+	for i := range s[bare] {
+		d := s[confine][i] - s[bare][i]
+		if i == 0 || d < lo {
+			lo = d
+		}
+		if i == 0 || d > hi {
+			hi = d
+		}
+	}
+	if lo <= 1 && hi > 1 {
+		r.Met = fmt.Sprintf("inconclusive (per-round differences %.2f..%.2f ms; as measured: %s)", lo, hi, r.Met)
+	}
+	r.Notes = fmt.Sprintf("difference of medians %.2f ms; both runs take the persistence snapshots (internal/persist), the .git adds its watched paths; runs (ms): %s", diff, sampleText(r, 2))
+	b.add(r)
+	return nil
 }
