@@ -193,22 +193,22 @@ var errorKinds = []struct {
 	{spec.ErrCapability, "capability"},
 	{ErrAbsolute, "absolute"},
 	{ErrDotDot, "dotdot"},
-	{ErrInvalidPath, "invalid-path"},
-	{ErrSymlinkEscape, "symlink-escape"},
+	{ErrInvalidPath, "invalid_path"},
+	{ErrSymlinkEscape, "symlink_escape"},
 	{ErrSymlink, "symlink"},
-	{ErrSpecial, "special-file"},
-	{ErrMultiLinked, "multiply-linked"},
-	{ErrTooLarge, "too-large"},
+	{ErrSpecial, "special_file"},
+	{ErrMultiLinked, "multiply_linked"},
+	{ErrTooLarge, "too_large"},
 	{ErrPattern, "pattern"},
 	{ErrPatch, "patch"},
 	{ErrUnsupported, "unsupported"},
-	{fs.ErrNotExist, "not-found"},
+	{fs.ErrNotExist, "not_found"},
 	{fs.ErrExist, "exists"},
 	{fs.ErrPermission, "permission"},
 }
 
-// ErrorKind is a short stable name for the sentinel err wraps ("symlink-
-// escape", "dotdot", "capability", ...), or "error".
+// ErrorKind is a short stable name for the sentinel err wraps
+// ("symlink_escape", "dotdot", "capability", ...), or "error".
 func ErrorKind(err error) string {
 	for _, k := range errorKinds {
 		if errors.Is(err, k.err) {

@@ -105,7 +105,9 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 // was written for. Raise it when a client could depend on the change.
 //
 //  1. run --json prints {"error": {...}} on a refusal; event_log_skipped.
-const JSONAPI = 1
+//  2. persistence in run results; confine fs and confine git (Tier 1),
+//     whose refusals are the same {"error": {...}} object.
+const JSONAPI = 2
 
 func newVersion(stdout io.Writer) *cobra.Command {
 	var asJSON bool

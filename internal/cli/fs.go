@@ -87,14 +87,14 @@ func (o *hostOpts) host(stderr io.Writer) (*hostop.Host, error) {
 	return h, nil
 }
 
-// fail reports err: as {"error", "kind"} on stdout with --json, and as
-// exit status 125 with the reason on stderr either way.
+// fail reports err: with --json as run's refusal object on stdout, its
+// kind naming the sentinel (hostop.ErrorKind), and as exit status 125
+// with the reason on stderr either way.
 func (o *hostOpts) fail(stdout io.Writer, err error) error {
 	if o.json {
-		_ = writeJSON(stdout, struct {
-			Error string `json:"error"`
-			Kind  string `json:"kind"`
-		}{err.Error(), hostop.ErrorKind(err)})
+		var r refusalJSON
+		r.Error.Kind, r.Error.Message, r.Error.ExitStatus = hostop.ErrorKind(err), err.Error(), ExitConfine
+		_ = writeJSON(stdout, r)
 	}
 	return &exitError{ExitConfine, err.Error()}
 }

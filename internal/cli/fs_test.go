@@ -63,7 +63,7 @@ func TestFS(t *testing.T) {
 			}{
 				{"read", "", []string{"fs", "read", "a.txt"}, 0, "one\ntwo\n", ""},
 				{"read-json", "", []string{"fs", "read", "--json", "a.txt"}, 0, `"total_bytes": 8`, ""},
-				{"read-symlink-out", "", []string{"fs", "read", "--json", "evil"}, 125, "", "symlink-escape"},
+				{"read-symlink-out", "", []string{"fs", "read", "--json", "evil"}, 125, "", "symlink_escape"},
 				{"read-absolute", "", []string{"fs", "read", "--json", secretPath}, 125, "", "absolute"},
 				{"read-dotdot", "", []string{"fs", "read", "--json", "../x"}, 125, "", "dotdot"},
 				{"write", "new\n", []string{"fs", "write", "--json", "d/n.txt"}, 0, `"created": true`, ""},
@@ -85,9 +85,9 @@ func TestFS(t *testing.T) {
 						t.Fatalf("exit %d (want %d), stdout %q (want %q), stderr %q", res.Code, r.code, res.Stdout, r.out, res.Stderr)
 					}
 					if r.kind != "" {
-						var e struct{ Error, Kind string }
-						if err := json.Unmarshal([]byte(res.Stdout), &e); err != nil || e.Kind != r.kind {
-							t.Fatalf("error kind %q (want %q): %v %s", e.Kind, r.kind, err, res.Stdout)
+						var e refusalJSON
+						if err := json.Unmarshal([]byte(res.Stdout), &e); err != nil || e.Error.Kind != r.kind || e.Error.ExitStatus != 125 || e.Error.Message == "" {
+							t.Fatalf("error kind %q (want %q): %v %s", e.Error.Kind, r.kind, err, res.Stdout)
 						}
 					}
 				})

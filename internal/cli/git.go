@@ -39,12 +39,19 @@ the operation is refused.`,
 			return o.fail(stdout, err)
 		}
 		if o.json {
+			// A failing git keeps its output; "error" has the shape of
+			// run's refusal object, kind "git".
+			type gitError struct {
+				Kind       string `json:"kind"`
+				Message    string `json:"message"`
+				ExitStatus int    `json:"exit_status"`
+			}
 			v := struct {
 				git.Result
-				Error string `json:"error,omitempty"`
+				Error *gitError `json:"error,omitempty"`
 			}{Result: res}
 			if err != nil {
-				v.Error = err.Error()
+				v.Error = &gitError{"git", err.Error(), 1}
 			}
 			if werr := writeJSON(stdout, v); werr != nil {
 				return werr

@@ -59,7 +59,7 @@ func TestGit(t *testing.T) {
 				{[]string{"git", "commit", "-m", "second", "--json"}, 0, `"exit_code": 0`},
 				{[]string{"git", "log", "--json"}, 0, `"subject": "second"`},
 				{[]string{"git", "show", "--", "--output=x"}, 125, ""},
-				{[]string{"git", "commit", "-m", "nothing"}, 1, ""},
+				{[]string{"git", "commit", "-m", "nothing", "--json"}, 1, `"kind": "git"`},
 				{[]string{"git", "add", "../x"}, 125, ""},
 				{[]string{"git", "commit", "-m", "x", "--profile", "host-readonly"}, 125, ""},
 			}
@@ -68,7 +68,7 @@ func TestGit(t *testing.T) {
 				if res.Code != r.code || !strings.Contains(res.Stdout, r.out) {
 					t.Fatalf("%v: exit %d (want %d), stdout %q (want %q), stderr %q", r.args, res.Code, r.code, res.Stdout, r.out, res.Stderr)
 				}
-				if strings.Contains(strings.Join(r.args, " "), "--json") && r.code == 0 {
+				if strings.Contains(strings.Join(r.args, " "), "--json") {
 					var v map[string]any
 					if err := json.Unmarshal([]byte(res.Stdout), &v); err != nil {
 						t.Fatalf("%v: not JSON: %v", r.args, err)
