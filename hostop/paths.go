@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package hostop is Tier 1: structured operations on the host (read, write,
 // patch, search, list, and git through hostop/git) that execute nothing
 // arbitrary. Every path is a ConfinedReadPath or ConfinedWritePath, which

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package git is Tier 1's git: fixed subcommands (status, diff, log, show,
 // add, commit) that execute nothing a repository or a model could have
 // written.

@@ -94,8 +94,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		return &exitError{ExitConfine, err.Error()}
 	})
 	root.AddCommand(newRun(stdout, stderr), newCheck(stdout), newVersion(stdout), newCap(stdout), newInspect(stdout), newSelftest(stdout, stderr), newMan(stdout))
-	// Tier 1: host operations that execute nothing arbitrary.
-	root.AddCommand(newFS(stdout, stderr), newGit(stdout, stderr))
+	addTier1(root, stdout, stderr)
 	return root
 }
 

@@ -1,3 +1,5 @@
+//go:build linux
+
 package cli
 
 import (
@@ -12,6 +14,13 @@ import (
 	"github.com/confine-sandbox/confine/hostop"
 	"github.com/confine-sandbox/confine/policy"
 )
+
+// addTier1 adds the Tier 1 commands (host operations that execute nothing
+// arbitrary): confine fs and confine git. They are Linux's: confined
+// paths rest on openat2.
+func addTier1(root *cobra.Command, stdout, stderr io.Writer) {
+	root.AddCommand(newFS(stdout, stderr), newGit(stdout, stderr))
+}
 
 // hostOpts are the flags every Tier 1 command (confine fs, confine git)
 // shares.

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package persist finds what a run changed among the paths of its work
 // tree that something outside the sandbox may execute later: git's hooks
 // and configuration, nested repositories, shell rc files, editor task
