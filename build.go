@@ -43,6 +43,7 @@ type inputs struct {
 	limits spec.Limits
 
 	dir           string
+	worktree      string // canonical
 	rw, ro        []string
 	optional      []string
 	hidden        []string // credential files left out of --ro grants
@@ -64,7 +65,7 @@ func validate(s *spec.CommandSpec, prof policy.Profile, h host.Info, limits spec
 	if err != nil {
 		return nil, fmt.Errorf("%w: worktree: %v", spec.ErrInvalidSpec, err)
 	}
-	in.dir = worktree
+	in.dir, in.worktree = worktree, worktree
 	if s.Dir != "" {
 		if in.dir, err = canonicalDir(s.Dir); err != nil {
 			return nil, fmt.Errorf("%w: dir: %v", spec.ErrInvalidSpec, err)

@@ -31,6 +31,7 @@ import (
 	"github.com/confine-sandbox/confine/internal/eventlog"
 	"github.com/confine-sandbox/confine/internal/host"
 	"github.com/confine-sandbox/confine/internal/launch"
+	"github.com/confine-sandbox/confine/internal/persist"
 	"github.com/confine-sandbox/confine/internal/provider"
 	"github.com/confine-sandbox/confine/policy"
 	"github.com/confine-sandbox/confine/spec"
@@ -189,9 +190,13 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 	if err := run.tmp.Wait(); err != nil {
 		return res, fmt.Errorf("%w: %v", spec.ErrLaunch, err)
 	}
+	// What the run changes among the paths a host program may execute
+	// later (git hooks and config, rc and editor task files) is reported.
+	before := persist.Take(in.worktree)
 	start := time.Now()
 	out, err := launch.Run(ctx, run.primary.plan, run.fallback(), pio)
 	res.Duration = time.Since(start)
+	res.Persistence = persist.Diff(before, persist.Take(in.worktree))
 	detached = out != nil && out.CleanupDetached
 	if out != nil {
 		res.Stdout, res.Stderr = out.Stdout, out.Stderr

@@ -64,6 +64,9 @@ type Profile struct {
 	// namespaces on top of the core): where user namespaces are blocked
 	// (stock Docker, Kubernetes) the run is refused, never downgraded.
 	RequireNamespaces bool `json:",omitempty"`
+	// HostOps are the Tier 1 operations a tier 1 profile allows (see
+	// HostOp); empty for other tiers.
+	HostOps []string `json:",omitempty"`
 	// Source is the file the profile was loaded from; "" for a built-in.
 	// It is not part of Digest.
 	Source string `json:"-"`

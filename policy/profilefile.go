@@ -78,6 +78,7 @@ func ResolveProfile(nameOrPath string) (Profile, error) {
 //	network     = "deny-all"          # the only policy; "allowlist" is refused
 //	waive       = ["no-foreign-signals"]  # guarantee names (Guarantees())
 //	require_namespaces = true         # refuse where user namespaces do not work
+//	host_ops    = ["read_file", "git_read"]  # tier 1 only: HostOps()
 //
 //	[env]
 //	passthrough = ["GOFLAGS", "CI_*"] # from the caller's environment
@@ -308,7 +309,7 @@ func (d *decoder) profile(root *node) Profile {
 	known := map[string]bool{
 		"name": true, "description": true, "tier": true, "read_exec": true, "writable": true,
 		"devices": true, "network": true, "waive": true, "env": true, "limits": true,
-		"require_namespaces": true,
+		"require_namespaces": true, "host_ops": true,
 	}
 	d.unknown(root, nil, known)
 	k := root.kids
@@ -411,6 +412,17 @@ func (d *decoder) profile(root *node) Profile {
 			p.RequireNamespaces = b
 		} else {
 			d.fail(n.line, "require_namespaces", "want a boolean, got %s", nodeType(n))
+		}
+	}
+	if n := k["host_ops"]; n != nil {
+		p.HostOps = d.strings(n, "host_ops")
+		for i, o := range p.HostOps {
+			if !KnownHostOp(o) {
+				d.fail(n.line, fmt.Sprintf("host_ops[%d]", i), "unknown host operation %q (known: %s)", o, hostOpNames())
+			}
+		}
+		if p.Tier != TierStructured {
+			d.fail(n.line, "host_ops", "host operations belong to a tier 1 profile (this one is tier %d)", p.Tier)
 		}
 	}
 	if n := k["env"]; n != nil {

@@ -108,7 +108,8 @@ func TestCommandResultWriteJSON(t *testing.T) {
 			Layers:          []string{"landlock", "seccomp"},
 			Guarantees:      []Guarantee{{Name: "no-network", Mechanism: "seccomp"}, {Name: "x", Waived: true}},
 			PathOmitted:     []string{"/a\u2028b"}, HiddenCredentials: []string{"/home/u/.netrc"},
-			Denials: []Denial{{Syscall: "chmod", Path: "/etc/<x>", Errno: "EACCES", Reason: "outside"}},
+			Denials:     []Denial{{Syscall: "chmod", Path: "/etc/<x>", Errno: "EACCES", Reason: "outside"}},
+			Persistence: []Persistence{{Path: ".git/hooks/pre-commit", Kind: "created", What: "git hooks"}},
 		},
 	}
 	for range 200 {

@@ -84,6 +84,19 @@ type Denial struct {
 	Reason  string `json:"reason"`
 }
 
+// Persistence is one change a run made to a path of its work tree that a
+// program outside the sandbox may execute or obey later (git hooks and
+// configuration, a nested repository, a shell rc or editor task file). It
+// is reported, not prevented.
+type Persistence struct {
+	// Path is relative to the work tree.
+	Path string `json:"path"`
+	// Kind is "created", "modified" or "removed".
+	Kind string `json:"kind"`
+	// What names the kind of path ("git hooks", "shell rc file", ...).
+	What string `json:"what"`
+}
+
 // SkippedBackend is a provider that was not selected for a run, and why.
 type SkippedBackend struct {
 	Name   string `json:"name"`
@@ -132,4 +145,7 @@ type CommandResult struct {
 	HiddenCredentials []string `json:"hidden_credentials,omitempty"`
 	// Denials are the latest operations the supervisor refused (at most 256).
 	Denials []Denial `json:"denials,omitempty"`
+	// Persistence lists the run's changes to paths of the work tree that
+	// something outside the sandbox may execute later (see Persistence).
+	Persistence []Persistence `json:"persistence,omitempty"`
 }

@@ -94,6 +94,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		return &exitError{ExitConfine, err.Error()}
 	})
 	root.AddCommand(newRun(stdout, stderr), newCheck(stdout), newVersion(stdout), newCap(stdout), newInspect(stdout), newSelftest(stdout, stderr), newMan(stdout))
+	addTier1(root, stdout, stderr)
 	return root
 }
 
@@ -103,7 +104,9 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 // was written for. Raise it when a client could depend on the change.
 //
 //  1. run --json prints {"error": {...}} on a refusal; event_log_skipped.
-const JSONAPI = 1
+//  2. persistence in run results; confine fs and confine git (Tier 1),
+//     whose refusals are the same {"error": {...}} object.
+const JSONAPI = 2
 
 func newVersion(stdout io.Writer) *cobra.Command {
 	var asJSON bool
@@ -298,6 +301,9 @@ func (o *runOpts) run(ctx context.Context, args []string, stdout, stderr io.Writ
 		printJSON(stdout, res)
 	} else {
 		reportDenials(stderr, res.Denials)
+		for _, c := range res.Persistence {
+			fmt.Fprintf(stderr, "confine: the command %s %s (%s), which a program outside the sandbox may run later\n", c.Kind, c.Path, c.What)
+		}
 		for _, st := range []struct {
 			name string
 			s    spec.Stream

@@ -86,6 +86,9 @@ type Event struct {
 	Guarantees []spec.Guarantee `json:"guarantees"`
 	// Denials counts operations the notification supervisor refused.
 	Denials int `json:"denials"`
+	// Persistence lists the run's changes to paths a host program may
+	// execute later (spec.Persistence).
+	Persistence []spec.Persistence `json:"persistence"`
 	// Error is the reason the run was refused or failed to launch; empty
 	// when the command ran.
 	Error string `json:"error"`
@@ -172,6 +175,7 @@ func (e *Event) SetResult(r spec.CommandResult) {
 	e.StderrTruncated = r.Stderr.Truncated
 	e.Guarantees = slices.Clone(r.Guarantees)
 	e.Denials = len(r.Denials)
+	e.Persistence = slices.Clone(r.Persistence)
 	if e.Backend == "" {
 		e.Backend = r.Backend
 	}
@@ -204,6 +208,7 @@ func (e Event) normalize() (Event, error) {
 	e.Argv = nonNil(e.Argv)
 	e.EnvNames = nonNil(e.EnvNames)
 	e.Guarantees = nonNil(e.Guarantees)
+	e.Persistence = nonNil(e.Persistence)
 	return e, nil
 }
 
@@ -244,6 +249,7 @@ func (e Event) attrs() []slog.Attr {
 		slog.Bool("stderr_truncated", e.StderrTruncated),
 		slog.Any("guarantees", e.Guarantees),
 		slog.Int("denials", e.Denials),
+		slog.Any("persistence", e.Persistence),
 		slog.String("error", e.Error),
 	}
 }

@@ -58,6 +58,9 @@ func Format(w io.Writer, e Event) {
 	p("stderr bytes", strconv.FormatInt(e.StderrBytes, 10))
 	p("stderr truncated", yesNo(e.StderrTruncated))
 	p("denials", strconv.Itoa(e.Denials))
+	for _, c := range e.Persistence {
+		p("persistence", clean(c.Kind+" "+c.Path+" ("+c.What+")"))
+	}
 
 	if len(e.SkippedBackends) > 0 {
 		fmt.Fprintln(w, "skipped backends")

@@ -68,6 +68,18 @@ class Denial:
 
 
 @dataclass(frozen=True)
+class Persistence:
+    """A change the run made to a path of its work tree that a program
+    outside the sandbox may run later (git hooks and configuration, a
+    nested repository, a shell rc or editor task file): reported, not
+    prevented. ``kind`` is created, modified or removed."""
+
+    path: str
+    kind: str = ""
+    what: str = ""
+
+
+@dataclass(frozen=True)
 class SkippedBackend:
     """A backend that was not selected, and why."""
 
@@ -109,6 +121,7 @@ class Result:
     event_log_skipped: str = ""
     hidden_credentials: Tuple[str, ...] = ()
     denials: Tuple[Denial, ...] = ()
+    persistence: Tuple[Persistence, ...] = ()
     # Fields of a newer confine this client does not know, as parsed.
     extra: Dict[str, Any] = field(default_factory=dict, compare=False)
 
@@ -162,6 +175,7 @@ _NESTED = {
     "skipped_backends": lambda v: tuple(_build(SkippedBackend, x) for x in v),
     "guarantees": lambda v: tuple(_build(Guarantee, x) for x in v),
     "denials": lambda v: tuple(_build(Denial, x) for x in v),
+    "persistence": lambda v: tuple(_build(Persistence, x) for x in v),
 }
 
 

@@ -376,3 +376,11 @@ def test_result_mirrors_command_result():
     assert go_fields, "no json tags found in CommandResult"
     assert go_fields - py_fields == set(), "add these to python/confine/_result.py Result"
     assert py_fields - go_fields == set(), "Result fields CommandResult does not have"
+
+
+def test_persistence_reported(client, workdir):
+    """A command that plants a git hook: the result lists it."""
+    os.makedirs(os.path.join(workdir, ".git", "hooks"))
+    r = client.run(["sh", "-c", "echo x > .git/hooks/pre-commit"], workdir=workdir)
+    assert r.ok, r
+    assert confine.Persistence(path=".git/hooks/pre-commit", kind="created", what="git hooks") in r.persistence, r.persistence

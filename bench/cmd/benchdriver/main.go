@@ -127,6 +127,7 @@ func main() {
 		{"flood", b.flood},
 		{"kill", b.kill},
 		{"concurrency", b.concurrency},
+		{"tier1", b.tier1},
 	}
 	for _, s := range steps {
 		if b.only != nil && !b.only[s.id] {

@@ -1,0 +1,295 @@
+//go:build linux
+
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/confine-sandbox/confine/hostop"
+	"github.com/confine-sandbox/confine/policy"
+)
+
+// addTier1 adds the Tier 1 commands (host operations that execute nothing
+// arbitrary): confine fs and confine git. They are Linux's: confined
+// paths rest on openat2.
+func addTier1(root *cobra.Command, stdout, stderr io.Writer) {
+	root.AddCommand(newFS(stdout, stderr), newGit(stdout, stderr))
+}
+
+// hostOpts are the flags every Tier 1 command (confine fs, confine git)
+// shares.
+type hostOpts struct {
+	root     string
+	profile  string
+	capToken string
+	capKey   string
+	json     bool
+	eventLog string
+}
+
+func (o *hostOpts) flags(cmd *cobra.Command) {
+	f := cmd.PersistentFlags()
+	f.StringVar(&o.root, "root", "", "the directory every path is confined to (default: current directory)")
+	f.StringVar(&o.profile, "profile", "host", "tier 1 profile: host, host-readonly, or a TOML file with tier = 1 and host_ops")
+	f.StringVar(&o.capToken, "cap", "", "use this signed capability token (from `confine cap mint` for a tier 1 profile)")
+	f.StringVar(&o.capKey, "cap-key", "", "key file that verifies --cap tokens (default $XDG_CONFIG_HOME/confine/cap.key)")
+	f.BoolVar(&o.json, "json", false, "print the result (or the error) as one JSON object")
+	f.StringVar(&o.eventLog, "event-log", "", "JSON-lines event log (default $CONFINE_EVENT_LOG, else $XDG_STATE_HOME/confine/events.jsonl; \"off\" disables)")
+}
+
+// host authorises the profile and opens the root.
+func (o *hostOpts) host(stderr io.Writer) (*hostop.Host, error) {
+	prof, err := policy.ResolveProfile(o.profile)
+	if err != nil {
+		return nil, err
+	}
+	var eng *policy.Engine
+	if o.capToken == "" {
+		eng, err = policy.NewEngine()
+	} else {
+		eng, err = engineFromKey(o.capKey)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if prof.Source != "" {
+		if err := eng.Register(prof); err != nil {
+			return nil, err
+		}
+	}
+	var c *policy.HostOpCap
+	if o.capToken == "" {
+		c, err = eng.MintHostOp(prof.Name, "cli", 0)
+	} else {
+		c, err = eng.HostOpFromToken(strings.TrimSpace(o.capToken))
+		if err == nil && c.Profile() != prof.Name {
+			err = fmt.Errorf("token is for profile %q, --profile is %q", c.Profile(), prof.Name)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	root := o.root
+	if root == "" {
+		if root, err = os.Getwd(); err != nil {
+			return nil, err
+		}
+	}
+	if root, err = absClean(root); err != nil {
+		return nil, err
+	}
+	h, err := hostop.NewHost(c, root)
+	if err != nil {
+		return nil, err
+	}
+	if h.EventLog, err = eventLogPath(o.eventLog); err != nil {
+		h.Close()
+		return nil, err
+	}
+	h.EventLogError = func(err error) { fmt.Fprintf(stderr, "confine: %v\n", err) }
+	return h, nil
+}
+
+// fail reports err: with --json as run's refusal object on stdout, its
+// kind naming the sentinel (hostop.ErrorKind), and as exit status 125
+// with the reason on stderr either way.
+func (o *hostOpts) fail(stdout io.Writer, err error) error {
+	if o.json {
+		var r refusalJSON
+		r.Error.Kind, r.Error.Message, r.Error.ExitStatus = hostop.ErrorKind(err), err.Error(), ExitConfine
+		_ = writeJSON(stdout, r)
+	}
+	return &exitError{ExitConfine, err.Error()}
+}
+
+// readInput reads at most limit bytes from r; more is an error.
+func readInput(r io.Reader, limit int64, what string) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s: %w: more than %d bytes", what, hostop.ErrTooLarge, limit)
+	}
+	return b, nil
+}
+
+func newFS(stdout, stderr io.Writer) *cobra.Command {
+	o := &hostOpts{}
+	c := &cobra.Command{
+		Use:   "fs",
+		Short: "Tier 1 file operations on paths confined to --root (no command runs)",
+		Long: `Tier 1 file operations: every path is relative to --root and resolved beneath
+it by the kernel in the same call that uses it. Absolute paths, ".." components,
+symlinks leading out of the root, special files and files with several hard
+links are refused; writes go through no symlink at all and replace files
+atomically. Exit 0 on success (search: 1 when nothing matched), 125 when the
+operation is refused or fails.`,
+	}
+	o.flags(c)
+	var limit int64
+	read := &cobra.Command{
+		Use:   "read PATH",
+		Short: "Print a file (bounded: head and tail beyond --limit)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			h, err := o.host(stderr)
+			if err != nil {
+				return o.fail(stdout, err)
+			}
+			defer h.Close()
+			res, err := h.ReadFile(args[0], limit)
+			if err != nil {
+				return o.fail(stdout, err)
+			}
+			if o.json {
+				return writeJSON(stdout, res)
+			}
+			_, err = io.WriteString(stdout, res.Content.Text())
+			return err
+		},
+	}
+	read.Flags().Var(sizeFlag{&limit}, "limit", "bytes returned at most, half head and half tail (default 1MiB)")
+	var wlimit int64
+	write := &cobra.Command{
+		Use:   "write PATH",
+		Short: "Replace (or create) a file with standard input, atomically",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			lim := wlimit
+			if lim <= 0 {
+				lim = hostop.DefaultWriteLimit
+			}
+			data, err := readInput(cmd.InOrStdin(), lim, "standard input")
+			if err != nil {
+				return o.fail(stdout, err)
+			}
+			h, err := o.host(stderr)
+			if err != nil {
+				return o.fail(stdout, err)
+			}
+			defer h.Close()
+			res, err := h.WriteFile(args[0], data, hostop.WriteOptions{Limit: lim})
+			if err != nil {
+				return o.fail(stdout, err)
+			}
+			if o.json {
+				return writeJSON(stdout, res)
+			}
+			return nil
+		},
+	}
+	write.Flags().Var(sizeFlag{&wlimit}, "limit", "largest content accepted (default 64MiB)")
+	patch := &cobra.Command{
+		Use:   "patch",
+		Short: "Apply a unified diff from standard input, all or nothing",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			diff, err := readInput(cmd.InOrStdin(), hostop.DefaultWriteLimit, "patch")
+			if err != nil {
+				return o.fail(stdout, err)
+			}
+			h, err := o.host(stderr)
+			if err != nil {
+				return o.fail(stdout, err)
+			}
+			defer h.Close()
+			res, err := h.ApplyPatch(diff, 0)
+			if err != nil {
+				return o.fail(stdout, err)
+			}
+			if o.json {
+				return writeJSON(stdout, res)
+			}
+			for _, f := range res.Files {
+				fmt.Fprintf(stdout, "%s %s\n", f.Action, f.Path)
+			}
+			return nil
+		},
+	}
+	var so hostop.SearchOptions
+	search := &cobra.Command{
+		Use:   "search PATTERN [PATH]",
+		Short: "Search files for a regular expression (RE2), skipping .git and binaries",
+		Args:  cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			rel := "."
+			if len(args) == 2 {
+				rel = args[1]
+			}
+			h, err := o.host(stderr)
+			if err != nil {
+				return o.fail(stdout, err)
+			}
+			defer h.Close()
+			res, err := h.Search(cmd.Context(), rel, args[0], so)
+			if err != nil {
+				return o.fail(stdout, err)
+			}
+			if o.json {
+				if err := writeJSON(stdout, res); err != nil {
+					return err
+				}
+			} else {
+				var b bytes.Buffer
+				for _, m := range res.Matches {
+					fmt.Fprintf(&b, "%s:%d:%s\n", m.Path, m.Line, m.Text)
+				}
+				if _, err := stdout.Write(b.Bytes()); err != nil {
+					return err
+				}
+				if res.Truncated {
+					fmt.Fprintln(stderr, "confine: search stopped at its bound (--max-matches or --max-files)")
+				}
+			}
+			if len(res.Matches) == 0 {
+				return &exitError{1, ""}
+			}
+			return nil
+		},
+	}
+	search.Flags().IntVar(&so.MaxMatches, "max-matches", 0, "stop after this many matching lines (default 1000)")
+	search.Flags().Var(sizeFlag{&so.MaxFileSize}, "max-file-size", "skip larger files (default 8MiB)")
+	search.Flags().IntVar(&so.MaxFiles, "max-files", 0, "stop after this many files (default 200000)")
+	var llimit int
+	ls := &cobra.Command{
+		Use:   "ls [PATH]",
+		Short: "List a directory without following its entries",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			rel := "."
+			if len(args) == 1 {
+				rel = args[0]
+			}
+			h, err := o.host(stderr)
+			if err != nil {
+				return o.fail(stdout, err)
+			}
+			defer h.Close()
+			res, err := h.List(rel, llimit)
+			if err != nil {
+				return o.fail(stdout, err)
+			}
+			if o.json {
+				return writeJSON(stdout, res)
+			}
+			for _, e := range res.Entries {
+				if e.Target != "" {
+					fmt.Fprintf(stdout, "%-8s %10d %s -> %s\n", e.Type, e.Size, e.Name, e.Target)
+				} else {
+					fmt.Fprintf(stdout, "%-8s %10d %s\n", e.Type, e.Size, e.Name)
+				}
+			}
+			return nil
+		},
+	}
+	ls.Flags().IntVar(&llimit, "limit", 0, "entries listed at most (default 10000)")
+	c.AddCommand(read, write, patch, search, ls)
+	return c
+}

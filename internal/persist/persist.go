@@ -1,0 +1,186 @@
+//go:build linux
+
+// Package persist finds what a run changed among the paths of its work
+// tree that something outside the sandbox may execute later: git's hooks
+// and configuration, nested repositories, shell rc files, editor task
+// files. It reports; it does not prevent (see the README's Tier 1 section
+// for why Landlock alone cannot protect .git while new top-level entries
+// of the work tree stay possible).
+//
+// A snapshot is one lstat per watched path (and a directory read for
+// .git/hooks and for the work tree's top level, whose directories may hold
+// a nested .git): no tree walk, so a .git created deeper than one level
+// below the work tree (other than at a .gitmodules path) is not seen.
+package persist
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/confine-sandbox/confine/spec"
+)
+
+// Kinds of change.
+const (
+	Created  = "created"
+	Modified = "modified"
+	Removed  = "removed"
+)
+
+// watch is one watched path, relative to the work tree. dir: its entries
+// are watched one by one too.
+type watch struct {
+	path, what string
+	dir        bool
+}
+
+// watched is the table of paths a later program on the host may execute
+// or obey.
+var watched = []watch{
+	{".git", "git directory", false},
+	{".git/config", "git configuration", false},
+	{".git/config.worktree", "git configuration", false},
+	{".git/info/attributes", "git attributes", false},
+	{".git/hooks", "git hooks", true},
+	{".git/commondir", "git directory pointer", false},
+	{".gitmodules", "git submodules", false},
+	{".bashrc", "shell rc file", false},
+	{".bash_profile", "shell rc file", false},
+	{".bash_login", "shell rc file", false},
+	{".bash_logout", "shell rc file", false},
+	{".profile", "shell rc file", false},
+	{".zshrc", "shell rc file", false},
+	{".zshenv", "shell rc file", false},
+	{".zprofile", "shell rc file", false},
+	{".zlogin", "shell rc file", false},
+	{".envrc", "direnv rc file", false},
+	{".vscode/tasks.json", "editor task file", false},
+	{".vscode/launch.json", "editor task file", false},
+	{".vscode/settings.json", "editor settings", false},
+	{".devcontainer/devcontainer.json", "dev container definition", false},
+	{".devcontainer.json", "dev container definition", false},
+	{".idea/workspace.xml", "editor task file", false},
+}
+
+type fingerprint struct {
+	mode         uint32
+	ino, dev     uint64
+	size         int64
+	mtime, ctime unix.Timespec
+	what         string
+}
+
+// Snapshot is the state of the watched paths of one work tree.
+type Snapshot map[string]fingerprint
+
+// Take records the watched paths of worktree (absolute).
+func Take(worktree string) Snapshot {
+	s := Snapshot{}
+	stat := func(rel, what string) bool {
+		var st unix.Stat_t
+		if unix.Lstat(filepath.Join(worktree, rel), &st) != nil {
+			return false
+		}
+		s[rel] = fingerprint{mode: st.Mode, ino: st.Ino, dev: st.Dev, size: st.Size, mtime: st.Mtim, ctime: st.Ctim, what: what}
+		return true
+	}
+	for _, w := range watched {
+		if stat(w.path, w.what) && w.dir {
+			for _, n := range names(filepath.Join(worktree, w.path)) {
+				stat(filepath.Join(w.path, n), w.what)
+			}
+		}
+	}
+	// Nested repositories: in each top-level directory, and at each path
+	// .gitmodules declares.
+	for _, n := range names(worktree) {
+		if n != ".git" {
+			stat(filepath.Join(n, ".git"), "nested git repository")
+		}
+	}
+	for _, p := range submodulePaths(filepath.Join(worktree, ".gitmodules")) {
+		stat(filepath.Join(p, ".git"), "nested git repository")
+	}
+	return s
+}
+
+// names lists a directory's entries, at most 4096 of them.
+func names(dir string) []string {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	ns, _ := f.Readdirnames(4096)
+	return ns
+}
+
+// submodulePaths reads the "path = X" lines of a .gitmodules file (at most
+// 64 KiB), keeping relative paths without "..".
+func submodulePaths(file string) []string {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(&limited{f, 64 << 10})
+	for sc.Scan() {
+		k, v, ok := strings.Cut(string(bytes.TrimSpace(sc.Bytes())), "=")
+		if !ok || strings.TrimSpace(k) != "path" {
+			continue
+		}
+		v = strings.Trim(strings.TrimSpace(v), `"`)
+		if filepath.IsLocal(v) {
+			out = append(out, filepath.Clean(v))
+		}
+	}
+	return out
+}
+
+type limited struct {
+	f *os.File
+	n int
+}
+
+func (l *limited) Read(p []byte) (int, error) {
+	if l.n <= 0 {
+		return 0, os.ErrDeadlineExceeded
+	}
+	if len(p) > l.n {
+		p = p[:l.n]
+	}
+	k, err := l.f.Read(p)
+	l.n -= k
+	return k, err
+}
+
+// Diff lists what changed from before to after, by path.
+func Diff(before, after Snapshot) []spec.Persistence {
+	var out []spec.Persistence
+	for p, a := range after {
+		b, ok := before[p]
+		switch {
+		case !ok:
+			out = append(out, spec.Persistence{Path: p, Kind: Created, What: a.what})
+		case a.mode&unix.S_IFMT == unix.S_IFDIR && b.mode&unix.S_IFMT == unix.S_IFDIR && a.ino == b.ino && a.dev == b.dev:
+			// A directory's own times change with every entry; its
+			// entries are watched by name where it matters.
+		case a != b:
+			out = append(out, spec.Persistence{Path: p, Kind: Modified, What: a.what})
+		}
+	}
+	for p, b := range before {
+		if _, ok := after[p]; !ok {
+			out = append(out, spec.Persistence{Path: p, Kind: Removed, What: b.what})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
