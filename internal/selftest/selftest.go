@@ -436,10 +436,14 @@ func (r *runner) confinedArgv(e *Env, f *Fixture, argv []string) outcome {
 	if o.err != nil {
 		return o
 	}
+	// A refusal (exit 125) prints {"error": {...}} instead of a result:
+	// the probe never ran.
+	var refusal struct {
+		Error *json.RawMessage `json:"error"`
+	}
 	var res spec.CommandResult
-	if err := json.Unmarshal([]byte(o.stdout), &res); err != nil {
-		// confine refused the run (exit 125, a reason on stderr): the
-		// probe never ran.
+	if json.Unmarshal([]byte(o.stdout), &refusal) != nil || refusal.Error != nil ||
+		json.Unmarshal([]byte(o.stdout), &res) != nil {
 		o.refused = true
 		return o
 	}
