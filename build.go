@@ -74,8 +74,12 @@ func validate(s *spec.CommandSpec, prof policy.Profile, h host.Info, limits spec
 			return nil, fmt.Errorf("%w: dir %q resolves outside worktree %q", spec.ErrInvalidSpec, in.dir, worktree)
 		}
 	}
-	if prof.Network != "" && prof.Network != spec.DenyAll {
-		return nil, fmt.Errorf("%w: profile %q asks for network %q; only %q is enforceable", spec.ErrUnavailable, prof.Name, prof.Network, spec.DenyAll)
+	if s.Network == spec.Allowlist && prof.Network != spec.Allowlist {
+		return nil, fmt.Errorf("%w: the spec asks for network %q but profile %q is %q; a spec cannot widen its profile's network", spec.ErrInvalidSpec, s.Network, prof.Name, spec.DenyAll)
+	}
+	// A spec may narrow an allowlist profile to deny-all.
+	if prof.Network != "" && prof.Network != spec.DenyAll && s.Network != spec.DenyAll {
+		return nil, fmt.Errorf("%w: profile %q asks for network %q; the egress proxy's kernel enforcement is not built yet, so only %q is enforceable", spec.ErrUnavailable, prof.Name, prof.Network, spec.DenyAll)
 	}
 	in.rw = []string{worktree}
 	for _, r := range append(slices.Clone(prof.Writable), s.ReadWrite...) {
