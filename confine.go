@@ -165,6 +165,12 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}
+	if in.allow != nil {
+		if in.egress, err = startEgress(in.allow, res.RunID, &s); err != nil {
+			return res, err
+		}
+		defer func() { res.Connections = in.egress.stop() }()
+	}
 	run, err := in.prepare(sel.Provider, prof.RequireNamespaces || named)
 	if err != nil {
 		return res, err
@@ -181,6 +187,9 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 
 	pio := launch.IO{OutputLimit: limits.OutputBytes, LiveLimit: l.LiveLimit, Stdout: l.LiveStdout, Stderr: l.LiveStderr,
 		DetachCleanup: l.DetachCleanup}
+	if in.egress != nil {
+		pio.Egress = in.egress.hooks()
+	}
 	switch {
 	case l.Stdin != nil:
 		pio.Stdin = l.Stdin

@@ -167,6 +167,8 @@ type session struct {
 	rec    spec.Connection
 	// addr is the address check chose.
 	addr netip.AddrPort
+	// stops undo the context.AfterFunc registrations of the session.
+	stops []func() bool
 }
 
 func (p *Proxy) handle(ctx context.Context, c net.Conn) {
@@ -176,6 +178,11 @@ func (p *Proxy) handle(ctx context.Context, c net.Conn) {
 	lim := &limitReader{r: c}
 	lim.n.Store(maxHeaderBytes)
 	s := &session{p: p, client: c, lim: lim, br: bufio.NewReaderSize(lim, 4096)}
+	defer func() {
+		for _, f := range s.stops {
+			f()
+		}
+	}()
 	s.rec = spec.Connection{RunID: p.cfg.RunID, TaskID: p.cfg.TaskID, JobID: p.cfg.JobID, Start: time.Now().UTC()}
 	if p.cfg.PIDOf != nil {
 		s.rec.PID = p.cfg.PIDOf(c.RemoteAddr())
@@ -271,6 +278,9 @@ func (s *session) dial(ctx context.Context, ap netip.AddrPort) (net.Conn, error)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to %s: %w", ap, err)
 	}
+	// Serve's end closes the upstream side too, so that no copy waits on
+	// a remote that keeps its side open.
+	s.stops = append(s.stops, context.AfterFunc(ctx, func() { c.Close() }))
 	return c, nil
 }
 
@@ -340,4 +350,19 @@ func (l *limitReader) Read(p []byte) (int, error) {
 		l.n.Add(-int64(k))
 	}
 	return k, err
+}
+
+// ProtoDirect marks a connect() the supervisor refused because it did not
+// name the proxy (a program that ignores the proxy variables).
+const ProtoDirect = "tcp-direct"
+
+// RecordDirect records a direct connect to dst by process pid that the
+// supervisor refused.
+func (p *Proxy) RecordDirect(dst netip.AddrPort, pid int) {
+	p.record(spec.Connection{
+		RunID: p.cfg.RunID, TaskID: p.cfg.TaskID, JobID: p.cfg.JobID, PID: pid,
+		Domain: dst.Addr().Unmap().String(), Port: int(dst.Port()), Protocol: ProtoDirect,
+		Verdict: spec.VerdictDenied, Start: time.Now().UTC(),
+		Reason: "direct connect refused: only the egress proxy is reachable (the program ignored HTTP_PROXY, HTTPS_PROXY and ALL_PROXY)",
+	})
 }

@@ -1,0 +1,111 @@
+package confine
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"sync"
+
+	"github.com/confine-sandbox/confine/internal/egress"
+	"github.com/confine-sandbox/confine/internal/launch"
+	"github.com/confine-sandbox/confine/policy"
+	"github.com/confine-sandbox/confine/spec"
+)
+
+// egressRun is one run's egress proxy (network = "allowlist"): it listens
+// on the launcher's loopback, and the supervisor connects the command's
+// internet sockets to it and nowhere else.
+type egressRun struct {
+	proxy  *egress.Proxy
+	addr   netip.AddrPort
+	cancel context.CancelFunc
+	done   chan error
+
+	mu   sync.Mutex
+	pids map[uint16]int // local port of a supervisor-made connection -> tid
+}
+
+// proxyVars name the proxy in the environment: the variables curl, git,
+// Go, Python (pip, requests), npm, cargo and most HTTP clients read.
+var proxyVars = []string{
+	"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy",
+	"npm_config_proxy", "npm_config_https_proxy",
+}
+
+// noProxyVars are emptied: an exemption would only fail (the supervisor
+// refuses a direct connect), so none is inherited.
+var noProxyVars = []string{"NO_PROXY", "no_proxy"}
+
+// startEgress starts the proxy for a run with allowlist allow.
+func startEgress(allow *policy.CompiledAllowlist, runID string, s *spec.CommandSpec) (*egressRun, error) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("%w: egress proxy: %v", spec.ErrLaunch, err)
+	}
+	e := &egressRun{pids: map[uint16]int{}, done: make(chan error, 1)}
+	e.addr = netip.MustParseAddrPort(ln.Addr().String())
+	e.proxy, err = egress.New(egress.Config{Allow: allow, RunID: runID, TaskID: s.TaskID, JobID: s.JobID, PIDOf: e.pidOf})
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("%w: egress proxy: %v", spec.ErrLaunch, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e.cancel = cancel
+	go func() { e.done <- e.proxy.Serve(ctx, ln) }()
+	return e, nil
+}
+
+func (e *egressRun) pidOf(client net.Addr) int {
+	ta, ok := client.(*net.TCPAddr)
+	if !ok {
+		return 0
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.pids[uint16(ta.Port)]
+}
+
+// hooks are the supervisor's side.
+func (e *egressRun) hooks() *launch.Egress {
+	return &launch.Egress{
+		Register: func(local netip.AddrPort, tid int) {
+			e.mu.Lock()
+			e.pids[local.Port()] = tid
+			e.mu.Unlock()
+		},
+		Refused: e.proxy.RecordDirect,
+	}
+}
+
+// env returns env with the proxy variables pointing at the proxy.
+func (e *egressRun) env(env []string) []string {
+	url := "http://" + e.addr.String()
+	drop := map[string]bool{}
+	for _, n := range append(append([]string(nil), proxyVars...), noProxyVars...) {
+		drop[n] = true
+	}
+	out := make([]string, 0, len(env)+len(proxyVars)+len(noProxyVars))
+	for _, kv := range env {
+		if name, _, _ := strings.Cut(kv, "="); !drop[name] {
+			out = append(out, kv)
+		}
+	}
+	for _, n := range proxyVars {
+		out = append(out, n+"="+url)
+	}
+	for _, n := range noProxyVars {
+		out = append(out, n+"=")
+	}
+	return out
+}
+
+// stop ends the proxy (open connections included: the command is gone)
+// and returns its records.
+func (e *egressRun) stop() []spec.Connection {
+	e.cancel()
+	<-e.done
+	c, _ := e.proxy.Connections()
+	return c
+}
