@@ -30,6 +30,11 @@ type Allowlist struct {
 	// refused after resolution. An IP-literal host entry names its own
 	// address already.
 	Special []string `json:"special_addresses,omitempty"`
+	// Resolve pins names to addresses (like curl --resolve or
+	// /etc/hosts): the proxy uses them instead of DNS for those names.
+	// A name must also be allowed by Hosts or Groups, and a special
+	// address it maps to must still be named in Special.
+	Resolve map[string][]string `json:"resolve,omitempty"`
 }
 
 // HostRule is one parsed allowlist entry.
@@ -180,6 +185,7 @@ func ParseHostEntry(e string) (HostRule, error) {
 type CompiledAllowlist struct {
 	rules   []HostRule
 	special []netip.Prefix
+	resolve map[string][]netip.Addr
 }
 
 // Compile parses every entry, expands the groups and refuses duplicates
@@ -224,7 +230,38 @@ func (a Allowlist) Compile() (*CompiledAllowlist, error) {
 		}
 		c.special = append(c.special, p)
 	}
+	for name, addrs := range a.Resolve {
+		h, err := NormalizeHost(name)
+		if err != nil || h != name {
+			return nil, fmt.Errorf("%w: allowlist: resolve %q: want a normalised host name", spec.ErrInvalidSpec, name)
+		}
+		if _, err := netip.ParseAddr(h); err == nil {
+			return nil, fmt.Errorf("%w: allowlist: resolve %q: an address needs no resolving", spec.ErrInvalidSpec, name)
+		}
+		if len(addrs) == 0 {
+			return nil, fmt.Errorf("%w: allowlist: resolve %q: no address", spec.ErrInvalidSpec, name)
+		}
+		if c.resolve == nil {
+			c.resolve = map[string][]netip.Addr{}
+		}
+		for _, s := range addrs {
+			ip, err := netip.ParseAddr(s)
+			if err != nil || ip.Zone() != "" {
+				return nil, fmt.Errorf("%w: allowlist: resolve %q: %q is not an IP address", spec.ErrInvalidSpec, name, s)
+			}
+			c.resolve[h] = append(c.resolve[h], ip.Unmap())
+		}
+	}
 	return c, nil
+}
+
+// Lookup returns the addresses the profile pins host to, if any.
+func (c *CompiledAllowlist) Lookup(host string) ([]netip.Addr, bool) {
+	if c == nil {
+		return nil, false
+	}
+	a, ok := c.resolve[host]
+	return slices.Clone(a), ok
 }
 
 // Match says whether host:port is allowed and by which entry. host must

@@ -217,3 +217,36 @@ func mustJSON(t *testing.T, v any) string {
 	}
 	return string(b)
 }
+
+func TestAllowlistResolve(t *testing.T) {
+	c, err := Allowlist{Hosts: []string{"allowed.test"}, Resolve: map[string][]string{"allowed.test": {"127.0.0.1", "::ffff:10.0.0.1"}}}.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := c.Lookup("allowed.test")
+	if !ok || len(got) != 2 || got[0] != netip.MustParseAddr("127.0.0.1") || got[1] != netip.MustParseAddr("10.0.0.1") {
+		t.Fatalf("Lookup = %v, %v", got, ok)
+	}
+	if _, ok := c.Lookup("other.test"); ok {
+		t.Fatal("a name without a pin resolved")
+	}
+	if c.Names(netip.MustParseAddr("127.0.0.1")) {
+		t.Fatal("a pinned address must still be named in special_addresses")
+	}
+	for _, bad := range []map[string][]string{
+		{"Allowed.test": {"127.0.0.1"}}, {"127.0.0.1": {"127.0.0.1"}}, {"a.test": nil}, {"a.test": {"localhost"}},
+	} {
+		if _, err := (Allowlist{Resolve: bad}).Compile(); !errors.Is(err, spec.ErrInvalidSpec) {
+			t.Errorf("resolve %v: %v", bad, err)
+		}
+	}
+	p, err := ParseProfile([]byte("name = \"n\"\nnetwork = \"allowlist\"\n[allowlist]\nhosts = [\"a.test\"]\n[allowlist.resolve]\n\"a.test\" = [\"127.0.0.1\"]\n"), "n.toml")
+	if err != nil || len(p.Allowlist.Resolve["a.test"]) != 1 {
+		t.Fatalf("%+v %v", p.Allowlist, err)
+	}
+	_, err = ParseProfile([]byte("name = \"n\"\nnetwork = \"allowlist\"\n[allowlist.resolve]\n\"a.test\" = [\"x\"]\n"), "n.toml")
+	var pe *ProfileError
+	if !errors.As(err, &pe) || pe.Key != `allowlist.resolve."a.test"` || pe.Line != 4 {
+		t.Fatalf("bad resolve: %v (%+v)", err, pe)
+	}
+}

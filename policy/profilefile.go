@@ -90,6 +90,8 @@ func ResolveProfile(nameOrPath string) (Profile, error) {
 //	hosts  = ["allowed.test", "*.example.com:8443", "127.0.0.1:*"]
 //	groups = ["go", "npm"]            # registry groups (RegistryGroups)
 //	special_addresses = ["10.1.0.0/16"]  # special ranges names may resolve to
+//	[allowlist.resolve]               # names pinned to addresses, no DNS
+//	"registry.internal" = ["10.1.2.3"]
 //
 //	[limits]                          # 0 or absent: the default
 //	wall_time = "5m"                  # durations: "30s", "5m", "1h30m"
@@ -579,7 +581,25 @@ func (d *decoder) allowlist(n *node) *Allowlist {
 		d.fail(n.line, "allowlist", "want a table ([allowlist]), got %s", nodeType(n))
 		return a
 	}
-	d.unknown(n, []string{"allowlist"}, map[string]bool{"hosts": true, "groups": true, "special_addresses": true})
+	d.unknown(n, []string{"allowlist"}, map[string]bool{"hosts": true, "groups": true, "special_addresses": true, "resolve": true})
+	if r := n.kids["resolve"]; r != nil {
+		if r.kids == nil {
+			d.fail(r.line, "allowlist.resolve", "want a table of NAME = [\"ADDRESS\", ...] ([allowlist.resolve]), got %s", nodeType(r))
+		} else {
+			for name, v := range r.kids {
+				key := "allowlist.resolve." + toml.Key{name}.String()
+				addrs := d.strings(v, key)
+				if _, err := (Allowlist{Resolve: map[string][]string{name: addrs}}).Compile(); err != nil {
+					d.fail(v.line, key, "%s", strings.TrimPrefix(trimSentinel(err), "allowlist: "))
+					continue
+				}
+				if a.Resolve == nil {
+					a.Resolve = map[string][]string{}
+				}
+				a.Resolve[name] = addrs
+			}
+		}
+	}
 	lists := []struct {
 		key string
 		dst *[]string

@@ -252,9 +252,11 @@ func (s *session) decide(ctx context.Context, host string, port int) (netip.Addr
 		}
 		return netip.AddrPortFrom(ip.Unmap(), uint16(port)), nil
 	}
-	ips, err := s.p.cfg.Resolver.LookupNetIP(ctx, "ip", h)
-	if err != nil {
-		return netip.AddrPort{}, fmt.Errorf("%w: resolving %s: %v", ErrDenied, h, err)
+	ips, pinned := s.p.cfg.Allow.Lookup(h)
+	if !pinned {
+		if ips, err = s.p.cfg.Resolver.LookupNetIP(ctx, "ip", h); err != nil {
+			return netip.AddrPort{}, fmt.Errorf("%w: resolving %s: %v", ErrDenied, h, err)
+		}
 	}
 	var refused []string
 	for _, ip := range ips {
