@@ -42,21 +42,21 @@ type inputs struct {
 	prof   policy.Profile
 	limits spec.Limits
 
-	dir           string
-	worktree      string // canonical
-	rw, ro        []string
-	optional      []string
-	hidden        []string // credential files left out of --ro grants
-	omitted       []string // PATH components left out
-	env           []string // sanitised, PATH decided; HOME and TMPDIR come with the private dir
-	prog          string
-	argv          []string
-	uid, gid      int  // -1: the launcher's own
-	runAsRoot     bool // the command runs as uid 0
+	dir       string
+	worktree  string // canonical
+	rw, ro    []string
+	optional  []string
+	hidden    []string // credential files left out of --ro grants
+	omitted   []string // PATH components left out
+	env       []string // sanitised, PATH decided; HOME and TMPDIR come with the private dir
+	prog      string
+	argv      []string
+	uid, gid  int  // -1: the launcher's own
+	runAsRoot bool // the command runs as uid 0
 	// allow is the compiled allowlist of a network = "allowlist" run
 	// (nil: deny-all); egress its proxy, started once a backend is chosen.
-	allow  *policy.CompiledAllowlist
-	egress *egressRun
+	allow         *policy.CompiledAllowlist
+	egress        *egressRun
 	pidsOptional  bool
 	wantPidsGroup bool // a uid-0 run the pids cgroup may bound
 }

@@ -2,27 +2,17 @@ package confine_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/confine-sandbox/confine"
+	"github.com/confine-sandbox/confine/internal/testutil"
 	"github.com/confine-sandbox/confine/policy"
 	"github.com/confine-sandbox/confine/spec"
 )
@@ -39,44 +29,14 @@ type egressFixture struct {
 
 func newEgressFixture(t *testing.T) *egressFixture {
 	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "confine test CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leafDER, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{SerialNumber: big.NewInt(2),
-		Subject: pkix.Name{CommonName: "allowed.test"}, DNSNames: []string{"allowed.test", "denied.test"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, "hello from %s\n", strings.Split(r.Host, ":")[0])
-	}))
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{leafDER}, PrivateKey: key}}}
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
-
-	f := &egressFixture{port: srv.Listener.Addr().(*net.TCPAddr).Port}
+	srv := testutil.ServeTLS(t, "allowed.test", "denied.test")
+	f := &egressFixture{port: srv.Port}
 	f.caDir = worktree(t)
 	if err := os.Chmod(f.caDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	f.caFile = filepath.Join(f.caDir, "ca.pem")
-	if err := os.WriteFile(f.caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), 0o644); err != nil {
+	if err := os.WriteFile(f.caFile, srv.CAPEM, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	prof, err := policy.ParseProfile([]byte(fmt.Sprintf(`name = "egress-test"

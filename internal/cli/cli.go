@@ -253,7 +253,8 @@ func (o *runOpts) run(ctx context.Context, args []string, stdout, stderr io.Writ
 		ReadWrite: rw,
 		Profile:   prof.Name,
 		Limits:    o.limits,
-		Network:   spec.DenyAll,
+		// The profile's: deny-all unless it is an allowlist.
+		Network: prof.Network,
 	}
 	c, err := o.capability(prof)
 	if err != nil {
@@ -304,6 +305,7 @@ func (o *runOpts) run(ctx context.Context, args []string, stdout, stderr io.Writ
 		for _, c := range res.Persistence {
 			fmt.Fprintf(stderr, "confine: the command %s %s (%s), which a program outside the sandbox may run later\n", c.Kind, c.Path, c.What)
 		}
+		reportEgress(stderr, res.Connections)
 		for _, st := range []struct {
 			name string
 			s    spec.Stream

@@ -319,7 +319,7 @@ func TestProxyDenialNamesApproval(t *testing.T) {
 	r := f.record()
 	if resp.StatusCode != http.StatusForbidden || resp.Header.Get(HeaderApprovalRequest) != r.ApprovalRequest ||
 		!strings.Contains(resp.Header.Get(HeaderReason), "not in the profile's allowlist") ||
-		!strings.Contains(string(body), "confine approve "+r.ApprovalRequest) {
+		!strings.Contains(string(body), "approval request "+r.ApprovalRequest) || !strings.Contains(string(body), "[allowlist]") {
 		t.Fatalf("denial: %d %v %q; record %+v", resp.StatusCode, resp.Header, body, r)
 	}
 }

@@ -1,0 +1,130 @@
+package cli
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/confine-sandbox/confine/internal/testutil"
+	"github.com/confine-sandbox/confine/spec"
+)
+
+// TestRunEgressAllowlist is the issue's "done when": with a profile that
+// allows allowed.test (both test names served on loopback, pinned to
+// 127.0.0.1, a test CA passed through the usual variables),
+// `confine run --profile P -- curl -sS https://allowed.test/` works,
+// denied.test fails with a message naming how to allow it, and both
+// leave complete records in --json and the event log.
+func TestRunEgressAllowlist(t *testing.T) {
+	curl, err := exec.LookPath("curl")
+	if err != nil {
+		t.Skipf("curl is not installed: %v", err)
+	}
+	srv := testutil.ServeTLS(t, "allowed.test", "denied.test")
+	port := strconv.Itoa(srv.Port)
+	for _, u := range testutil.Users(t) {
+		t.Run(u.Name, func(t *testing.T) {
+			wd := testutil.Workdir(t, u.UID)
+			ca := filepath.Join(wd, "ca.pem")
+			prof := filepath.Join(wd, "net.toml")
+			logPath := filepath.Join(wd, "events.jsonl")
+			for _, f := range []struct {
+				path string
+				data string
+			}{{ca, string(srv.CAPEM)}, {prof, fmt.Sprintf(`name = "net"
+network = "allowlist"
+[allowlist]
+hosts = ["allowed.test:%s"]
+special_addresses = ["127.0.0.1/32"]
+[allowlist.resolve]
+"allowed.test" = ["127.0.0.1"]
+"denied.test" = ["127.0.0.1"]
+`, port)}} {
+				if err := os.WriteFile(f.path, []byte(f.data), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chown(f.path, u.UID, u.UID); err != nil {
+					t.Fatal(err)
+				}
+			}
+			run := func(host string, json bool) testutil.Result {
+				args := []string{"run", "--profile", prof, "--event-log", logPath, "--env", "SSL_CERT_FILE=" + ca, "--env", "CURL_CA_BUNDLE=" + ca}
+				if json {
+					args = append(args, "--json")
+				}
+				args = append(args, "--", curl, "-sS", "https://"+host+":"+port+"/")
+				return cli(t, u, wd, args...)
+			}
+			r := run("allowed.test", false)
+			if r.Code != 0 || r.Stdout != "hello from allowed.test\n" {
+				t.Fatalf("allowed: exit %d\nstdout: %s\nstderr: %s", r.Code, r.Stdout, r.Stderr)
+			}
+			r = run("denied.test", false)
+			if r.Code == 0 || !strings.Contains(r.Stderr, "refused http-connect denied.test:"+port) ||
+				!strings.Contains(r.Stderr, "[allowlist] hosts (approval request req-") {
+				t.Fatalf("denied: exit %d\nstderr: %s", r.Code, r.Stderr)
+			}
+			for _, tt := range []struct {
+				host, verdict string
+			}{{"allowed.test", spec.VerdictAllowed}, {"denied.test", spec.VerdictDenied}} {
+				r := run(tt.host, true)
+				var res spec.CommandResult
+				if err := json.Unmarshal([]byte(r.Stdout), &res); err != nil {
+					t.Fatalf("--json: %v\n%s", err, r.Stdout)
+				}
+				checkConnections(t, tt.host, tt.verdict, res.RunID, res.Connections)
+			}
+			// Four runs, four lines, each with its record.
+			f, err := os.Open(logPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			sc := bufio.NewScanner(f)
+			sc.Buffer(nil, 1<<20)
+			n := 0
+			for sc.Scan() {
+				var ev struct {
+					RunID       string            `json:"run_id"`
+					Connections []spec.Connection `json:"connections"`
+				}
+				if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+					t.Fatal(err)
+				}
+				host, verdict := "allowed.test", spec.VerdictAllowed
+				if n%2 == 1 {
+					host, verdict = "denied.test", spec.VerdictDenied
+				}
+				checkConnections(t, host, verdict, ev.RunID, ev.Connections)
+				n++
+			}
+			if n != 4 {
+				t.Fatalf("%d event-log lines, want 4", n)
+			}
+		})
+	}
+}
+
+func checkConnections(t *testing.T, host, verdict, runID string, cs []spec.Connection) {
+	t.Helper()
+	if len(cs) != 1 {
+		t.Fatalf("%s: connections %+v", host, cs)
+	}
+	c := cs[0]
+	ok := c.Domain == host && c.Verdict == verdict && c.RunID == runID && c.PID > 0 && c.Protocol == "http-connect" && c.Reason != ""
+	switch verdict {
+	case spec.VerdictAllowed:
+		ok = ok && c.BytesIn > 0 && c.BytesOut > 0 && c.Address == "127.0.0.1:"+strconv.Itoa(c.Port)
+	default:
+		ok = ok && c.ApprovalRequest != "" && c.BytesIn == 0 && c.Address == ""
+	}
+	if !ok {
+		t.Fatalf("%s: record %+v", host, c)
+	}
+}
