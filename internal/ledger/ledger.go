@@ -338,7 +338,7 @@ var table = []Guarantee{
 			plus(bw("bubblewrap: empty network namespace (loopback only)")),
 			network(sb("Seatbelt: (deny network*): no socket of the command's connects, binds or sends, unix sockets included (Mach services stay reachable under (allow default))"), spec.DenyAll),
 		},
-		Vectors: []string{"tcp-connect", "tcp6-connect", "udp-send", "tcp-listen", "mptcp-connect", "netlink", "vsock", "packet", "iouring-socket", "socketcall32", "x32-syscall"},
+		Vectors: []string{"tcp-connect", "tcp6-connect", "udp-send", "tcp-listen", "mptcp-connect", "netlink", "vsock", "packet", "iouring-socket", "socketcall32", "x32-syscall", "egress-*"},
 	},
 	{
 		Name:       policy.GCleanEnv,
