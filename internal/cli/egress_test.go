@@ -108,7 +108,7 @@ special_addresses = ["127.0.0.1/32"]
 				t.Fatalf("%d event-log lines, want 4", n)
 			}
 			r = cli(t, u, wd, "inspect", "--event-log", logPath, "--last", "1")
-			if r.Code != 0 || !strings.Contains(r.Stdout, "connections\n") || !strings.Contains(r.Stdout, "denied   http-connect denied.test:"+port) {
+			if r.Code != 0 || !strings.Contains(r.Stdout, "connections\n") || !strings.Contains(r.Stdout, "denied  http-connect denied.test:"+port) {
 				t.Fatalf("inspect: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 			}
 		})
