@@ -56,6 +56,7 @@ type inputs struct {
 	// allow is the compiled allowlist of a network = "allowlist" run
 	// (nil: deny-all); egress its proxy, started once a backend is chosen.
 	allow         *policy.CompiledAllowlist
+	grants        []policy.EgressGrant // verified by RunCommand
 	egress        *egressRun
 	pidsOptional  bool
 	wantPidsGroup bool // a uid-0 run the pids cgroup may bound

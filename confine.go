@@ -145,6 +145,14 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 	if err != nil {
 		return res, err
 	}
+	if len(s.Approvals) > 0 {
+		if in.allow == nil {
+			return res, fmt.Errorf("%w: egress approvals need a profile with network = %q", spec.ErrInvalidSpec, spec.Allowlist)
+		}
+		if in.grants, err = policy.VerifyGrants(c, s.Approvals, s.TaskID); err != nil {
+			return res, err
+		}
+	}
 	named := l.Backend != "" && l.Backend != "auto"
 	sel, err := provider.Select(h, provider.Request{Tier: prof.Tier, RequireNamespaces: prof.RequireNamespaces, Backend: l.Backend,
 		Enforce: func(p provider.Provider) error { _, err := in.guarantees(p); return err }})
@@ -166,7 +174,7 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 		return res, err
 	}
 	if in.allow != nil {
-		if in.egress, err = startEgress(in.allow, res.RunID, &s); err != nil {
+		if in.egress, err = startEgress(in.allow, in.grants, res.RunID, &s); err != nil {
 			return res, err
 		}
 		defer func() { res.Connections = in.egress.stop() }()

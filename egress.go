@@ -39,14 +39,14 @@ var proxyVars = []string{
 var noProxyVars = []string{"NO_PROXY", "no_proxy"}
 
 // startEgress starts the proxy for a run with allowlist allow.
-func startEgress(allow *policy.CompiledAllowlist, runID string, s *spec.CommandSpec) (*egressRun, error) {
+func startEgress(allow *policy.CompiledAllowlist, grants []policy.EgressGrant, runID string, s *spec.CommandSpec) (*egressRun, error) {
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("%w: egress proxy: %v", spec.ErrLaunch, err)
 	}
 	e := &egressRun{pids: map[uint16]int{}, done: make(chan error, 1)}
 	e.addr = netip.MustParseAddrPort(ln.Addr().String())
-	e.proxy, err = egress.New(egress.Config{Allow: allow, RunID: runID, TaskID: s.TaskID, JobID: s.JobID, PIDOf: e.pidOf})
+	e.proxy, err = egress.New(egress.Config{Allow: allow, Grants: grants, RunID: runID, TaskID: s.TaskID, JobID: s.JobID, PIDOf: e.pidOf})
 	if err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("%w: egress proxy: %v", spec.ErrLaunch, err)

@@ -153,6 +153,10 @@ type CommandSpec struct {
 	// otherwise opaque. At most 128 printable bytes each.
 	TaskID string `json:",omitempty"`
 	JobID  string `json:",omitempty"`
+	// Approvals are egress grant tokens (policy.EgressGrant) that let an
+	// allowlist run reach a host beyond its profile; each must be signed
+	// by the capability's engine, unexpired and scoped to TaskID.
+	Approvals []string `json:",omitempty"`
 }
 
 // Validate checks the spec's shape; it does not touch the filesystem.

@@ -23,7 +23,7 @@ func reportEgress(w io.Writer, cs []spec.Connection) {
 		n++
 		fmt.Fprintf(w, "confine: network: refused %s %s:%d: %s\n", c.Protocol, c.Domain, c.Port, c.Reason)
 		if c.ApprovalRequest != "" {
-			fmt.Fprintf(w, "confine: network: to allow it, add %q to the profile's [allowlist] hosts (approval request %s)\n", fmt.Sprintf("%s:%d", c.Domain, c.Port), c.ApprovalRequest)
+			fmt.Fprintf(w, "confine: network: to allow it: confine approve %s (then run with --approval TOKEN), or add %q to the profile's [allowlist] hosts\n", c.ApprovalRequest, fmt.Sprintf("%s:%d", c.Domain, c.Port))
 		}
 	}
 }

@@ -67,7 +67,7 @@ special_addresses = ["127.0.0.1/32"]
 			}
 			r = run("denied.test", false)
 			if r.Code == 0 || !strings.Contains(r.Stderr, "refused http-connect denied.test:"+port) ||
-				!strings.Contains(r.Stderr, "[allowlist] hosts (approval request req-") {
+				!strings.Contains(r.Stderr, "to allow it: confine approve req-") {
 				t.Fatalf("denied: exit %d\nstderr: %s", r.Code, r.Stderr)
 			}
 			for _, tt := range []struct {
@@ -130,5 +130,76 @@ func checkConnections(t *testing.T, host, verdict, runID string, cs []spec.Conne
 	}
 	if !ok {
 		t.Fatalf("%s: record %+v", host, c)
+	}
+}
+
+// TestRunEgressApproval: a refused host is granted with `confine approve
+// REQUEST_ID`; the grant works for the same task only, and an altered
+// token is refused.
+func TestRunEgressApproval(t *testing.T) {
+	curl, err := exec.LookPath("curl")
+	if err != nil {
+		t.Skipf("curl is not installed: %v", err)
+	}
+	srv := testutil.ServeTLS(t, "allowed.test", "denied.test")
+	port := strconv.Itoa(srv.Port)
+	for _, u := range testutil.Users(t) {
+		t.Run(u.Name, func(t *testing.T) {
+			wd := testutil.Workdir(t, u.UID)
+			ca, prof, logPath, key := filepath.Join(wd, "ca.pem"), filepath.Join(wd, "net.toml"), filepath.Join(wd, "events.jsonl"), filepath.Join(wd, "cap.key")
+			profile := fmt.Sprintf("name = \"net\"\nnetwork = \"allowlist\"\n[allowlist]\nspecial_addresses = [\"127.0.0.1/32\"]\n[allowlist.resolve]\n\"denied.test\" = [\"127.0.0.1\"]\n")
+			for _, f := range [][2]string{{ca, string(srv.CAPEM)}, {prof, profile}} {
+				if err := os.WriteFile(f[0], []byte(f[1]), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chown(f[0], u.UID, u.UID); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if r := cli(t, u, wd, "cap", "keygen", "--cap-key", key); r.Code != 0 {
+				t.Fatalf("keygen: %d %s", r.Code, r.Stderr)
+			}
+			run := func(task string, extra ...string) testutil.Result {
+				args := append([]string{"run", "--profile", prof, "--event-log", logPath, "--cap-key", key, "--task", task, "--json",
+					"--env", "SSL_CERT_FILE=" + ca, "--env", "CURL_CA_BUNDLE=" + ca}, extra...)
+				return cli(t, u, wd, append(args, "--", curl, "-sS", "https://denied.test:"+port+"/")...)
+			}
+			r := run("t1")
+			var res spec.CommandResult
+			if err := json.Unmarshal([]byte(r.Stdout), &res); err != nil || res.ExitCode == 0 || len(res.Connections) != 1 {
+				t.Fatalf("refused run: %v %+v", err, res)
+			}
+			req := res.Connections[0].ApprovalRequest
+			a := cli(t, u, wd, "approve", req, "--cap-key", key, "--event-log", logPath)
+			tok := strings.TrimSpace(a.Stdout)
+			if a.Code != 0 || !strings.HasPrefix(tok, "cfg1.") || !strings.Contains(a.Stderr, "denied.test:"+port+" for task t1") {
+				t.Fatalf("approve: %d\n%s\n%s", a.Code, a.Stdout, a.Stderr)
+			}
+			r = run("t1", "--approval", tok)
+			res = spec.CommandResult{}
+			if err := json.Unmarshal([]byte(r.Stdout), &res); err != nil || res.ExitCode != 0 || string(res.Stdout.Head) != "hello from denied.test\n" {
+				t.Fatalf("granted run: %v %+v\n%s", err, res, r.Stderr)
+			}
+			if c := res.Connections[0]; c.Verdict != spec.VerdictAllowed || !strings.HasPrefix(c.ApprovalID, "apv-") {
+				t.Fatalf("granted record %+v", c)
+			}
+			for _, tt := range []struct {
+				name, task, tok, msg string
+			}{
+				{"other task", "t2", tok, `is for task "t1"`},
+				{"altered", "t1", tok[:len(tok)-3] + "AAA", "signature does not match"},
+				{"unknown request", "", "", "not found"},
+			} {
+				var r testutil.Result
+				if tt.name == "unknown request" {
+					r = cli(t, u, wd, "approve", "req-0000000000000000", "--cap-key", key, "--event-log", logPath)
+				} else {
+					r = run(tt.task, "--approval", tt.tok)
+				}
+				if r.Code != 125 || !strings.Contains(r.Stderr, tt.msg) {
+					t.Fatalf("%s: exit %d, stderr %s", tt.name, r.Code, r.Stderr)
+				}
+			}
+		})
 	}
 }

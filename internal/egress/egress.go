@@ -53,6 +53,8 @@ type Resolver interface {
 type Config struct {
 	// Allow is the compiled allowlist; nil denies everything.
 	Allow *policy.CompiledAllowlist
+	// Grants are verified approvals beyond the allowlist.
+	Grants []policy.EgressGrant
 	// Resolver resolves allowed names; nil means net.DefaultResolver.
 	Resolver Resolver
 	// Dial connects to a checked address ("tcp", "ip:port"); nil means a
@@ -241,11 +243,14 @@ func (s *session) decide(ctx context.Context, host string, port int) (netip.Addr
 	if port < 1 || port > 65535 {
 		return netip.AddrPort{}, fmt.Errorf("%w: bad port %d", ErrDenied, port)
 	}
-	entry, ok := s.p.cfg.Allow.Match(h, port)
-	if !ok {
+	if entry, ok := s.p.cfg.Allow.Match(h, port); ok {
+		s.rec.Reason = "allowlist entry " + strconv.Quote(entry)
+	} else if g, ok := s.grant(h, port); ok {
+		s.rec.ApprovalID = g.ID
+		s.rec.Reason = "approval " + g.ID + " (" + g.Host + ":" + strconv.Itoa(g.Port) + ", until " + g.Expires.Format(time.RFC3339) + ")"
+	} else {
 		return netip.AddrPort{}, fmt.Errorf("%w: %s:%d is not in the profile's allowlist", ErrDenied, h, port)
 	}
-	s.rec.Reason = "allowlist entry " + strconv.Quote(entry)
 	if ip, err := netip.ParseAddr(h); err == nil {
 		if why := special(ip); why != "" && !s.p.cfg.Allow.Names(ip) {
 			return netip.AddrPort{}, fmt.Errorf("%w: %s is %s and the profile does not name it", ErrDenied, ip, why)
@@ -271,6 +276,16 @@ func (s *session) decide(ctx context.Context, host string, port int) (netip.Addr
 		return netip.AddrPort{}, fmt.Errorf("%w: %s has no address", ErrDenied, h)
 	}
 	return netip.AddrPort{}, fmt.Errorf("%w: %s resolves only to special addresses the profile does not name: %v", ErrDenied, h, refused)
+}
+
+// grant finds an unexpired approval for host:port.
+func (s *session) grant(host string, port int) (policy.EgressGrant, bool) {
+	for _, g := range s.p.cfg.Grants {
+		if g.Matches(host, port) {
+			return g, true
+		}
+	}
+	return policy.EgressGrant{}, false
 }
 
 // dial connects to a checked address and fills the record.

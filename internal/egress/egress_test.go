@@ -114,7 +114,7 @@ type fixture struct {
 	dialled  []string
 }
 
-func newFixture(t *testing.T, hosts []string, special []string) *fixture {
+func newFixture(t *testing.T, hosts []string, special []string, grants ...func(tlsPort int) policy.EgressGrant) *fixture {
 	t.Helper()
 	f := &fixture{t: t, ca: newTestCA(t), records: make(chan spec.Connection, 64)}
 	tlsSrv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -142,12 +142,16 @@ func newFixture(t *testing.T, hosts []string, special []string) *fixture {
 	for i := range hosts {
 		hosts[i] = strings.NewReplacer("TLS", strconv.Itoa(f.tlsPort), "HTTP", strconv.Itoa(f.httpPort)).Replace(hosts[i])
 	}
+	var gs []policy.EgressGrant
+	for _, g := range grants {
+		gs = append(gs, g(f.tlsPort))
+	}
 	allow, err := policy.Allowlist{Hosts: hosts, Special: special}.Compile()
 	if err != nil {
 		t.Fatal(err)
 	}
 	p, err := New(Config{
-		Allow: allow, Resolver: f.res, RunID: "run1", TaskID: "task1", JobID: "job1",
+		Allow: allow, Grants: gs, Resolver: f.res, RunID: "run1", TaskID: "task1", JobID: "job1",
 		PIDOf:  func(net.Addr) int { return 4242 },
 		Record: func(c spec.Connection) { f.records <- c },
 		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -319,7 +323,7 @@ func TestProxyDenialNamesApproval(t *testing.T) {
 	r := f.record()
 	if resp.StatusCode != http.StatusForbidden || resp.Header.Get(HeaderApprovalRequest) != r.ApprovalRequest ||
 		!strings.Contains(resp.Header.Get(HeaderReason), "not in the profile's allowlist") ||
-		!strings.Contains(string(body), "approval request "+r.ApprovalRequest) || !strings.Contains(string(body), "[allowlist]") {
+		!strings.Contains(string(body), "confine approve "+r.ApprovalRequest) || !strings.Contains(string(body), "[allowlist]") {
 		t.Fatalf("denial: %d %v %q; record %+v", resp.StatusCode, resp.Header, body, r)
 	}
 }
@@ -488,5 +492,31 @@ func TestSplitHostPort(t *testing.T) {
 		if (err == nil) != tt.ok || h != tt.host || p != tt.port {
 			t.Errorf("splitHostPort(%q, %d) = %q, %d, %v", tt.in, tt.def, h, p, err)
 		}
+	}
+}
+
+
+func TestProxyGrants(t *testing.T) {
+	// Grants are verified by policy (signature, scope); the proxy
+	// matches host and port, and the expiry at connection time.
+	f := newFixture(t, []string{"allowed.test:1"}, []string{"127.0.0.1/32"},
+		func(p int) policy.EgressGrant {
+			return policy.EgressGrant{ID: "apv-1", Host: "denied.test", Port: p, Expires: time.Now().Add(time.Hour)}
+		},
+		func(p int) policy.EgressGrant {
+			return policy.EgressGrant{ID: "apv-old", Host: "also.test", Port: p, Expires: time.Now().Add(-time.Minute)}
+		})
+	body, code, err := f.get("http", f.url("https", "denied.test"))
+	if err != nil || code != 200 || !strings.HasPrefix(body, "hello from denied.test") {
+		t.Fatalf("granted host: %d %q %v", code, body, err)
+	}
+	if r := f.record(); r.Verdict != spec.VerdictAllowed || r.ApprovalID != "apv-1" || !strings.Contains(r.Reason, "approval apv-1") {
+		t.Fatalf("record %+v", r)
+	}
+	if _, _, err := f.get("http", f.url("https", "also.test")); err == nil {
+		t.Fatal("an expired grant let a host through")
+	}
+	if r := f.record(); r.Verdict != spec.VerdictDenied || r.ApprovalID != "" {
+		t.Fatalf("record %+v", r)
 	}
 }

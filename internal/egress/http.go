@@ -201,7 +201,7 @@ func (s *session) forbid(code int) {
 	reason := oneLine(s.rec.Reason)
 	body := "confine: " + reason + "\n"
 	if s.rec.ApprovalRequest != "" && s.rec.Verdict == "denied" {
-		body += "confine: to allow it, add " + net.JoinHostPort(s.rec.Domain, strconv.Itoa(s.rec.Port)) + " to the profile's [allowlist] hosts (approval request " + s.rec.ApprovalRequest + ")\n"
+		body += "confine: to allow it: confine approve " + s.rec.ApprovalRequest + " (then run with --approval TOKEN), or add " + net.JoinHostPort(s.rec.Domain, strconv.Itoa(s.rec.Port)) + " to the profile's [allowlist] hosts\n"
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "HTTP/1.1 %d %s\r\n", code, http.StatusText(code))
