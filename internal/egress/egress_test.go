@@ -495,7 +495,6 @@ func TestSplitHostPort(t *testing.T) {
 	}
 }
 
-
 func TestProxyGrants(t *testing.T) {
 	// Grants are verified by policy (signature, scope); the proxy
 	// matches host and port, and the expiry at connection time.
