@@ -29,31 +29,32 @@ type TLSServer struct {
 	Pool *x509.CertPool
 }
 
-// ServeTLS starts a TLSServer for names; it stops with the test.
-func ServeTLS(t testing.TB, names ...string) *TLSServer {
-	t.Helper()
+// TLSCertificate makes a throw-away CA and a certificate it signed for
+// names (host names or IP literals): the certificate, a pool with the CA,
+// and the CA in PEM.
+func TLSCertificate(names ...string) (tls.Certificate, *x509.CertPool, []byte, error) {
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		t.Fatal(err)
+		return tls.Certificate{}, nil, nil, err
 	}
 	now := time.Now()
 	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "confine test CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true,
 		KeyUsage: x509.KeyUsageCertSign}
 	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
 	if err != nil {
-		t.Fatal(err)
+		return tls.Certificate{}, nil, nil, err
 	}
 	ca, err := x509.ParseCertificate(caDER)
 	if err != nil {
-		t.Fatal(err)
+		return tls.Certificate{}, nil, nil, err
 	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		t.Fatal(err)
+		return tls.Certificate{}, nil, nil, err
 	}
 	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: names[0]},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
 	for _, n := range names {
 		if ip := net.ParseIP(n); ip != nil {
@@ -64,16 +65,26 @@ func ServeTLS(t testing.TB, names ...string) *TLSServer {
 	}
 	leafDER, err := x509.CreateCertificate(rand.Reader, leaf, ca, &key.PublicKey, caKey)
 	if err != nil {
+		return tls.Certificate{}, nil, nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(ca)
+	return tls.Certificate{Certificate: [][]byte{leafDER}, PrivateKey: key}, pool,
+		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), nil
+}
+
+// ServeTLS starts a TLSServer for names; it stops with the test.
+func ServeTLS(t testing.TB, names ...string) *TLSServer {
+	t.Helper()
+	cert, pool, caPEM, err := TLSCertificate(names...)
+	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "hello from %s\n", strings.Split(r.Host, ":")[0])
 	}))
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{leafDER}, PrivateKey: key}}}
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
-	pool := x509.NewCertPool()
-	pool.AddCert(ca)
-	return &TLSServer{Port: srv.Listener.Addr().(*net.TCPAddr).Port, Pool: pool,
-		CAPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})}
+	return &TLSServer{Port: srv.Listener.Addr().(*net.TCPAddr).Port, Pool: pool, CAPEM: caPEM}
 }
