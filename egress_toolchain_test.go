@@ -1,0 +1,197 @@
+package confine_test
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/cgi"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/confine-sandbox/confine"
+	"github.com/confine-sandbox/confine/internal/testutil"
+	"github.com/confine-sandbox/confine/policy"
+	"github.com/confine-sandbox/confine/spec"
+)
+
+// registry serves, over HTTPS on loopback as registry.test, a Go module
+// proxy (example.test/hello v1.0.0) and, under /git/, git's smart HTTP
+// protocol for one repository. A profile allows registry.test only.
+type registry struct {
+	port   int
+	caFile string
+	caDir  string
+	cap    *policy.Cap
+}
+
+func newRegistry(t *testing.T) *registry {
+	t.Helper()
+	cert, _, caPEM, err := testutil.TLSCertificate("registry.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mod := "module example.test/hello\n\ngo 1.21\n"
+	var zb bytes.Buffer
+	zw := zip.NewWriter(&zb)
+	for name, body := range map[string]string{
+		"example.test/hello@v1.0.0/go.mod":   mod,
+		"example.test/hello@v1.0.0/hello.go": "package hello\n\nconst Hello = \"hello\"\n",
+	} {
+		w, err := zw.Create(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write([]byte(body))
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{
+		"/example.test/hello/@v/list":        []byte("v1.0.0\n"),
+		"/example.test/hello/@v/v1.0.0.info": []byte(`{"Version":"v1.0.0","Time":"2024-01-01T00:00:00Z"}`),
+		"/example.test/hello/@v/v1.0.0.mod":  []byte(mod),
+		"/example.test/hello/@v/v1.0.0.zip":  zb.Bytes(),
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		b, ok := files[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write(b)
+	})
+	if gitDir := gitRepo(t); gitDir != "" {
+		mux.Handle("/git/", &cgi.Handler{Path: "/usr/lib/git-core/git-http-backend", Root: "/git",
+			Env: []string{"GIT_PROJECT_ROOT=" + gitDir, "GIT_HTTP_EXPORT_ALL=1"}})
+	}
+	srv := httptest.NewUnstartedServer(mux)
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+
+	r := &registry{port: srv.Listener.Addr().(*net.TCPAddr).Port, caDir: worktree(t)}
+	if err := os.Chmod(r.caDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r.caFile = filepath.Join(r.caDir, "ca.pem")
+	if err := os.WriteFile(r.caFile, caPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	prof, err := policy.ParseProfile([]byte(fmt.Sprintf(`name = "registry-test"
+network = "allowlist"
+[allowlist]
+hosts = ["registry.test:%d"]
+special_addresses = ["127.0.0.1/32"]
+[allowlist.resolve]
+"registry.test" = ["127.0.0.1"]
+`, r.port)), "registry-test.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := policy.NewEngine()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Register(prof); err != nil {
+		t.Fatal(err)
+	}
+	if r.cap, err = e.Mint(prof.Name, "test", 0); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// gitRepo makes a bare repository "repo.git" with one commit; "" when
+// git or its http backend is missing.
+func gitRepo(t *testing.T) string {
+	t.Helper()
+	if _, err := os.Stat("/usr/lib/git-core/git-http-backend"); err != nil {
+		return ""
+	}
+	root := t.TempDir()
+	src := filepath.Join(root, "src")
+	env := append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t", "GIT_CONFIG_NOSYSTEM=1", "HOME="+root)
+	for _, args := range [][]string{
+		{"init", "-q", "-b", "main", src},
+		{"-C", src, "commit", "-q", "--allow-empty", "-m", "first"},
+		{"clone", "-q", "--bare", src, filepath.Join(root, "repo.git")},
+	} {
+		c := exec.Command("git", args...)
+		c.Env = env
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	return root
+}
+
+func (r *registry) run(t *testing.T, env []string, ro []string, prog string, args ...string) (spec.CommandResult, string) {
+	t.Helper()
+	wt := worktree(t)
+	s := spec.CommandSpec{Program: prog, Args: args, Worktree: wt, ReadOnly: append([]string{r.caDir}, ro...),
+		Env: append([]string{"LANG=C.UTF-8", "SSL_CERT_FILE=" + r.caFile}, env...), TaskID: "toolchain"}
+	for i := range s.Env {
+		s.Env[i] = strings.ReplaceAll(s.Env[i], "$WT", wt)
+	}
+	res, err := confine.RunCommand(context.Background(), r.cap, s)
+	if err != nil {
+		t.Fatalf("%s %v: %v", prog, args, err)
+	}
+	if res.ExitCode != 0 {
+		t.Fatalf("%s %v: exit %d\nstdout: %s\nstderr: %s\nconnections: %+v", prog, args, res.ExitCode, res.Stdout.Head, res.Stderr.Head, res.Connections)
+	}
+	var allowed int
+	for _, c := range res.Connections {
+		if c.Verdict == spec.VerdictAllowed && c.Domain == "registry.test" && c.BytesIn > 0 && c.PID > 0 && c.TaskID == "toolchain" {
+			allowed++
+		}
+	}
+	if allowed == 0 {
+		t.Fatalf("%s: no allowed connection recorded: %+v", prog, res.Connections)
+	}
+	return res, wt
+}
+
+// TestEgressGoModDownload: `go mod download` through the proxy, from a
+// module proxy on loopback.
+func TestEgressGoModDownload(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("go is not installed: %v", err)
+	}
+	goroot, err := exec.Command(goBin, "env", "GOROOT").Output()
+	if err != nil {
+		t.Skipf("go env GOROOT: %v", err)
+	}
+	r := newRegistry(t)
+	gr := strings.TrimSpace(string(goroot))
+	res, wt := r.run(t, []string{"GOPROXY=https://registry.test:" + strconv.Itoa(r.port), "GOSUMDB=off", "GOTOOLCHAIN=local",
+		"GOFLAGS=-mod=mod", "GOMODCACHE=$WT/modcache", "GOCACHE=$WT/cache", "PATH=" + gr + "/bin:/usr/bin:/bin"},
+		[]string{gr}, filepath.Join(gr, "bin", "go"), "mod", "download", "-x", "example.test/hello@v1.0.0")
+	if _, err := os.Stat(filepath.Join(wt, "modcache/example.test/hello@v1.0.0/hello.go")); err != nil {
+		t.Fatalf("module not in the cache: %v\n%s", err, res.Stderr.Head)
+	}
+}
+
+// TestEgressGitClone: `git clone` over https through the proxy.
+func TestEgressGitClone(t *testing.T) {
+	if _, err := os.Stat("/usr/lib/git-core/git-http-backend"); err != nil {
+		t.Skipf("not applicable on this host: no git-http-backend: %v", err)
+	}
+	r := newRegistry(t)
+	_, wt := r.run(t, nil, nil, "/usr/bin/git", "-c", "http.sslCAInfo="+r.caFile, "clone", "-q",
+		"https://registry.test:"+strconv.Itoa(r.port)+"/git/repo.git", "out")
+	if _, err := os.Stat(filepath.Join(wt, "out", ".git")); err != nil {
+		t.Fatalf("no clone: %v", err)
+	}
+}
