@@ -1,8 +1,14 @@
 package confine_test
 
 import (
+	"archive/tar"
 	"archive/zip"
 	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/base64"
+	"encoding/hex"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -62,8 +68,12 @@ func newRegistry(t *testing.T) *registry {
 		"/example.test/hello/@v/v1.0.0.mod":  []byte(mod),
 		"/example.test/hello/@v/v1.0.0.zip":  zb.Bytes(),
 	}
+	addNPM(t, files)
+	addPyPI(t, files)
+	var port int
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		b, ok := files[r.URL.Path]
+		b = bytes.ReplaceAll(b, []byte("$PORT"), []byte(strconv.Itoa(port)))
 		if !ok {
 			http.NotFound(w, r)
 			return
@@ -79,7 +89,8 @@ func newRegistry(t *testing.T) *registry {
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 
-	r := &registry{port: srv.Listener.Addr().(*net.TCPAddr).Port, caDir: worktree(t)}
+	port = srv.Listener.Addr().(*net.TCPAddr).Port
+	r := &registry{port: port, caDir: worktree(t)}
 	if err := os.Chmod(r.caDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -143,6 +154,9 @@ func (r *registry) run(t *testing.T, env []string, ro []string, prog string, arg
 	for i := range s.Env {
 		s.Env[i] = strings.ReplaceAll(s.Env[i], "$WT", wt)
 	}
+	for i := range s.Args {
+		s.Args[i] = strings.ReplaceAll(s.Args[i], "$WT", wt)
+	}
 	res, err := confine.RunCommand(context.Background(), r.cap, s)
 	if err != nil {
 		t.Fatalf("%s %v: %v", prog, args, err)
@@ -193,5 +207,86 @@ func TestEgressGitClone(t *testing.T) {
 		"https://registry.test:"+strconv.Itoa(r.port)+"/git/repo.git", "out")
 	if _, err := os.Stat(filepath.Join(wt, "out", ".git")); err != nil {
 		t.Fatalf("no clone: %v", err)
+	}
+}
+
+// addNPM adds the package hello-pkg 1.0.0 (packument and tarball).
+func addNPM(t *testing.T, files map[string][]byte) {
+	var tb bytes.Buffer
+	gz := gzip.NewWriter(&tb)
+	tw := tar.NewWriter(gz)
+	for name, body := range map[string]string{
+		"package/package.json": `{"name":"hello-pkg","version":"1.0.0","main":"index.js"}`,
+		"package/index.js":     "module.exports = 'hello';\n",
+	} {
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		tw.Write([]byte(body))
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := gz.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha512.Sum512(tb.Bytes())
+	files["/hello-pkg/-/hello-pkg-1.0.0.tgz"] = tb.Bytes()
+	files["/hello-pkg"] = []byte(`{"name":"hello-pkg","dist-tags":{"latest":"1.0.0"},"versions":{"1.0.0":{"name":"hello-pkg","version":"1.0.0",` +
+		`"dist":{"tarball":"https://registry.test:$PORT/hello-pkg/-/hello-pkg-1.0.0.tgz","integrity":"sha512-` + base64.StdEncoding.EncodeToString(sum[:]) + `"}}}}`)
+}
+
+// addPyPI adds the distribution hello-pkg 1.0.0 (a pure wheel) to a
+// simple index.
+func addPyPI(t *testing.T, files map[string][]byte) {
+	var wb bytes.Buffer
+	zw := zip.NewWriter(&wb)
+	for _, f := range [][2]string{
+		{"hello_pkg/__init__.py", "HELLO = 'hello'\n"},
+		{"hello_pkg-1.0.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: hello-pkg\nVersion: 1.0.0\n"},
+		{"hello_pkg-1.0.0.dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: confine-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"},
+		{"hello_pkg-1.0.0.dist-info/RECORD", "hello_pkg/__init__.py,,\nhello_pkg-1.0.0.dist-info/METADATA,,\nhello_pkg-1.0.0.dist-info/WHEEL,,\nhello_pkg-1.0.0.dist-info/RECORD,,\n"},
+	} {
+		w, err := zw.Create(f[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write([]byte(f[1]))
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(wb.Bytes())
+	const whl = "hello_pkg-1.0.0-py3-none-any.whl"
+	files["/simple/hello-pkg/"] = []byte(`<!DOCTYPE html><html><body><a href="/files/` + whl + `#sha256=` + hex.EncodeToString(sum[:]) + `">` + whl + `</a></body></html>`)
+	files["/files/"+whl] = wb.Bytes()
+}
+
+// TestEgressNPMInstall: `npm install` from a registry on loopback.
+func TestEgressNPMInstall(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/npm"); err != nil {
+		t.Skipf("not applicable on this host: no /usr/bin/npm: %v", err)
+	}
+	r := newRegistry(t)
+	_, wt := r.run(t, []string{"npm_config_registry=https://registry.test:" + strconv.Itoa(r.port) + "/", "npm_config_cafile=" + r.caFile,
+		"npm_config_cache=$WT/.npm", "npm_config_update_notifier=false", "npm_config_audit=false", "npm_config_fund=false", "PATH=/usr/bin:/bin"},
+		nil, "/usr/bin/npm", "install", "--no-save", "hello-pkg")
+	if _, err := os.Stat(filepath.Join(wt, "node_modules/hello-pkg/index.js")); err != nil {
+		t.Fatalf("not installed: %v", err)
+	}
+}
+
+// TestEgressPipInstall: `pip install` from a simple index on loopback.
+func TestEgressPipInstall(t *testing.T) {
+	const py = "/usr/bin/python3"
+	if err := exec.Command(py, "-m", "pip", "--version").Run(); err != nil {
+		t.Skipf("not applicable on this host: no pip for %s: %v", py, err)
+	}
+	r := newRegistry(t)
+	_, wt := r.run(t, []string{"PIP_INDEX_URL=https://registry.test:" + strconv.Itoa(r.port) + "/simple/", "PIP_CERT=" + r.caFile,
+		"PIP_NO_CACHE_DIR=1", "PIP_DISABLE_PIP_VERSION_CHECK=1"},
+		nil, py, "-m", "pip", "install", "--no-deps", "--target", "$WT/lib", "hello-pkg")
+	if _, err := os.Stat(filepath.Join(wt, "lib/hello_pkg/__init__.py")); err != nil {
+		t.Fatalf("not installed: %v", err)
 	}
 }
