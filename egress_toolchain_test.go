@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -70,6 +71,7 @@ func newRegistry(t *testing.T) *registry {
 	}
 	addNPM(t, files)
 	addPyPI(t, files)
+	addCrates(t, files)
 	var port int
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		b, ok := files[r.URL.Path]
@@ -148,7 +150,11 @@ func gitRepo(t *testing.T) string {
 
 func (r *registry) run(t *testing.T, env []string, ro []string, prog string, args ...string) (spec.CommandResult, string) {
 	t.Helper()
-	wt := worktree(t)
+	return r.runIn(t, worktree(t), env, ro, prog, args...)
+}
+
+func (r *registry) runIn(t *testing.T, wt string, env []string, ro []string, prog string, args ...string) (spec.CommandResult, string) {
+	t.Helper()
 	s := spec.CommandSpec{Program: prog, Args: args, Worktree: wt, ReadOnly: append([]string{r.caDir}, ro...),
 		Env: append([]string{"LANG=C.UTF-8", "SSL_CERT_FILE=" + r.caFile}, env...), TaskID: "toolchain"}
 	for i := range s.Env {
@@ -288,5 +294,59 @@ func TestEgressPipInstall(t *testing.T) {
 		nil, py, "-m", "pip", "install", "--no-deps", "--target", "$WT/lib", "hello-pkg")
 	if _, err := os.Stat(filepath.Join(wt, "lib/hello_pkg/__init__.py")); err != nil {
 		t.Fatalf("not installed: %v", err)
+	}
+}
+
+// addCrates adds the crate hello 1.0.0 to a sparse cargo registry.
+func addCrates(t *testing.T, files map[string][]byte) {
+	var tb bytes.Buffer
+	gz := gzip.NewWriter(&tb)
+	tw := tar.NewWriter(gz)
+	for _, f := range [][2]string{
+		{"hello-1.0.0/Cargo.toml", "[package]\nname = \"hello\"\nversion = \"1.0.0\"\nedition = \"2021\"\n"},
+		{"hello-1.0.0/src/lib.rs", "pub const HELLO: &str = \"hello\";\n"},
+	} {
+		if err := tw.WriteHeader(&tar.Header{Name: f[0], Mode: 0o644, Size: int64(len(f[1])), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		tw.Write([]byte(f[1]))
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := gz.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(tb.Bytes())
+	files["/index/config.json"] = []byte(`{"dl":"https://registry.test:$PORT/crates/{crate}/{version}/download"}`)
+	files["/index/he/ll/hello"] = []byte(`{"name":"hello","vers":"1.0.0","deps":[],"cksum":"` + hex.EncodeToString(sum[:]) + `","features":{},"yanked":false}` + "\n")
+	files["/crates/hello/1.0.0/download"] = tb.Bytes()
+}
+
+// TestEgressCargoFetch: `cargo fetch` from a sparse registry on loopback.
+func TestEgressCargoFetch(t *testing.T) {
+	home, _ := os.UserHomeDir()
+	tc := filepath.Join(home, ".rustup/toolchains/stable-"+map[string]string{"amd64": "x86_64", "arm64": "aarch64"}[runtime.GOARCH]+"-unknown-linux-gnu")
+	cargo := filepath.Join(tc, "bin/cargo")
+	if _, err := os.Stat(cargo); err != nil {
+		t.Skipf("not applicable on this host: no stable rustup toolchain at %s: %v", tc, err)
+	}
+	r := newRegistry(t)
+	wt := worktree(t)
+	if err := os.WriteFile(filepath.Join(wt, "Cargo.toml"), []byte("[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nhello = { version = \"1.0.0\", registry = \"test\" }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(wt, "src"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(wt, "src/lib.rs"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.runIn(t, wt, []string{"CARGO_HOME=$WT/.cargo", "CARGO_REGISTRIES_TEST_INDEX=sparse+https://registry.test:" + strconv.Itoa(r.port) + "/index/",
+		"CARGO_HTTP_CAINFO=" + r.caFile, "RUSTC=" + filepath.Join(tc, "bin/rustc"), "PATH=" + filepath.Join(tc, "bin") + ":/usr/bin:/bin"},
+		[]string{tc}, cargo, "fetch")
+	crates, _ := filepath.Glob(filepath.Join(wt, ".cargo/registry/cache/*/hello-1.0.0.crate"))
+	if len(crates) != 1 {
+		t.Fatalf("the crate was not fetched into CARGO_HOME (%v)", crates)
 	}
 }
