@@ -11,6 +11,7 @@ import (
 	"crypto/tls"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -163,9 +164,22 @@ func (r *registry) runIn(t *testing.T, wt string, env []string, ro []string, pro
 	for i := range s.Args {
 		s.Args[i] = strings.ReplaceAll(s.Args[i], "$WT", wt)
 	}
-	res, err := confine.RunCommand(context.Background(), r.cap, s)
+	logPath := filepath.Join(t.TempDir(), "events.jsonl")
+	l := &confine.Launcher{EventLog: logPath}
+	res, err := l.RunCommand(context.Background(), r.cap, s)
 	if err != nil {
 		t.Fatalf("%s %v: %v", prog, args, err)
+	}
+	// The event log holds the same records.
+	logged, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev struct {
+		Connections []spec.Connection `json:"connections"`
+	}
+	if err := json.Unmarshal(logged, &ev); err != nil || len(ev.Connections) != len(res.Connections) {
+		t.Fatalf("event log: %v, %d records, the result has %d", err, len(ev.Connections), len(res.Connections))
 	}
 	if res.ExitCode != 0 {
 		t.Fatalf("%s %v: exit %d\nstdout: %s\nstderr: %s\nconnections: %+v", prog, args, res.ExitCode, res.Stdout.Head, res.Stderr.Head, res.Connections)
