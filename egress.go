@@ -46,7 +46,7 @@ func startEgress(allow *policy.CompiledAllowlist, grants []policy.EgressGrant, r
 	}
 	e := &egressRun{pids: map[uint16]int{}, done: make(chan error, 1)}
 	e.addr = netip.MustParseAddrPort(ln.Addr().String())
-	e.proxy, err = egress.New(egress.Config{Allow: allow, Grants: grants, RunID: runID, TaskID: s.TaskID, JobID: s.JobID, PIDOf: e.pidOf})
+	e.proxy, err = egress.New(egress.Config{Allow: allow, Grants: grants, RunID: runID, TaskID: s.TaskID, JobID: s.JobID, PIDOf: e.pidOf, KnownClientsOnly: true})
 	if err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("%w: egress proxy: %v", spec.ErrLaunch, err)
@@ -64,7 +64,11 @@ func (e *egressRun) pidOf(client net.Addr) int {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.pids[uint16(ta.Port)]
+	// One lookup per registration: the port may later serve another
+	// connection, which registers again.
+	pid := e.pids[uint16(ta.Port)]
+	delete(e.pids, uint16(ta.Port))
+	return pid
 }
 
 // hooks are the supervisor's side.

@@ -66,6 +66,10 @@ type Config struct {
 	// launcher knows it (the notify supervisor registers the source
 	// port of each connect it makes for the command); nil or 0: unknown.
 	PIDOf func(client net.Addr) int
+	// KnownClientsOnly refuses clients PIDOf does not know: in a run,
+	// only connections the supervisor made for the command (any other
+	// process on the host could otherwise use the run's allowlist).
+	KnownClientsOnly bool
 	// Record receives each record when its connection ends (denied ones
 	// at once); it is called from the connection's goroutine.
 	Record func(spec.Connection)
@@ -188,6 +192,11 @@ func (p *Proxy) handle(ctx context.Context, c net.Conn) {
 	s.rec = spec.Connection{RunID: p.cfg.RunID, TaskID: p.cfg.TaskID, JobID: p.cfg.JobID, Start: time.Now().UTC()}
 	if p.cfg.PIDOf != nil {
 		s.rec.PID = p.cfg.PIDOf(c.RemoteAddr())
+	}
+	if p.cfg.KnownClientsOnly && s.rec.PID == 0 {
+		s.rec.Protocol = "unknown"
+		s.deny("client " + c.RemoteAddr().String() + " is not a connection the supervisor made for the command")
+		return
 	}
 	c.SetReadDeadline(time.Now().Add(p.cfg.HandshakeTimeout))
 	first, err := s.br.Peek(1)

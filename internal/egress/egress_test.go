@@ -519,3 +519,43 @@ func TestProxyGrants(t *testing.T) {
 		t.Fatalf("record %+v", r)
 	}
 }
+
+func TestProxyKnownClientsOnly(t *testing.T) {
+	allow, err := policy.Allowlist{Hosts: []string{"*:*"}}.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := make(chan spec.Connection, 1)
+	p, err := New(Config{Allow: allow, KnownClientsOnly: true, PIDOf: func(net.Addr) int { return 0 },
+		Record: func(c spec.Connection) { recs <- c },
+		Dial: func(context.Context, string, string) (net.Conn, error) {
+			t.Error("the proxy dialled for an unknown client")
+			return nil, errors.New("no")
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Serve(ctx, ln) }()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(c, "CONNECT a.test:443 HTTP/1.1\r\n\r\n")
+	if b, _ := io.ReadAll(c); len(b) != 0 {
+		t.Fatalf("an unknown client got %q", b)
+	}
+	c.Close()
+	if r := <-recs; r.Verdict != spec.VerdictDenied || !strings.Contains(r.Reason, "not a connection the supervisor made") {
+		t.Fatalf("record %+v", r)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
