@@ -147,7 +147,7 @@ func TestRunEgressApproval(t *testing.T) {
 		t.Run(u.Name, func(t *testing.T) {
 			wd := testutil.Workdir(t, u.UID)
 			ca, prof, logPath, key := filepath.Join(wd, "ca.pem"), filepath.Join(wd, "net.toml"), filepath.Join(wd, "events.jsonl"), filepath.Join(wd, "cap.key")
-			profile := fmt.Sprintf("name = \"net\"\nnetwork = \"allowlist\"\n[allowlist]\nspecial_addresses = [\"127.0.0.1/32\"]\n[allowlist.resolve]\n\"denied.test\" = [\"127.0.0.1\"]\n")
+			profile := "name = \"net\"\nnetwork = \"allowlist\"\n[allowlist]\nspecial_addresses = [\"127.0.0.1/32\"]\n[allowlist.resolve]\n\"denied.test\" = [\"127.0.0.1\"]\n"
 			for _, f := range [][2]string{{ca, string(srv.CAPEM)}, {prof, profile}} {
 				if err := os.WriteFile(f[0], []byte(f[1]), 0o644); err != nil {
 					t.Fatal(err)
