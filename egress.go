@@ -2,9 +2,11 @@ package confine
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"strings"
 	"sync"
 
@@ -44,9 +46,15 @@ func startEgress(allow *policy.CompiledAllowlist, grants []policy.EgressGrant, r
 	if err != nil {
 		return nil, fmt.Errorf("%w: egress proxy: %v", spec.ErrLaunch, err)
 	}
+	creds, err := credentials(allow, s.Env)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
 	e := &egressRun{pids: map[uint16]int{}, done: make(chan error, 1)}
 	e.addr = netip.MustParseAddrPort(ln.Addr().String())
-	e.proxy, err = egress.New(egress.Config{Allow: allow, Grants: grants, RunID: runID, TaskID: s.TaskID, JobID: s.JobID, PIDOf: e.pidOf, KnownClientsOnly: true})
+	e.proxy, err = egress.New(egress.Config{Allow: allow, Grants: grants, Credentials: creds, RunID: runID, TaskID: s.TaskID, JobID: s.JobID,
+		PIDOf: e.pidOf, KnownClientsOnly: true})
 	if err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("%w: egress proxy: %v", spec.ErrLaunch, err)
@@ -55,6 +63,46 @@ func startEgress(allow *policy.CompiledAllowlist, grants []policy.EgressGrant, r
 	e.cancel = cancel
 	go func() { e.done <- e.proxy.Serve(ctx, ln) }()
 	return e, nil
+}
+
+// credentials resolves the profile's credential routes from the caller's
+// environment (the launcher's, never the command's): a route whose
+// variable is unset, or that the command's environment would also hold,
+// refuses the run.
+func credentials(allow *policy.CompiledAllowlist, cmdEnv []string) (map[string]egress.Credential, error) {
+	routes := allow.CredentialRoutes()
+	if len(routes) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]egress.Credential, len(routes))
+	for host, r := range routes {
+		for _, kv := range cmdEnv {
+			if name, _, _ := strings.Cut(kv, "="); name == r.Env {
+				return nil, fmt.Errorf("%w: credential route %s: $%s would also enter the command's environment; the proxy adds it, the command must not have it", spec.ErrInvalidSpec, host, r.Env)
+			}
+		}
+		v, ok := os.LookupEnv(r.Env)
+		if !ok || v == "" {
+			return nil, fmt.Errorf("%w: credential route %s: $%s is not set in the caller's environment", spec.ErrUnavailable, host, r.Env)
+		}
+		c := egress.Credential{Header: r.Header, Value: r.Prefix + v, Port: r.UpstreamPort(), Env: r.Env}
+		if r.CAFile != "" {
+			pem, err := os.ReadFile(r.CAFile)
+			if err != nil {
+				return nil, fmt.Errorf("%w: credential route %s: ca_file: %v", spec.ErrInvalidSpec, host, err)
+			}
+			pool, err := x509.SystemCertPool()
+			if err != nil || pool == nil {
+				pool = x509.NewCertPool()
+			}
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("%w: credential route %s: ca_file %s holds no PEM certificate", spec.ErrInvalidSpec, host, r.CAFile)
+			}
+			c.Roots = pool
+		}
+		out[host] = c
+	}
+	return out, nil
 }
 
 func (e *egressRun) pidOf(client net.Addr) int {

@@ -35,6 +35,9 @@ type Allowlist struct {
 	// A name must also be allowed by Hosts or Groups, and a special
 	// address it maps to must still be named in Special.
 	Resolve map[string][]string `json:"resolve,omitempty"`
+	// Credentials are hosts the proxy adds a credential for (see
+	// CredentialRoute).
+	Credentials map[string]CredentialRoute `json:"credentials,omitempty"`
 }
 
 // HostRule is one parsed allowlist entry.
@@ -186,6 +189,7 @@ type CompiledAllowlist struct {
 	rules   []HostRule
 	special []netip.Prefix
 	resolve map[string][]netip.Addr
+	creds   map[string]CredentialRoute
 }
 
 // Compile parses every entry, expands the groups and refuses duplicates
@@ -251,6 +255,9 @@ func (a Allowlist) Compile() (*CompiledAllowlist, error) {
 			}
 			c.resolve[h] = append(c.resolve[h], ip.Unmap())
 		}
+	}
+	if err := c.compileCredentials(a); err != nil {
+		return nil, err
 	}
 	return c, nil
 }

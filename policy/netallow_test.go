@@ -250,3 +250,43 @@ func TestAllowlistResolve(t *testing.T) {
 		t.Fatalf("bad resolve: %v (%+v)", err, pe)
 	}
 }
+
+func TestAllowlistCredentials(t *testing.T) {
+	ok := CredentialRoute{Header: "Authorization", Env: "API_TOKEN", Prefix: "Bearer "}
+	c, err := Allowlist{Hosts: []string{"api.test"}, Credentials: map[string]CredentialRoute{"api.test": ok}}.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, found := c.Credential("api.test"); !found || r != ok || r.UpstreamPort() != 443 {
+		t.Fatalf("Credential = %+v, %v", r, found)
+	}
+	for _, tt := range []struct {
+		name  string
+		hosts []string
+		r     CredentialRoute
+		msg   string
+	}{
+		{"host not allowed", nil, ok, "not allowed on port 443"},
+		{"port not allowed", []string{"api.test"}, CredentialRoute{Header: "Authorization", Env: "API_TOKEN", Port: 8443}, "not allowed on port 8443"},
+		{"bad header", []string{"api.test"}, CredentialRoute{Header: "Bad Header", Env: "API_TOKEN"}, "not a header name"},
+		{"framing header", []string{"api.test"}, CredentialRoute{Header: "Host", Env: "API_TOKEN"}, "cannot carry"},
+		{"bad env", []string{"api.test"}, CredentialRoute{Header: "Authorization", Env: "A=B"}, "env"},
+		{"line break", []string{"api.test"}, CredentialRoute{Header: "Authorization", Env: "API_TOKEN", Prefix: "x\r\n"}, "line break"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Allowlist{Hosts: tt.hosts, Credentials: map[string]CredentialRoute{"api.test": tt.r}}.Compile()
+			if !errors.Is(err, spec.ErrInvalidSpec) || !strings.Contains(err.Error(), tt.msg) {
+				t.Fatalf("%v, want %q", err, tt.msg)
+			}
+		})
+	}
+	p, err := ParseProfile([]byte("name = \"n\"\nnetwork = \"allowlist\"\n[allowlist]\nhosts = [\"api.test\"]\n[allowlist.credentials.\"api.test\"]\nheader = \"Authorization\"\nenv = \"API_TOKEN\"\nprefix = \"Bearer \"\n"), "n.toml")
+	if err != nil || p.Allowlist.Credentials["api.test"] != ok {
+		t.Fatalf("%+v %v", p.Allowlist, err)
+	}
+	_, err = ParseProfile([]byte("name = \"n\"\nnetwork = \"allowlist\"\n[allowlist]\nhosts = [\"api.test\"]\n[allowlist.credentials.\"api.test\"]\nheader = \"Authorization\"\nenv = \"X\"\nenvv = \"X\"\n"), "n.toml")
+	var pe *ProfileError
+	if !errors.As(err, &pe) || !strings.Contains(pe.Key, "envv") {
+		t.Fatalf("unknown key: %v", err)
+	}
+}

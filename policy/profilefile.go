@@ -92,6 +92,10 @@ func ResolveProfile(nameOrPath string) (Profile, error) {
 //	special_addresses = ["10.1.0.0/16"]  # special ranges names may resolve to
 //	[allowlist.resolve]               # names pinned to addresses, no DNS
 //	"registry.internal" = ["10.1.2.3"]
+//	[allowlist.credentials."api.example.com"]  # the proxy adds the secret
+//	header = "Authorization"
+//	env    = "EXAMPLE_TOKEN"          # from the caller's environment
+//	prefix = "Bearer "
 //
 //	[limits]                          # 0 or absent: the default
 //	wall_time = "5m"                  # durations: "30s", "5m", "1h30m"
@@ -581,7 +585,10 @@ func (d *decoder) allowlist(n *node) *Allowlist {
 		d.fail(n.line, "allowlist", "want a table ([allowlist]), got %s", nodeType(n))
 		return a
 	}
-	d.unknown(n, []string{"allowlist"}, map[string]bool{"hosts": true, "groups": true, "special_addresses": true, "resolve": true})
+	d.unknown(n, []string{"allowlist"}, map[string]bool{"hosts": true, "groups": true, "special_addresses": true, "resolve": true, "credentials": true})
+	if cr := n.kids["credentials"]; cr != nil {
+		a.Credentials = d.credentials(cr)
+	}
 	if r := n.kids["resolve"]; r != nil {
 		if r.kids == nil {
 			d.fail(r.line, "allowlist.resolve", "want a table of NAME = [\"ADDRESS\", ...] ([allowlist.resolve]), got %s", nodeType(r))
@@ -632,6 +639,41 @@ func (d *decoder) allowlist(n *node) *Allowlist {
 		d.fail(n.line, "allowlist", "%s", trimSentinel(err))
 	}
 	return a
+}
+
+// credentials decodes [allowlist.credentials."HOST"] tables; their
+// hosts are checked against the allowlist by Compile.
+func (d *decoder) credentials(n *node) map[string]CredentialRoute {
+	if n.kids == nil {
+		d.fail(n.line, "allowlist.credentials", "want a table of HOST = { header, env, prefix, ca_file }, got %s", nodeType(n))
+		return nil
+	}
+	out := map[string]CredentialRoute{}
+	for host, v := range n.kids {
+		key := "allowlist.credentials." + toml.Key{host}.String()
+		if v.kids == nil {
+			d.fail(v.line, key, "want a table { header, env, prefix, ca_file }, got %s", nodeType(v))
+			continue
+		}
+		d.unknown(v, []string{"allowlist", "credentials", host}, map[string]bool{"header": true, "env": true, "prefix": true, "ca_file": true, "port": true})
+		var r CredentialRoute
+		for name, dst := range map[string]*string{"header": &r.Header, "env": &r.Env, "prefix": &r.Prefix, "ca_file": &r.CAFile} {
+			if x := v.kids[name]; x != nil {
+				*dst = d.string(x, key+"."+name)
+			}
+		}
+		if x := v.kids["port"]; x != nil {
+			if p, ok := d.int(x, key+".port"); ok {
+				r.Port = int(p)
+			}
+		}
+		if err := checkCredential(host, r); err != nil {
+			d.fail(v.line, key, "%s", err)
+			continue
+		}
+		out[host] = r
+	}
+	return out
 }
 
 func (d *decoder) limits(n *node) spec.Limits {

@@ -2,13 +2,18 @@ package cli
 
 import (
 	"bufio"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/confine-sandbox/confine/internal/testutil"
@@ -199,6 +204,100 @@ func TestRunEgressApproval(t *testing.T) {
 				if r.Code != 125 || !strings.Contains(r.Stderr, tt.msg) {
 					t.Fatalf("%s: exit %d, stderr %s", tt.name, r.Code, r.Stderr)
 				}
+			}
+		})
+	}
+}
+
+// TestRunEgressCredential: the proxy adds a credential from the caller's
+// environment for a credential route (plain http://api.test/ through the
+// proxy, on over TLS), and the secret is nowhere the command can read:
+// not its environment, not /proc (the CLI and a process of the caller
+// hold it), not its files. The unconfined control finds it in /proc.
+func TestRunEgressCredential(t *testing.T) {
+	curl, err := exec.LookPath("curl")
+	if err != nil {
+		t.Skipf("curl is not installed: %v", err)
+	}
+	cert, _, caPEM, err := testutil.TLSCertificate("api.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const secret = "s3cret-5a1f9c0e-credential"
+	up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") == "Bearer "+secret {
+			fmt.Fprintln(w, "authorized")
+			return
+		}
+		fmt.Fprintln(w, "anonymous")
+	}))
+	up.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	up.StartTLS()
+	defer up.Close()
+	port := up.Listener.Addr().(*net.TCPAddr).Port
+	for _, u := range testutil.Users(t) {
+		t.Run(u.Name, func(t *testing.T) {
+			wd := testutil.Workdir(t, u.UID)
+			caDir := testutil.Workdir(t, u.UID)
+			ca, prof := filepath.Join(caDir, "ca.pem"), filepath.Join(wd, "net.toml")
+			profile := fmt.Sprintf(`name = "net"
+network = "allowlist"
+[allowlist]
+hosts = ["api.test:%d"]
+special_addresses = ["127.0.0.1/32"]
+[allowlist.resolve]
+"api.test" = ["127.0.0.1"]
+[allowlist.credentials."api.test"]
+header = "Authorization"
+env = "CONFINE_TEST_API_TOKEN"
+prefix = "Bearer "
+ca_file = %q
+port = %d
+`, port, ca, port)
+			for _, f := range [][2]string{{ca, string(caPEM)}, {prof, profile}} {
+				if err := os.WriteFile(f[0], []byte(f[1]), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chown(f[0], u.UID, u.UID); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// A process of the caller that holds the secret, as the
+			// CLI does, for the duration of the test.
+			holder := exec.Command("/bin/sleep", "600")
+			holder.Env = []string{"CONFINE_TEST_API_TOKEN=" + secret}
+			if os.Geteuid() == 0 && u.UID != 0 {
+				holder.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u.UID), Gid: uint32(u.UID)}}
+			}
+			if err := holder.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { holder.Process.Kill(); holder.Wait() }()
+			run := func(args ...string) testutil.Result {
+				c := testutil.CLI{Bin: testutil.SelfBinary(t), UID: u.UID, Dir: wd, Env: []string{"CONFINE_TEST_API_TOKEN=" + secret},
+					Args: append([]string{"run", "--profile", prof, "--"}, args...)}
+				return c.Run(t)
+			}
+			if r := run(curl, "-sS", "http://api.test/whoami"); r.Code != 0 || r.Stdout != "authorized\n" {
+				t.Fatalf("credential route: exit %d\nstdout: %s\nstderr: %s", r.Code, r.Stdout, r.Stderr)
+			}
+			if r := run(curl, "-sS", fmt.Sprintf("https://api.test:%d/whoami", port)); r.Code == 0 || !strings.Contains(r.Stderr, "credential route") {
+				t.Fatalf("a tunnel to the credential host: exit %d\nstdout: %s\nstderr: %s", r.Code, r.Stdout, r.Stderr)
+			}
+			search := `env; for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do cat "$f"; echo; done 2>/dev/null; grep -rs -l s3cret "$HOME" "$TMPDIR" . 2>/dev/null; true`
+			ctl := exec.Command("/bin/sh", "-c", search)
+			ctl.Dir = wd
+			ctl.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + wd, "TMPDIR=" + wd}
+			if os.Geteuid() == 0 && u.UID != 0 {
+				ctl.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u.UID), Gid: uint32(u.UID)}}
+			}
+			out, _ := ctl.Output()
+			if !strings.Contains(string(out), secret) {
+				t.Fatalf("control: the unconfined search did not find the secret (the holder's /proc/%d/environ)", holder.Process.Pid)
+			}
+			r := run("/bin/sh", "-c", search)
+			if r.Code != 0 || strings.Contains(r.Stdout+r.Stderr, secret) || !strings.Contains(r.Stdout, "PATH=") {
+				t.Fatalf("the command found the secret (or the search did not run): exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 			}
 		})
 	}

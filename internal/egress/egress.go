@@ -55,6 +55,9 @@ type Config struct {
 	Allow *policy.CompiledAllowlist
 	// Grants are verified approvals beyond the allowlist.
 	Grants []policy.EgressGrant
+	// Credentials are the credential routes by host, with their secrets
+	// (from the caller's environment).
+	Credentials map[string]Credential
 	// Resolver resolves allowed names; nil means net.DefaultResolver.
 	Resolver Resolver
 	// Dial connects to a checked address ("tcp", "ip:port"); nil means a

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/confine-sandbox/confine/policy"
 )
 
 // Response headers of a denial.
@@ -71,6 +73,10 @@ func (s *session) connect(ctx context.Context, req *http.Request) {
 	}
 	if err := s.check(ctx, host, port); err != nil {
 		s.deny(trimDenied(err))
+		s.forbid(http.StatusForbidden)
+		return
+	}
+	if s.refuseTunnelToCredentialHost() {
 		s.forbid(http.StatusForbidden)
 		return
 	}
@@ -137,6 +143,20 @@ func (s *session) plain(ctx context.Context, req *http.Request) {
 		s.deny("bad host: " + err.Error())
 		s.forbid(http.StatusBadRequest)
 		return
+	}
+	// A credential route: plain http://HOST/ (port 80) goes on over TLS
+	// to the host's HTTPS port with the credential.
+	if h, err := normalize(host); err == nil && port == 80 {
+		if cred, ok := s.p.cfg.Credentials[h]; ok {
+			port = cred.Port
+			if err := s.check(ctx, host, port); err != nil {
+				s.deny(trimDenied(err))
+				s.forbid(http.StatusForbidden)
+				return
+			}
+			s.forwardWithCredential(ctx, req, cred)
+			return
+		}
 	}
 	if err := s.check(ctx, host, port); err != nil {
 		s.deny(trimDenied(err))
@@ -228,6 +248,8 @@ func trimDenied(err error) string {
 }
 
 func isIPLiteral(h string) bool { return net.ParseIP(h) != nil }
+
+func normalize(h string) (string, error) { return policy.NormalizeHost(h) }
 
 // countConn counts payload bytes each way.
 type countConn struct {

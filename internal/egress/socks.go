@@ -102,6 +102,11 @@ func (s *session) socks(ctx context.Context) {
 		s.deny(trimDenied(err))
 		return
 	}
+	if _, ok := s.credential(); ok {
+		s.socksReply(socksNotAllowed)
+		s.refuseTunnelToCredentialHost()
+		return
+	}
 	if err := s.socksReply(socksOK); err != nil {
 		s.deny("client went away")
 		return
