@@ -42,17 +42,22 @@ type inputs struct {
 	prof   policy.Profile
 	limits spec.Limits
 
-	dir           string
-	worktree      string // canonical
-	rw, ro        []string
-	optional      []string
-	hidden        []string // credential files left out of --ro grants
-	omitted       []string // PATH components left out
-	env           []string // sanitised, PATH decided; HOME and TMPDIR come with the private dir
-	prog          string
-	argv          []string
-	uid, gid      int  // -1: the launcher's own
-	runAsRoot     bool // the command runs as uid 0
+	dir       string
+	worktree  string // canonical
+	rw, ro    []string
+	optional  []string
+	hidden    []string // credential files left out of --ro grants
+	omitted   []string // PATH components left out
+	env       []string // sanitised, PATH decided; HOME and TMPDIR come with the private dir
+	prog      string
+	argv      []string
+	uid, gid  int  // -1: the launcher's own
+	runAsRoot bool // the command runs as uid 0
+	// allow is the compiled allowlist of a network = "allowlist" run
+	// (nil: deny-all); egress its proxy, started once a backend is chosen.
+	allow         *policy.CompiledAllowlist
+	grants        []policy.EgressGrant // verified by RunCommand
+	egress        *egressRun
 	pidsOptional  bool
 	wantPidsGroup bool // a uid-0 run the pids cgroup may bound
 }
@@ -74,8 +79,19 @@ func validate(s *spec.CommandSpec, prof policy.Profile, h host.Info, limits spec
 			return nil, fmt.Errorf("%w: dir %q resolves outside worktree %q", spec.ErrInvalidSpec, in.dir, worktree)
 		}
 	}
-	if prof.Network != "" && prof.Network != spec.DenyAll {
-		return nil, fmt.Errorf("%w: profile %q asks for network %q; only %q is enforceable", spec.ErrUnavailable, prof.Name, prof.Network, spec.DenyAll)
+	if s.Network == spec.Allowlist && prof.Network != spec.Allowlist {
+		return nil, fmt.Errorf("%w: the spec asks for network %q but profile %q is %q; a spec cannot widen its profile's network", spec.ErrInvalidSpec, s.Network, prof.Name, spec.DenyAll)
+	}
+	// A spec may narrow an allowlist profile to deny-all.
+	if prof.Network == spec.Allowlist && s.Network != spec.DenyAll {
+		a := prof.Allowlist
+		if a == nil {
+			a = &policy.Allowlist{}
+		}
+		var err error
+		if in.allow, err = a.Compile(); err != nil {
+			return nil, err
+		}
 	}
 	in.rw = []string{worktree}
 	for _, r := range append(slices.Clone(prof.Writable), s.ReadWrite...) {
@@ -165,7 +181,9 @@ func validate(s *spec.CommandSpec, prof policy.Profile, h host.Info, limits spec
 // mechanism that enforces it there, or spec.ErrUnavailable naming each one
 // nothing enforces and the profile does not waive.
 func (in *inputs) guarantees(p provider.Provider) ([]spec.Guarantee, error) {
-	return ledger.Resolve(ledger.Decide(p.Ledger(), provider.Facts(in.h, p, in.runAsRoot, in.limits.MaxProcs)), in.prof.Waive)
+	f := provider.Facts(in.h, p, in.runAsRoot, in.limits.MaxProcs)
+	f.Allowlist = in.allow != nil
+	return ledger.Resolve(ledger.Decide(p.Ledger(), f), in.prof.Waive)
 }
 
 // planned is one backend's plan and the result fields it determines. It is
@@ -277,6 +295,11 @@ func (in *inputs) build(backend provider.Provider, r *run) (planned, error) {
 		WritableRoots: slices.Clone(rw),
 		WallTime:      in.limits.WallTime,
 		KillGrace:     in.limits.KillGrace,
+	}
+	if in.egress != nil {
+		p.Env = in.egress.env(p.Env)
+		p.Seccomp.NotifyInet = true
+		p.EgressProxy = in.egress.addr.String()
 	}
 	backend.Configure(p)
 	if p.Namespaces == nil {

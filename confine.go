@@ -145,6 +145,14 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 	if err != nil {
 		return res, err
 	}
+	if len(s.Approvals) > 0 {
+		if in.allow == nil {
+			return res, fmt.Errorf("%w: egress approvals need a profile with network = %q", spec.ErrInvalidSpec, spec.Allowlist)
+		}
+		if in.grants, err = policy.VerifyGrants(c, s.Approvals, s.TaskID); err != nil {
+			return res, err
+		}
+	}
 	named := l.Backend != "" && l.Backend != "auto"
 	sel, err := provider.Select(h, provider.Request{Tier: prof.Tier, RequireNamespaces: prof.RequireNamespaces, Backend: l.Backend,
 		Enforce: func(p provider.Provider) error { _, err := in.guarantees(p); return err }})
@@ -165,6 +173,12 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}
+	if in.allow != nil {
+		if in.egress, err = startEgress(in.allow, in.grants, res.RunID, &s); err != nil {
+			return res, err
+		}
+		defer func() { res.Connections = in.egress.stop() }()
+	}
 	run, err := in.prepare(sel.Provider, prof.RequireNamespaces || named)
 	if err != nil {
 		return res, err
@@ -181,6 +195,9 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 
 	pio := launch.IO{OutputLimit: limits.OutputBytes, LiveLimit: l.LiveLimit, Stdout: l.LiveStdout, Stderr: l.LiveStderr,
 		DetachCleanup: l.DetachCleanup}
+	if in.egress != nil {
+		pio.Egress = in.egress.hooks()
+	}
 	switch {
 	case l.Stdin != nil:
 		pio.Stdin = l.Stdin

@@ -24,7 +24,7 @@
 # target's margin is marked "noisy".
 #
 # Knobs (environment variables, defaults in brackets):
-#   ONLY=launch,hyperfine,library,syscalls,spawn,files,build,flood,kill,concurrency
+#   ONLY=launch,hyperfine,library,syscalls,spawn,files,build,flood,kill,concurrency,egress
 #                          run only these measures [all]
 #   CONFINE_FLAGS          extra flags for every confine run, e.g. "--backend core" []
 #   CONFINE_TAGS           build tags for confine, e.g. confine_simabi []
@@ -40,6 +40,7 @@
 #   FLOOD_BYTES [1073741824] FLOOD_REPS [5] FLOOD_PIPE [1048576]  bare/bwrap pipe size (0: default)
 #   KILL_PROCS [200] KILL_T [2s] KILL_GRACE [100ms] KILL_REPS [5]
 #   CONC_JOBS [64] CONC_PAR [16] CONC_SLEEP [0.05] CONC_REPS [3]
+#   EGRESS_BYTES [1073741824] EGRESS_REPS [3] EGRESS_CONNS [256]  network allowlist: proxy vs direct HTTPS
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD

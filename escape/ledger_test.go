@@ -14,7 +14,7 @@ import (
 // fails here, so no guarantee goes unattacked.
 func TestLedgerVectorsExist(t *testing.T) {
 	var rows []string
-	for _, vc := range vectors() {
+	for _, vc := range append(vectors(), egressVectors()...) {
 		rows = append(rows, vc.name)
 	}
 	match := func(pat string) bool {

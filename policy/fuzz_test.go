@@ -22,7 +22,7 @@ func FuzzLoadProfile(f *testing.F) {
 		"", "tier = 3\n", "netwrok = 1\n", "[limits]\nmemory = -1\n", "limits.memory = \"1GiB\"\n",
 		"read_exec = [\"/srv/x/bin\"]\nwritable = [\"/srv/x\"]\n", "[env.set]\nLD_PRELOAD = \"/x\"\n",
 		"[env]\nwaive = [\"LD_PRELOAD\"]\n[env.set]\nLD_PRELOAD = \"/x.so\"\n", "[[limits]]\n", "a.b.c.d = 1\n",
-		"name = \"x\"\nnetwork = \"allowlist\"\n", "x = [[[", "[env]\npassthrough = [\"LC_*\", \"*\"]\n",
+		"name = \"x\"\nnetwork = \"allowlist\"\n", "network = \"allowlist\"\n[allowlist]\nhosts = [\"*.a.test:*\", \"[::1]\"]\ngroups = [\"go\"]\n", "x = [[[", "[env]\npassthrough = [\"LC_*\", \"*\"]\n",
 	} {
 		f.Add([]byte(s))
 	}
@@ -65,8 +65,14 @@ func checkProfile(t *testing.T, p Profile) {
 	if p.Tier < TierNone || p.Tier > TierHostile {
 		t.Fatalf("tier %d", p.Tier)
 	}
-	if p.Network != spec.DenyAll {
-		t.Fatalf("network %q", p.Network)
+	switch {
+	case p.Network == spec.DenyAll && p.Allowlist == nil:
+	case p.Network == spec.Allowlist && p.Allowlist != nil:
+		if _, err := p.Allowlist.Compile(); err != nil {
+			t.Fatalf("loaded allowlist does not compile: %v", err)
+		}
+	default:
+		t.Fatalf("network %q with allowlist %+v", p.Network, p.Allowlist)
 	}
 	if err := p.Limits.Validate(); err != nil {
 		t.Fatal(err)

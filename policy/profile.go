@@ -59,6 +59,9 @@ type Profile struct {
 	Env EnvPolicy
 	// Network is the network policy; "" means spec.DenyAll.
 	Network spec.NetworkPolicy `json:",omitempty"`
+	// Allowlist is the egress allowlist when Network is spec.Allowlist
+	// (nil there means deny all); nil otherwise.
+	Allowlist *Allowlist `json:",omitempty"`
 	// RequireNamespaces refuses the run unless the landlock+namespaces
 	// provider runs it (user, PID, mount, network, IPC and UTS
 	// namespaces on top of the core): where user namespaces are blocked

@@ -75,7 +75,7 @@ func ResolveProfile(nameOrPath string) (Profile, error) {
 //	read_exec   = ["/opt/toolchain"]  # read+exec roots beyond the system set
 //	writable    = ["/var/cache/ci"]   # writable roots beyond workdir and temp
 //	devices     = ["/dev/kvm"]        # device nodes beyond DefaultDevices()
-//	network     = "deny-all"          # the only policy; "allowlist" is refused
+//	network     = "deny-all"          # or "allowlist" (with [allowlist])
 //	waive       = ["no-foreign-signals"]  # guarantee names (Guarantees())
 //	require_namespaces = true         # refuse where user namespaces do not work
 //	host_ops    = ["read_file", "git_read"]  # tier 1 only: HostOps()
@@ -85,6 +85,17 @@ func ResolveProfile(nameOrPath string) (Profile, error) {
 //	waive       = ["NODE_OPTIONS"]    # exact names the sanitiser would refuse
 //	[env.set]
 //	GOPROXY = "off"
+//
+//	[allowlist]                       # only with network = "allowlist"
+//	hosts  = ["allowed.test", "*.example.com:8443", "127.0.0.1:*"]
+//	groups = ["go", "npm"]            # registry groups (RegistryGroups)
+//	special_addresses = ["10.1.0.0/16"]  # special ranges names may resolve to
+//	[allowlist.resolve]               # names pinned to addresses, no DNS
+//	"registry.internal" = ["10.1.2.3"]
+//	[allowlist.credentials."api.example.com"]  # the proxy adds the secret
+//	header = "Authorization"
+//	env    = "EXAMPLE_TOKEN"          # from the caller's environment
+//	prefix = "Bearer "
 //
 //	[limits]                          # 0 or absent: the default
 //	wall_time = "5m"                  # durations: "30s", "5m", "1h30m"
@@ -117,7 +128,9 @@ func ResolveProfile(nameOrPath string) (Profile, error) {
 //     intended refinement and is allowed), a variable both passed through
 //     and set, and any entry listed twice;
 //   - an unknown guarantee name in waive, an unknown tier (not 0-3), a
-//     negative or malformed limit, a network policy other than deny-all;
+//     negative or malformed limit, a network policy other than deny-all
+//     or allowlist, an [allowlist] without network = "allowlist", and an
+//     allowlist entry Allowlist.Compile refuses;
 //   - an env.set entry the sanitiser refuses (SanitizeEnv, with the
 //     profile's own env.waive) or a path-list value with an empty,
 //     relative or unnormalised component, and an exact env.passthrough
@@ -309,7 +322,7 @@ func (d *decoder) profile(root *node) Profile {
 	known := map[string]bool{
 		"name": true, "description": true, "tier": true, "read_exec": true, "writable": true,
 		"devices": true, "network": true, "waive": true, "env": true, "limits": true,
-		"require_namespaces": true, "host_ops": true,
+		"require_namespaces": true, "host_ops": true, "allowlist": true,
 	}
 	d.unknown(root, nil, known)
 	k := root.kids
@@ -356,10 +369,18 @@ func (d *decoder) profile(root *node) Profile {
 				d.fail(n.line, "network", "empty network policy (want %q)", spec.DenyAll)
 			}
 		case string(spec.DenyAll):
-		case "allowlist":
-			d.fail(n.line, "network", "an allowlist needs the egress proxy, which does not exist yet; only %q is supported", spec.DenyAll)
+		case string(spec.Allowlist):
+			p.Network = spec.Allowlist
+			p.Allowlist = &Allowlist{}
 		default:
-			d.fail(n.line, "network", "unknown network policy %q (only %q is supported)", v, spec.DenyAll)
+			d.fail(n.line, "network", "unknown network policy %q (want %q or %q)", v, spec.DenyAll, spec.Allowlist)
+		}
+	}
+	if n := k["allowlist"]; n != nil {
+		if p.Network != spec.Allowlist {
+			d.fail(n.line, "allowlist", "an [allowlist] needs network = %q", spec.Allowlist)
+		} else {
+			p.Allowlist = d.allowlist(n)
 		}
 	}
 	if n := k["read_exec"]; n != nil {
@@ -556,6 +577,103 @@ func (d *decoder) env(n *node) EnvPolicy {
 		}
 	}
 	return e
+}
+
+func (d *decoder) allowlist(n *node) *Allowlist {
+	a := &Allowlist{}
+	if n.kids == nil {
+		d.fail(n.line, "allowlist", "want a table ([allowlist]), got %s", nodeType(n))
+		return a
+	}
+	d.unknown(n, []string{"allowlist"}, map[string]bool{"hosts": true, "groups": true, "special_addresses": true, "resolve": true, "credentials": true})
+	if cr := n.kids["credentials"]; cr != nil {
+		a.Credentials = d.credentials(cr)
+	}
+	if r := n.kids["resolve"]; r != nil {
+		if r.kids == nil {
+			d.fail(r.line, "allowlist.resolve", "want a table of NAME = [\"ADDRESS\", ...] ([allowlist.resolve]), got %s", nodeType(r))
+		} else {
+			for name, v := range r.kids {
+				key := "allowlist.resolve." + toml.Key{name}.String()
+				addrs := d.strings(v, key)
+				if _, err := (Allowlist{Resolve: map[string][]string{name: addrs}}).Compile(); err != nil {
+					d.fail(v.line, key, "%s", strings.TrimPrefix(trimSentinel(err), "allowlist: "))
+					continue
+				}
+				if a.Resolve == nil {
+					a.Resolve = map[string][]string{}
+				}
+				a.Resolve[name] = addrs
+			}
+		}
+	}
+	lists := []struct {
+		key string
+		dst *[]string
+	}{{"hosts", &a.Hosts}, {"groups", &a.Groups}, {"special_addresses", &a.Special}}
+	for _, l := range lists {
+		v := n.kids[l.key]
+		if v == nil {
+			continue
+		}
+		key := "allowlist." + l.key
+		for i, s := range d.strings(v, key) {
+			// Check each entry alone, so the message names its index.
+			one := Allowlist{}
+			switch l.key {
+			case "hosts":
+				one.Hosts = []string{s}
+			case "groups":
+				one.Groups = []string{s}
+			default:
+				one.Special = []string{s}
+			}
+			if _, err := one.Compile(); err != nil {
+				d.fail(v.line, fmt.Sprintf("%s[%d]", key, i), "%s", strings.TrimPrefix(trimSentinel(err), "allowlist: "))
+				continue
+			}
+			*l.dst = append(*l.dst, s)
+		}
+	}
+	if _, err := a.Compile(); err != nil {
+		d.fail(n.line, "allowlist", "%s", trimSentinel(err))
+	}
+	return a
+}
+
+// credentials decodes [allowlist.credentials."HOST"] tables; their
+// hosts are checked against the allowlist by Compile.
+func (d *decoder) credentials(n *node) map[string]CredentialRoute {
+	if n.kids == nil {
+		d.fail(n.line, "allowlist.credentials", "want a table of HOST = { header, env, prefix, ca_file }, got %s", nodeType(n))
+		return nil
+	}
+	out := map[string]CredentialRoute{}
+	for host, v := range n.kids {
+		key := "allowlist.credentials." + toml.Key{host}.String()
+		if v.kids == nil {
+			d.fail(v.line, key, "want a table { header, env, prefix, ca_file }, got %s", nodeType(v))
+			continue
+		}
+		d.unknown(v, []string{"allowlist", "credentials", host}, map[string]bool{"header": true, "env": true, "prefix": true, "ca_file": true, "port": true})
+		var r CredentialRoute
+		for name, dst := range map[string]*string{"header": &r.Header, "env": &r.Env, "prefix": &r.Prefix, "ca_file": &r.CAFile} {
+			if x := v.kids[name]; x != nil {
+				*dst = d.string(x, key+"."+name)
+			}
+		}
+		if x := v.kids["port"]; x != nil {
+			if p, ok := d.int(x, key+".port"); ok {
+				r.Port = int(p)
+			}
+		}
+		if err := checkCredential(host, r); err != nil {
+			d.fail(v.line, key, "%s", err)
+			continue
+		}
+		out[host] = r
+	}
+	return out
 }
 
 func (d *decoder) limits(n *node) spec.Limits {

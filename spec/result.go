@@ -148,4 +148,7 @@ type CommandResult struct {
 	// Persistence lists the run's changes to paths of the work tree that
 	// something outside the sandbox may execute later (see Persistence).
 	Persistence []Persistence `json:"persistence,omitempty"`
+	// Connections are the egress proxy's records, one per connection the
+	// command asked for, allowed or denied (network = "allowlist" only).
+	Connections []Connection `json:"connections,omitempty"`
 }

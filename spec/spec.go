@@ -34,9 +34,16 @@ var (
 // NetworkPolicy says what the command may reach on the network.
 type NetworkPolicy string
 
-// DenyAll is the only network policy in this version: no socket other than
-// AF_UNIX can be created, by any syscall path.
-const DenyAll NetworkPolicy = "deny-all"
+// Network policies.
+const (
+	// DenyAll: no socket other than AF_UNIX can be created, by any
+	// syscall path. It is the default.
+	DenyAll NetworkPolicy = "deny-all"
+	// Allowlist: the command reaches only the launcher's egress proxy,
+	// which lets through the hosts the profile's allowlist names. A run
+	// is refused (ErrUnavailable) where that cannot be enforced.
+	Allowlist NetworkPolicy = "allowlist"
+)
 
 // Limits bound what a run may consume. Zero means "the default" (see
 // defaultLimits); a negative value is invalid.
@@ -141,6 +148,15 @@ type CommandSpec struct {
 	Network NetworkPolicy
 	// Stdin is fed to the command; nil means /dev/null.
 	Stdin []byte
+	// TaskID and JobID name the caller's task and job; they are copied
+	// into the run's audit records (connections, event log) and are
+	// otherwise opaque. At most 128 printable bytes each.
+	TaskID string `json:",omitempty"`
+	JobID  string `json:",omitempty"`
+	// Approvals are egress grant tokens (policy.EgressGrant) that let an
+	// allowlist run reach a host beyond its profile; each must be signed
+	// by the capability's engine, unexpired and scoped to TaskID.
+	Approvals []string `json:",omitempty"`
 }
 
 // Validate checks the spec's shape; it does not touch the filesystem.
@@ -184,9 +200,14 @@ func (s *CommandSpec) Validate() error {
 		}
 	}
 	switch s.Network {
-	case "", DenyAll:
+	case "", DenyAll, Allowlist:
 	default:
-		return fmt.Errorf("%w: network policy %q is not supported (only %q)", ErrInvalidSpec, s.Network, DenyAll)
+		return fmt.Errorf("%w: network policy %q is not supported (want %q or %q)", ErrInvalidSpec, s.Network, DenyAll, Allowlist)
+	}
+	for _, id := range []struct{ name, v string }{{"task id", s.TaskID}, {"job id", s.JobID}} {
+		if err := CheckAuditID(id.v); err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrInvalidSpec, id.name, err)
+		}
 	}
 	return s.Limits.Validate()
 }

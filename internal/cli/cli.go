@@ -93,7 +93,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &exitError{ExitConfine, err.Error()}
 	})
-	root.AddCommand(newRun(stdout, stderr), newCheck(stdout), newVersion(stdout), newCap(stdout), newInspect(stdout), newSelftest(stdout, stderr), newMan(stdout))
+	root.AddCommand(newRun(stdout, stderr), newCheck(stdout), newVersion(stdout), newCap(stdout), newInspect(stdout), newSelftest(stdout, stderr), newMan(stdout), newApprove(stdout, stderr))
 	addTier1(root, stdout, stderr)
 	return root
 }
@@ -141,6 +141,8 @@ type runOpts struct {
 	backend          string
 	capToken, capKey string
 	ro, rw, env      []string
+	task, job        string
+	approvals        []string
 	limits           spec.Limits
 	liveLimitSet     bool
 	json             bool
@@ -180,6 +182,9 @@ is gone when confine returns. Its environment is built from scratch.`,
 	f.StringArrayVar(&o.ro, "ro", nil, "extra read+execute root (repeatable)")
 	f.StringArrayVar(&o.rw, "rw", nil, "extra writable root (repeatable)")
 	f.StringArrayVar(&o.env, "env", nil, "pass NAME from this environment, or set NAME=VALUE (repeatable)")
+	f.StringVar(&o.task, "task", "", "task id for the audit records (and the scope of --approval grants)")
+	f.StringVar(&o.job, "job", "", "job id for the audit records")
+	f.StringArrayVar(&o.approvals, "approval", nil, "egress grant token from `confine approve` (repeatable; verified with --cap-key)")
 	f.Var(durFlag{&o.limits.WallTime}, "timeout", "wall-clock limit, e.g. 30s, 5m (default 10m)")
 	f.Var(durFlag{&o.limits.CPUTime}, "cpu-time", "CPU time limit per process (default 10m)")
 	f.Var(durFlag{&o.limits.KillGrace}, "kill-grace", "time between SIGTERM and SIGKILL when the run is ended (default 2s)")
@@ -253,7 +258,11 @@ func (o *runOpts) run(ctx context.Context, args []string, stdout, stderr io.Writ
 		ReadWrite: rw,
 		Profile:   prof.Name,
 		Limits:    o.limits,
-		Network:   spec.DenyAll,
+		// The profile's: deny-all unless it is an allowlist.
+		Network:   prof.Network,
+		TaskID:    o.task,
+		JobID:     o.job,
+		Approvals: o.approvals,
 	}
 	c, err := o.capability(prof)
 	if err != nil {
@@ -304,6 +313,7 @@ func (o *runOpts) run(ctx context.Context, args []string, stdout, stderr io.Writ
 		for _, c := range res.Persistence {
 			fmt.Fprintf(stderr, "confine: the command %s %s (%s), which a program outside the sandbox may run later\n", c.Kind, c.Path, c.What)
 		}
+		reportEgress(stderr, res.Connections)
 		for _, st := range []struct {
 			name string
 			s    spec.Stream
@@ -346,9 +356,10 @@ func reportDenials(w io.Writer, ds []spec.Denial) {
 func (o *runOpts) capability(prof policy.Profile) (*policy.Cap, error) {
 	var eng *policy.Engine
 	var err error
-	if o.capToken == "" {
+	if o.capToken == "" && len(o.approvals) == 0 {
 		eng, err = policy.NewEngine()
 	} else {
+		// Grants are signed with the capability key too.
 		eng, err = engineFromKey(o.capKey)
 	}
 	if err != nil {

@@ -92,6 +92,11 @@ type Event struct {
 	// Error is the reason the run was refused or failed to launch; empty
 	// when the command ran.
 	Error string `json:"error"`
+	// TaskID and JobID are the caller's, from the CommandSpec.
+	TaskID string `json:"task_id"`
+	JobID  string `json:"job_id"`
+	// Connections are the egress proxy's records (network = "allowlist").
+	Connections []spec.Connection `json:"connections"`
 }
 
 // SkippedBackend is a provider that was not selected, and why.
@@ -157,6 +162,7 @@ func (e *Event) SetSpec(s spec.CommandSpec) {
 	e.EnvNames = EnvNames(s.Env)
 	e.Limits = s.Limits.WithDefaults()
 	e.Profile = s.Profile
+	e.TaskID, e.JobID = s.TaskID, s.JobID
 }
 
 // SetResult fills the result summary from r. Backend is taken from r only
@@ -176,6 +182,7 @@ func (e *Event) SetResult(r spec.CommandResult) {
 	e.Guarantees = slices.Clone(r.Guarantees)
 	e.Denials = len(r.Denials)
 	e.Persistence = slices.Clone(r.Persistence)
+	e.Connections = slices.Clone(r.Connections)
 	if e.Backend == "" {
 		e.Backend = r.Backend
 	}
@@ -209,6 +216,7 @@ func (e Event) normalize() (Event, error) {
 	e.EnvNames = nonNil(e.EnvNames)
 	e.Guarantees = nonNil(e.Guarantees)
 	e.Persistence = nonNil(e.Persistence)
+	e.Connections = nonNil(e.Connections)
 	return e, nil
 }
 
@@ -251,6 +259,9 @@ func (e Event) attrs() []slog.Attr {
 		slog.Int("denials", e.Denials),
 		slog.Any("persistence", e.Persistence),
 		slog.String("error", e.Error),
+		slog.String("task_id", e.TaskID),
+		slog.String("job_id", e.JobID),
+		slog.Any("connections", e.Connections),
 	}
 }
 

@@ -97,6 +97,7 @@ func Format(w io.Writer, e Event) {
 		rows[i] = [2]string{clean(g.Name), how}
 	}
 	table(w, rows)
+	formatConnections(w, e)
 }
 
 // table writes rows indented by two spaces, the first column padded to

@@ -342,7 +342,7 @@ func (d *direct) supervise(ctx context.Context) (*Outcome, error) {
 		go func() {
 			defer close(notifyDone)
 			err := notify.Serve(nctx, d.listener, notify.Config{WritableRoots: p.WritableRoots, SocketAllow: p.SocketAllow, Init: d.runInit, Stats: stats,
-				MaxTasks: p.MaxTasks()})
+				MaxTasks: p.MaxTasks(), Egress: egressConfig(p, d.pio.Egress)})
 			unix.Close(d.listener)
 			if err != nil && !errors.Is(err, context.Canceled) {
 				fmt.Fprintf(os.Stderr, "confine: notification supervisor: %v\n", err)

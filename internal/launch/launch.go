@@ -72,6 +72,9 @@ type IO struct {
 	LiveLimit      int64
 	// OutputLimit is how many bytes of each stream are kept.
 	OutputLimit int64
+	// Egress receives the supervisor's egress events (network =
+	// "allowlist"); nil ignores them.
+	Egress *Egress
 	// DetachCleanup lets a run return as soon as its tree is gone and its
 	// init reported, leaving the removal of the private directory and
 	// the pids cgroup to that init (landlock+namespaces only; see

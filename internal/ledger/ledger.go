@@ -48,6 +48,9 @@ type Facts struct {
 	PidMax bool
 	// SandboxExec says macOS's /usr/bin/sandbox-exec is there.
 	SandboxExec bool
+	// Allowlist says the run's network policy is "allowlist" (the
+	// egress proxy), not deny-all.
+	Allowlist bool
 }
 
 // Who restricts a mechanism to commands running as some uids.
@@ -85,6 +88,12 @@ type Mechanism struct {
 	// the mechanism on: the launcher uses it only on ABIs without the
 	// feature, so it is claimed only there.
 	Below string
+	// Network, when set, is the network policy ("deny-all" or
+	// "allowlist") the mechanism serves; it is not used under the other.
+	Network spec.NetworkPolicy
+	// NotWith, when set, is a layer whose backend cannot use the
+	// mechanism (its supervisor lacks it).
+	NotWith Layer
 	// Text says what enforces the guarantee. "{landlock}" stands for
 	// "landlock abi N" with the ABI in force.
 	Text string
@@ -155,6 +164,12 @@ func (m Mechanism) holds(f Facts) (bool, string) {
 	if m.UnlessPidsCgroup && f.PidsCgroup {
 		lack = append(lack, "no writable pids cgroup (which bounds the run instead)")
 	}
+	switch {
+	case m.Network == spec.Allowlist && !f.Allowlist:
+		lack = append(lack, "network = \"allowlist\"")
+	case m.Network == spec.DenyAll && f.Allowlist:
+		lack = append(lack, "network = \"deny-all\"")
+	}
 	if m.Below != "" && landlock.Has(f.LandlockABI, m.Below) {
 		ft, _ := landlock.FeatureByName(m.Below)
 		lack = append(lack, fmt.Sprintf("a Landlock ABI below %d (newer ones use %s instead)", ft.ABI, ft.What))
@@ -214,8 +229,12 @@ func decide(g Guarantee, layers []Layer, f Facts) Decision {
 // each sufficient mechanism that does not hold would need.
 func selectFor(g Guarantee, layers []Layer, f Facts) (suff, extra []Mechanism, missing []string) {
 	for _, m := range g.Mechanisms {
+		if m.NotWith != "" && slices.Contains(layers, m.NotWith) && m.Sufficient && m.applies(f) {
+			missing = append(missing, "a backend other than "+layerBackend(m.NotWith)+" ("+m.text(f)+")")
+			continue
+		}
 		if !slices.Contains(layers, m.Layer) {
-			if m.Sufficient {
+			if m.Sufficient && m.applies(f) {
 				missing = append(missing, "the "+layerBackend(m.Layer)+" backend ("+m.text(f)+")")
 			}
 			continue
@@ -226,12 +245,18 @@ func selectFor(g Guarantee, layers []Layer, f Facts) (suff, extra []Mechanism, m
 			suff = append(suff, m)
 		case ok:
 			extra = append(extra, m)
-		case m.Sufficient:
+		case m.Sufficient && m.applies(f):
 			missing = append(missing, lack)
 		}
 	}
 	slices.Sort(missing)
 	return suff, extra, slices.Compact(missing)
+}
+
+// applies says whether m serves the run's network policy at all; a
+// mechanism for the other policy is never named as missing.
+func (m Mechanism) applies(f Facts) bool {
+	return m.Network == "" || (m.Network == spec.Allowlist) == f.Allowlist
 }
 
 func layerBackend(l Layer) string {
@@ -294,6 +319,10 @@ func feat(m Mechanism, f string) Mechanism {
 	return m
 }
 func who(m Mechanism, w Who) Mechanism { m.Who = w; return m }
+func network(m Mechanism, n spec.NetworkPolicy) Mechanism {
+	m.Network = n
+	return m
+}
 
 // table is the ledger. Order is report order (policy.Guarantees).
 var table = []Guarantee{
@@ -301,13 +330,15 @@ var table = []Guarantee{
 		Name:    policy.GNoNetwork,
 		Promise: "no socket of any network family, TCP or UDP (so no DNS), by any system call ABI or io_uring",
 		Mechanisms: []Mechanism{
-			coreSC("seccomp: socket() limited to AF_UNIX, io_uring denied, foreign arch/x32 killed"),
+			network(coreSC("seccomp: socket() limited to AF_UNIX, io_uring denied, foreign arch/x32 killed"), spec.DenyAll),
+			{Layer: Core, Sufficient: true, Seccomp: true, Network: spec.Allowlist, NotWith: Bwrap,
+				Text: "network allowlist: seccomp-notify makes internet TCP sockets unconnected placeholders and connects them only to the launcher's egress proxy (which checks the allowlist before any lookup); UDP, raw, ICMP, MPTCP and io_uring denied, foreign arch/x32 killed"},
 			plus(feat(core("{landlock} denies TCP bind/connect"), landlock.FeatTCP)),
 			plus(ns("empty network namespace (loopback only)")),
 			plus(bw("bubblewrap: empty network namespace (loopback only)")),
-			sb("Seatbelt: (deny network*): no socket of the command's connects, binds or sends, unix sockets included (Mach services stay reachable under (allow default))"),
+			network(sb("Seatbelt: (deny network*): no socket of the command's connects, binds or sends, unix sockets included (Mach services stay reachable under (allow default))"), spec.DenyAll),
 		},
-		Vectors: []string{"tcp-connect", "tcp6-connect", "udp-send", "tcp-listen", "mptcp-connect", "netlink", "vsock", "packet", "iouring-socket", "socketcall32", "x32-syscall"},
+		Vectors: []string{"tcp-connect", "tcp6-connect", "udp-send", "tcp-listen", "mptcp-connect", "netlink", "vsock", "packet", "iouring-socket", "socketcall32", "x32-syscall", "egress-*"},
 	},
 	{
 		Name:       policy.GCleanEnv,

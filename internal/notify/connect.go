@@ -66,6 +66,8 @@ func (t *task) connect() result {
 			sun = sun[:i]
 		}
 		path = string(sun)
+	case unix.AF_INET, unix.AF_INET6:
+		return t.connectInet(sockfd, sa)
 	default:
 		return deny(unix.EAFNOSUPPORT, "address family "+strconv.Itoa(int(family)), "")
 	}

@@ -163,7 +163,7 @@ func TestHandlesEveryNotifiedCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	rules, err := seccomp.Denied(seccomp.Config{Arch: arch, NotifyMetadata: true, NotifyConnect: true,
-		NotifyProcTargets: true, NotifySignals: true, NotifyTruncate: true, NotifyRename: true, NotifyFork: true})
+		NotifyProcTargets: true, NotifySignals: true, NotifyTruncate: true, NotifyRename: true, NotifyFork: true, NotifyInet: true})
 	if err != nil {
 		t.Fatal(err)
 	}

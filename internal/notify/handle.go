@@ -156,6 +156,8 @@ func (h *handler) handle(n *seccompNotif) (r result) {
 		return t.connect()
 	case sysSigaction:
 		return t.sigaction()
+	case sysSocket:
+		return t.socket()
 	case sysFork:
 		if h.s.forks == nil {
 			return deny(unix.EAGAIN, "bounded-processes: task creation sent to a supervisor without a limit", "")

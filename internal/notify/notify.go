@@ -66,6 +66,10 @@ type Config struct {
 	// Stats, if not nil, receives a count of every decision and a record of
 	// refused operations.
 	Stats *Stats
+	// Egress, when set, is network = "allowlist": internet TCP sockets
+	// are made by the supervisor and connect only to Egress.Proxy (see
+	// inet.go).
+	Egress *Egress
 	// MaxTasks, when > 0, bounds the run's tasks (threads included)
 	// below Init: the task creations the filter sends
 	// (seccomp.Config.NotifyFork) fail with EAGAIN once the run holds
@@ -332,10 +336,14 @@ type policy struct {
 	sockets       map[string]bool
 	allowAbstract bool
 	init          *Init
+	egress        *Egress
 }
 
 func newPolicy(cfg Config) (policy, error) {
-	p := policy{sockets: map[string]bool{}, allowAbstract: cfg.AllowAbstract, init: cfg.Init}
+	p := policy{sockets: map[string]bool{}, allowAbstract: cfg.AllowAbstract, init: cfg.Init, egress: cfg.Egress}
+	if err := checkEgress(cfg.Egress); err != nil {
+		return p, err
+	}
 	for _, r := range cfg.WritableRoots {
 		if !filepath.IsAbs(r) {
 			return p, fmt.Errorf("notify: writable root %q is not absolute", r)

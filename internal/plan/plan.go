@@ -41,6 +41,9 @@ type Seccomp struct {
 	// run's tasks to Rlimits.NProc (uid 0 without a pids cgroup).
 	NotifyFork     bool `json:"notify_fork,omitempty"`
 	AllowUnixDgram bool `json:"allow_unix_dgram"`
+	// NotifyInet (network = "allowlist") sends TCP socket creation to the
+	// supervisor, which connects only to Plan.EgressProxy.
+	NotifyInet bool `json:"notify_inet,omitempty"`
 	// NotifyProcTargets and NotifySignals keep the calls that name another
 	// process inside the run. They apply only where the run ends up without
 	// a PID namespace (the core, or a fall-back to it): in one, the kernel
@@ -66,7 +69,7 @@ func (s Seccomp) Effective(pidNS bool) Seccomp {
 // supervisor, which then needs the filter's listener.
 func (s Seccomp) Listener() bool {
 	return s.NotifyMetadata || s.NotifyConnect || s.NotifyProcTargets || s.NotifySignals ||
-		s.NotifyTruncate || s.NotifyRename || s.NotifyFork
+		s.NotifyTruncate || s.NotifyRename || s.NotifyFork || s.NotifyInet
 }
 
 // Namespaces asks for the landlock+namespaces provider: the run's init is started
@@ -136,6 +139,10 @@ type Plan struct {
 	// WritableRoots and SocketAllow feed the metadata/connect supervisor.
 	WritableRoots []string `json:"writable_roots"`
 	SocketAllow   []string `json:"socket_allow,omitempty"`
+	// EgressProxy is the launcher's egress proxy ("127.0.0.1:PORT"), the
+	// only internet address the supervisor connects the command to
+	// (network = "allowlist"; Seccomp.NotifyInet).
+	EgressProxy string `json:"egress_proxy,omitempty"`
 
 	WallTime  time.Duration `json:"wall_time"`
 	KillGrace time.Duration `json:"kill_grace"`

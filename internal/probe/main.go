@@ -228,6 +228,7 @@ func init() {
 		"sleep-forever": {"", 0, 0, vSleepForever},
 	}
 	addProcTargetVectors(vectors)
+	addEgressVectors(vectors)
 }
 
 // vectorTimeout bounds every vector but the long-running ones: an attempt

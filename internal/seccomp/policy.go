@@ -85,6 +85,9 @@ const (
 	personaQuery    = 0xffffffff
 	personaLinux    = 0 // PER_LINUX
 	afUnix          = unix.AF_UNIX
+	afInet          = unix.AF_INET
+	afInet6         = unix.AF_INET6
+	ipprotoTCP      = unix.IPPROTO_TCP
 	sockStream      = unix.SOCK_STREAM
 	sockSeqpacket   = unix.SOCK_SEQPACKET
 )
@@ -138,8 +141,12 @@ func argRules(cfg Config) []entry {
 		ioctlDoc = append(ioctlDoc, Rule{When: "cmd == FIOSETOWN or SIOCSPGRP", Errno: unix.EPERM})
 	}
 
+	socketBlock, socketDoc := sock, sockDoc
+	if cfg.NotifyInet {
+		socketBlock, socketDoc = inetSocket(sock), inetSocketDoc(sockDoc)
+	}
 	return []entry{
-		{name: "socket", block: sock, doc: sockDoc},
+		{name: "socket", block: socketBlock, doc: socketDoc},
 		{name: "socketpair", block: sock, doc: sockDoc},
 		{
 			// ioctl(fd, cmd, arg): TIOCSTI pushes input into a

@@ -124,6 +124,14 @@ type Config struct {
 	// clone3 stays ENOSYS. Needs a listener too.
 	NotifyFork bool
 
+	// NotifyInet is network = "allowlist": socket() for AF_INET and
+	// AF_INET6 with SOCK_STREAM and protocol 0 or IPPROTO_TCP returns
+	// SECCOMP_RET_USER_NOTIF (the supervisor hands back an unconnected
+	// placeholder, see internal/notify/inet.go); every other internet
+	// socket (UDP, raw, ICMP, MPTCP, SCTP) fails with EACCES or
+	// EPROTONOSUPPORT. Needs NotifyConnect and a listener.
+	NotifyInet bool
+
 	// AllowUnixDgram permits AF_UNIX datagram sockets. When false,
 	// socket() and socketpair() with AF_UNIX fail with EACCES unless the
 	// type is SOCK_STREAM or SOCK_SEQPACKET: an unconnected datagram

@@ -23,14 +23,14 @@ from typing import Iterable, Optional, Sequence
 
 from ._client import MIN_JSON_API, Client, Env, Number
 from ._errors import ConfineError, Refused, SandboxUnavailable, Timeout
-from ._result import (EXIT_CONFINE, EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_TIMEOUT, Availability, Denial,
+from ._result import (EXIT_CONFINE, EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_TIMEOUT, Availability, Connection, Denial,
                       Guarantee, GuaranteeStatus, Persistence, Result, SkippedBackend, Stream, Usage)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "run", "run_async", "check", "Client", "default_client", "set_default_client",
-    "Result", "Stream", "Usage", "Guarantee", "Denial", "Persistence", "SkippedBackend", "Availability", "GuaranteeStatus",
+    "Result", "Stream", "Usage", "Guarantee", "Denial", "Persistence", "Connection", "SkippedBackend", "Availability", "GuaranteeStatus",
     "ConfineError", "SandboxUnavailable", "Refused", "Timeout",
     "EXIT_TIMEOUT", "EXIT_CONFINE", "EXIT_NOT_EXECUTABLE", "EXIT_NOT_FOUND", "MIN_JSON_API",
 ]

@@ -80,6 +80,29 @@ class Persistence:
 
 
 @dataclass(frozen=True)
+class Connection:
+    """One connection the egress proxy handled (network = "allowlist"):
+    allowed or denied, with why and how many bytes went each way."""
+
+    domain: str
+    port: int = 0
+    protocol: str = ""
+    verdict: str = ""
+    reason: str = ""
+    run_id: str = ""
+    task_id: str = ""
+    job_id: str = ""
+    pid: int = 0
+    address: str = ""
+    bytes_in: int = 0
+    bytes_out: int = 0
+    approval_id: str = ""
+    approval_request: str = ""
+    start: str = ""
+    duration_ns: int = 0
+
+
+@dataclass(frozen=True)
 class SkippedBackend:
     """A backend that was not selected, and why."""
 
@@ -122,6 +145,7 @@ class Result:
     hidden_credentials: Tuple[str, ...] = ()
     denials: Tuple[Denial, ...] = ()
     persistence: Tuple[Persistence, ...] = ()
+    connections: Tuple[Connection, ...] = ()
     # Fields of a newer confine this client does not know, as parsed.
     extra: Dict[str, Any] = field(default_factory=dict, compare=False)
 
@@ -176,6 +200,7 @@ _NESTED = {
     "guarantees": lambda v: tuple(_build(Guarantee, x) for x in v),
     "denials": lambda v: tuple(_build(Denial, x) for x in v),
     "persistence": lambda v: tuple(_build(Persistence, x) for x in v),
+    "connections": lambda v: tuple(_build(Connection, x) for x in v),
 }
 
 

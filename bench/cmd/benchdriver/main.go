@@ -128,6 +128,7 @@ func main() {
 		{"kill", b.kill},
 		{"concurrency", b.concurrency},
 		{"tier1", b.tier1},
+		{"egress", b.egress},
 	}
 	for _, s := range steps {
 		if b.only != nil && !b.only[s.id] {

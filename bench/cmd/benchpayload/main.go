@@ -47,7 +47,7 @@ func main() {
 		return
 	}
 	if len(os.Args) < 3 {
-		die(fmt.Errorf("usage: benchpayload syscalls|files|spawn|flood N [ARGS] | run PROGRAM [ARGS]"))
+		die(fmt.Errorf("usage: benchpayload syscalls|files|spawn|flood|download|conns N [ARGS] | run PROGRAM [ARGS]"))
 	}
 	n, err := strconv.ParseInt(os.Args[2], 10, 64)
 	if err != nil || n <= 0 {
@@ -81,6 +81,17 @@ func main() {
 			die(err)
 		}
 		return
+	case "download":
+		if len(args) != 1 {
+			die(fmt.Errorf("download BYTES URL"))
+		}
+		out, err = download(n, args[0])
+	case "conns":
+		if len(args) != 2 {
+			die(fmt.Errorf("conns N PARALLEL URL"))
+		}
+		par, _ := strconv.Atoi(args[0])
+		out, err = conns(int(n), max(par, 1), args[1])
 	default:
 		err = fmt.Errorf("unknown workload %q", os.Args[1])
 	}

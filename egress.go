@@ -1,0 +1,165 @@
+//go:build linux
+
+package confine
+
+import (
+	"context"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/confine-sandbox/confine/internal/egress"
+	"github.com/confine-sandbox/confine/internal/launch"
+	"github.com/confine-sandbox/confine/policy"
+	"github.com/confine-sandbox/confine/spec"
+)
+
+// egressRun is one run's egress proxy (network = "allowlist"): it listens
+// on the launcher's loopback, and the supervisor connects the command's
+// internet sockets to it and nowhere else.
+type egressRun struct {
+	proxy  *egress.Proxy
+	addr   netip.AddrPort
+	cancel context.CancelFunc
+	done   chan error
+
+	mu   sync.Mutex
+	pids map[uint16]int // local port of a supervisor-made connection -> tid
+}
+
+// proxyVars name the proxy in the environment: the variables curl, git,
+// Go, Python (pip, requests), npm, cargo and most HTTP clients read.
+var proxyVars = []string{
+	"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy",
+	"npm_config_proxy", "npm_config_https_proxy",
+}
+
+// noProxyVars are emptied: an exemption would only fail (the supervisor
+// refuses a direct connect), so none is inherited.
+var noProxyVars = []string{"NO_PROXY", "no_proxy"}
+
+// startEgress starts the proxy for a run with allowlist allow.
+func startEgress(allow *policy.CompiledAllowlist, grants []policy.EgressGrant, runID string, s *spec.CommandSpec) (*egressRun, error) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("%w: egress proxy: %v", spec.ErrLaunch, err)
+	}
+	creds, err := credentials(allow, s.Env)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	e := &egressRun{pids: map[uint16]int{}, done: make(chan error, 1)}
+	e.addr = netip.MustParseAddrPort(ln.Addr().String())
+	e.proxy, err = egress.New(egress.Config{Allow: allow, Grants: grants, Credentials: creds, RunID: runID, TaskID: s.TaskID, JobID: s.JobID,
+		PIDOf: e.pidOf, KnownClientsOnly: true})
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("%w: egress proxy: %v", spec.ErrLaunch, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e.cancel = cancel
+	go func() { e.done <- e.proxy.Serve(ctx, ln) }()
+	return e, nil
+}
+
+// credentials resolves the profile's credential routes from the caller's
+// environment (the launcher's, never the command's): a route whose
+// variable is unset, or that the command's environment would also hold,
+// refuses the run.
+func credentials(allow *policy.CompiledAllowlist, cmdEnv []string) (map[string]egress.Credential, error) {
+	routes := allow.CredentialRoutes()
+	if len(routes) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]egress.Credential, len(routes))
+	for host, r := range routes {
+		for _, kv := range cmdEnv {
+			if name, _, _ := strings.Cut(kv, "="); name == r.Env {
+				return nil, fmt.Errorf("%w: credential route %s: $%s would also enter the command's environment; the proxy adds it, the command must not have it", spec.ErrInvalidSpec, host, r.Env)
+			}
+		}
+		v, ok := os.LookupEnv(r.Env)
+		if !ok || v == "" {
+			return nil, fmt.Errorf("%w: credential route %s: $%s is not set in the caller's environment", spec.ErrUnavailable, host, r.Env)
+		}
+		c := egress.Credential{Header: r.Header, Value: r.Prefix + v, Port: r.UpstreamPort(), Env: r.Env}
+		if r.CAFile != "" {
+			pem, err := os.ReadFile(r.CAFile)
+			if err != nil {
+				return nil, fmt.Errorf("%w: credential route %s: ca_file: %v", spec.ErrInvalidSpec, host, err)
+			}
+			pool, err := x509.SystemCertPool()
+			if err != nil || pool == nil {
+				pool = x509.NewCertPool()
+			}
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("%w: credential route %s: ca_file %s holds no PEM certificate", spec.ErrInvalidSpec, host, r.CAFile)
+			}
+			c.Roots = pool
+		}
+		out[host] = c
+	}
+	return out, nil
+}
+
+func (e *egressRun) pidOf(client net.Addr) int {
+	ta, ok := client.(*net.TCPAddr)
+	if !ok {
+		return 0
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	// One lookup per registration: the port may later serve another
+	// connection, which registers again.
+	pid := e.pids[uint16(ta.Port)]
+	delete(e.pids, uint16(ta.Port))
+	return pid
+}
+
+// hooks are the supervisor's side.
+func (e *egressRun) hooks() *launch.Egress {
+	return &launch.Egress{
+		Register: func(local netip.AddrPort, tid int) {
+			e.mu.Lock()
+			e.pids[local.Port()] = tid
+			e.mu.Unlock()
+		},
+		Refused: e.proxy.RecordDirect,
+	}
+}
+
+// env returns env with the proxy variables pointing at the proxy.
+func (e *egressRun) env(env []string) []string {
+	url := "http://" + e.addr.String()
+	drop := map[string]bool{}
+	for _, n := range append(append([]string(nil), proxyVars...), noProxyVars...) {
+		drop[n] = true
+	}
+	out := make([]string, 0, len(env)+len(proxyVars)+len(noProxyVars))
+	for _, kv := range env {
+		if name, _, _ := strings.Cut(kv, "="); !drop[name] {
+			out = append(out, kv)
+		}
+	}
+	for _, n := range proxyVars {
+		out = append(out, n+"="+url)
+	}
+	for _, n := range noProxyVars {
+		out = append(out, n+"=")
+	}
+	return out
+}
+
+// stop ends the proxy (open connections included: the command is gone)
+// and returns its records.
+func (e *egressRun) stop() []spec.Connection {
+	e.cancel()
+	<-e.done
+	c, _ := e.proxy.Connections()
+	return c
+}

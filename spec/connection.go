@@ -1,0 +1,62 @@
+package spec
+
+import (
+	"errors"
+	"time"
+)
+
+// Verdicts of a Connection.
+const (
+	VerdictAllowed = "allowed"
+	VerdictDenied  = "denied"
+)
+
+// Connection is the audit record of one connection the command asked the
+// egress proxy for (seed 000, "Network proxy records"): who asked, for
+// what, what was decided and why, and how many bytes went each way.
+type Connection struct {
+	RunID  string `json:"run_id"`
+	TaskID string `json:"task_id,omitempty"`
+	JobID  string `json:"job_id,omitempty"`
+	// PID is the process that opened the connection, when the launcher
+	// could tell (0 otherwise).
+	PID int `json:"pid,omitempty"`
+	// Domain is the host name (or IP literal) the command asked for,
+	// lower-cased; never a name the proxy resolved on its own.
+	Domain string `json:"domain"`
+	Port   int    `json:"port"`
+	// Protocol is how it was asked: "http-connect", "http" or "socks5".
+	Protocol string `json:"protocol"`
+	// Address is the address the proxy connected to ("" when denied
+	// before connecting).
+	Address string `json:"address,omitempty"`
+	// BytesIn counts bytes from the remote host to the command,
+	// BytesOut the other way, payload only.
+	BytesIn  int64 `json:"bytes_in"`
+	BytesOut int64 `json:"bytes_out"`
+	// ApprovalID is the grant that allowed a host outside the allowlist.
+	ApprovalID string `json:"approval_id,omitempty"`
+	// ApprovalRequest identifies a denial, so that a person can grant it.
+	ApprovalRequest string `json:"approval_request,omitempty"`
+	Verdict         string `json:"verdict"`
+	// Reason says why it was allowed (the matching allowlist entry) or
+	// denied.
+	Reason string    `json:"reason"`
+	Start  time.Time `json:"start"`
+	// Duration is from the request to the close of both directions.
+	Duration time.Duration `json:"duration_ns"`
+}
+
+// CheckAuditID accepts "" or 1 to 128 bytes of printable ASCII without
+// spaces: ids end up in logs and headers.
+func CheckAuditID(s string) error {
+	if len(s) > 128 {
+		return errors.New("longer than 128 bytes")
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] >= 0x7f {
+			return errors.New("want printable ASCII without spaces")
+		}
+	}
+	return nil
+}
