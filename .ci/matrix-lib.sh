@@ -11,7 +11,7 @@
 matrix_scope=${CONFINE_CI_MATRIX_SCOPE:-ci}
 case "$matrix_scope" in
   ci)
-    ci_run_default='^(TestEscape|TestFunctional|TestFunctionalOwnProcesses|TestFunctionalForkUnderSupervisor|TestFileWork|TestBackends)$'
+    ci_run_default='^(TestEscape|TestEscapeEgress|TestFunctional|TestFunctionalOwnProcesses|TestFunctionalForkUnderSupervisor|TestFileWork|TestBackends)$'
     ci_skip_default='^TestFunctional$/./^bwrap$'
     ;;
   full) ci_run_default=; ci_skip_default= ;;
