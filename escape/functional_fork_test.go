@@ -40,11 +40,14 @@ func TestFunctionalForkUnderSupervisor(t *testing.T) {
 					}
 				}
 			}
+			// The bound is not what this test is about: as a non-root uid
+			// RLIMIT_NPROC counts every process of that uid on the host,
+			// other tests' included.
 			cli, env := coreRun(e)
 			env = append(env, testutil.ReadOnlyCgroupEnv+"=1")
 			script := `gcc -O2 -o forkintr forkintr.c && ./forkintr 2000 &&
 for r in 1 2 3 4 5 6 7 8 9 10; do for i in 1 2 3 4 5 6 7 8; do sh -c "echo job" & done; wait; done | grep -c job`
-			args := append([]string{"run", "--workdir", e.wd, "--timeout", "2m", "--max-procs", "256"}, cli...)
+			args := append([]string{"run", "--workdir", e.wd, "--timeout", "2m", "--max-procs", "4096"}, cli...)
 			args = append(args, "--", "sh", "-c", script)
 			o := cliRun(t, u, e.wd, env, args...)
 			if o.code != 0 {
