@@ -201,6 +201,10 @@ func (p *planned) describe(res *spec.CommandResult) {
 	res.Backend = p.backend.Name()
 	res.Layers = slices.Clone(p.layers)
 	res.Guarantees = slices.Clone(p.guarantees)
+	res.MemoryBound = "rlimit-data"
+	if p.plan.MemoryCgroup != "" {
+		res.MemoryBound = "memory-cgroup"
+	}
 }
 
 // run is what prepare made for one RunCommand.
@@ -213,6 +217,9 @@ type run struct {
 	coreRefusal string
 	tmp         *tmpdir.Dir
 	cgroup      string
+	// memCgroup is the run's memory cgroup, for the plans whose backend
+	// uses one (created by the launch).
+	memCgroup string
 }
 
 // prepare creates the run's private directory and builds the plans:
@@ -227,6 +234,9 @@ func (in *inputs) prepare(backend provider.Provider, required bool) (*run, error
 	if in.wantPidsGroup {
 		// Created by the launch if the run joins it.
 		r.cgroup = filepath.Join(in.h.PidsCgroupRoot, "confine-"+randHex())
+	}
+	if in.h.MemoryCgroup.Parent != "" && in.limits.MemoryBytes > 0 {
+		r.memCgroup = filepath.Join(in.h.MemoryCgroup.Parent, "confine-"+randHex())
 	}
 	if r.primary, err = in.build(backend, r); err != nil {
 		r.cleanup()
@@ -301,6 +311,13 @@ func (in *inputs) build(backend provider.Provider, r *run) (planned, error) {
 		p.Seccomp.NotifyInet = true
 		p.EgressProxy = in.egress.addr.String()
 	}
+	if r.memCgroup != "" && provider.Facts(in.h, backend, in.runAsRoot, in.limits.MaxProcs).MemoryCgroup {
+		// The cgroup bounds the tree; a per-process RLIMIT_DATA as well
+		// would refuse runtimes whose private mappings (thread stacks,
+		// arenas) are far larger than what they touch.
+		p.MemoryCgroup, p.MemoryCgroupV2, p.MemoryMax = r.memCgroup, in.h.MemoryCgroup.V2, in.limits.MemoryBytes
+		p.Rlimits.Data = unix.RLIM_INFINITY
+	}
 	backend.Configure(p)
 	if p.Namespaces == nil {
 		// Without a PID namespace only the supervisor keeps calls that
@@ -326,6 +343,9 @@ func (r *run) cleanup() {
 	if r.cgroup != "" {
 		_ = host.RemoveCgroup(r.cgroup)
 	}
+	if r.memCgroup != "" {
+		_ = host.RemoveCgroup(r.memCgroup)
+	}
 }
 
 // layers names the confinement layers a provider and its plan switch on.
@@ -341,6 +361,9 @@ func layers(prov provider.Provider, p *plan.Plan) []string {
 		ls = append(ls, "pids-cgroup")
 	case p.Seccomp.NotifyFork:
 		ls = append(ls, "fork-count")
+	}
+	if p.MemoryCgroup != "" {
+		ls = append(ls, "memory-cgroup")
 	}
 	if p.UID >= 0 {
 		ls = append(ls, "caps-dropped")

@@ -37,7 +37,10 @@ type Info struct {
 	CgroupV2  bool   `json:"cgroup_v2_delegated"`
 	// PidsCgroupRoot is a writable pids-controller hierarchy, when one exists.
 	PidsCgroupRoot string `json:"pids_cgroup_root,omitempty"`
-	EUID           int    `json:"euid"`
+	// MemoryCgroup is where a run's memory cgroup can be made (Parent ""
+	// for nowhere: the run's memory is then bounded per process).
+	MemoryCgroup MemoryCgroup `json:"memory_cgroup"`
+	EUID         int          `json:"euid"`
 	// Bwrap is the bubblewrap binary found on PATH. BwrapChecked says
 	// ProbeBwrap ran it, and BwrapErr why it cannot create its
 	// namespaces here ("" when it can).
@@ -108,6 +111,7 @@ func probe() Info {
 	}
 	i.IOUring = ioUringPresent()
 	i.PidsCgroupRoot = pidsCgroupRoot()
+	i.MemoryCgroup, _ = memoryCgroup()
 	if _, err := os.Stat("/sys/fs/cgroup/cgroup.subtree_control"); err == nil {
 		i.CgroupV2 = unix.Access("/sys/fs/cgroup", unix.W_OK) == nil
 	}

@@ -63,7 +63,11 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 	defer rs.Close()
 	// PR_SET_PDEATHSIG follows the thread that forks: keep it for the run.
 	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
+	defer func() {
+		if !d.stuck {
+			runtime.UnlockOSThread()
+		}
+	}()
 	if out, err := d.start(); out != nil || err != nil {
 		return out, err
 	}
@@ -91,6 +95,8 @@ type direct struct {
 	pid, listener                int
 	runInit                      *notify.Init
 	keepProg, detach, privileged bool
+	// stuck: this thread could not leave the run's memory cgroup.
+	stuck bool
 }
 
 func (d *direct) close() {
@@ -126,6 +132,9 @@ func (d *direct) open() error {
 			return err
 		}
 		d.noCgroup = !d.joined
+	}
+	if err := createMemoryCgroup(p); err != nil {
+		return err
 	}
 	d.outR, d.outW = d.pipe()
 	d.errR, d.errW = d.pipe()
@@ -227,7 +236,9 @@ func (d *direct) prepare() (*landlock.Ruleset, error) {
 	d.b = b
 	// Without namespaces, an unprivileged init's rm could not remove what
 	// the command made unreadable to itself: the launcher does it.
-	d.detach = d.pio.DetachCleanup && b.P.HasJanitor() && (d.ns || d.privileged)
+	// A run with a memory cgroup waits for its init to leave it: the
+	// launcher reads the cgroup and removes it.
+	d.detach = d.pio.DetachCleanup && b.P.HasJanitor() && (d.ns || d.privileged) && p.MemoryCgroup == ""
 	b.P.JanitorAfterReport = d.detach
 	return rs, nil
 }
@@ -244,7 +255,22 @@ func (d *direct) reap() {
 // gives an Outcome with its start failure; a set-up failure an error.
 func (d *direct) start() (*Outcome, error) {
 	p, prog := d.p, d.b.P
+	leave, err := enterMemoryCgroup(p)
+	if err != nil {
+		return nil, err
+	}
 	pid, err := prog.Start()
+	if lerr := leave(); lerr != nil {
+		// A thread left inside would keep the cgroup from being removed
+		// and charge later work to it: Go ends a thread still locked
+		// when its goroutine returns.
+		d.stuck = true
+		if err == nil {
+			d.pid = pid
+			d.reap()
+			err = lerr
+		}
+	}
 	for _, f := range []*os.File{d.stdin, d.outW, d.errW, d.statusW, d.exitW, d.syncR} {
 		f.Close()
 	}
@@ -282,6 +308,10 @@ func (d *direct) start() (*Outcome, error) {
 			d.reap()
 			return nil, fmt.Errorf("%w: join pids cgroup %s: %v", spec.ErrLaunch, p.PidsCgroup, err)
 		}
+	}
+	if err := joinMemoryCgroup(p, pid); err != nil {
+		d.reap()
+		return nil, err
 	}
 	if _, err := d.syncW.Write([]byte{1}); err != nil {
 		d.reap()
@@ -405,6 +435,9 @@ func (d *direct) supervise(ctx context.Context) (*Outcome, error) {
 		rep.SysCPU = time.Duration(w.ru.Stime.Nano())
 		rep.MaxRSSKB = w.ru.Maxrss
 	}
+	if ms, err := memoryStats(d.p); err == nil {
+		rep.MemoryPeak, rep.OOMKilled = ms.Peak, ms.OOMKills > 0
+	}
 	stopNotify()
 	<-notifyDone
 	for _, dn := range stats.Denials() {
@@ -446,7 +479,7 @@ func (d *direct) wait(ctx context.Context, rep *plan.Report, done <-chan waited,
 	// not be waited for, unless init is in the pids cgroup this run
 	// removes. Detached, init's janitor cleans up after us.
 	for !exited || !reportDone {
-		if reportDone && r.ok && (d.detach || !d.joined) {
+		if reportDone && r.ok && (d.detach || !d.joined) && d.p.MemoryCgroup == "" {
 			break
 		}
 		select {

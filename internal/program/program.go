@@ -404,7 +404,7 @@ func Subreaped(p *plan.Plan, fds FDs, filter []bpf.RawInstruction, privileged bo
 	if err := b.janitor(p, fds, func(string) bool { return true }); err != nil {
 		return nil, err
 	}
-	if err := prog.SetGoneJanitor(reaper, []string{"confine-reaper", p.PrivateTmp, p.PidsCgroup}); err != nil {
+	if err := prog.SetGoneJanitor(reaper, []string{"confine-reaper", p.PrivateTmp, p.PidsCgroup, p.MemoryCgroup}); err != nil {
 		return nil, err
 	}
 	cmd, err := b.confinement(p, filter, privileged, 0, p.Seccomp.Effective(false).Listener(), spawn.FDNotify, spawn.FDRuleset)
