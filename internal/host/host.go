@@ -49,6 +49,13 @@ type Info struct {
 	BwrapErr     string `json:"bwrap_error,omitempty"`
 }
 
+// NoMemoryCgroupEnv, set to 1 in the launcher's environment, makes runs
+// go without a memory cgroup even where one could be made: each process
+// is then bounded on its own (RLIMIT_DATA), and results say so
+// (memory_bound "rlimit-data"). For comparisons (the benchmark) and hosts
+// whose cgroup manager must not see children appear.
+const NoMemoryCgroupEnv = "CONFINE_NO_MEMORY_CGROUP"
+
 var (
 	once   sync.Once
 	cached Info
@@ -111,7 +118,9 @@ func probe() Info {
 	}
 	i.IOUring = ioUringPresent()
 	i.PidsCgroupRoot = pidsCgroupRoot()
-	i.MemoryCgroup, _ = memoryCgroup()
+	if os.Getenv(NoMemoryCgroupEnv) != "1" {
+		i.MemoryCgroup, _ = memoryCgroup()
+	}
 	if _, err := os.Stat("/sys/fs/cgroup/cgroup.subtree_control"); err == nil {
 		i.CgroupV2 = unix.Access("/sys/fs/cgroup", unix.W_OK) == nil
 	}

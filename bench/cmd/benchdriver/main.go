@@ -246,6 +246,28 @@ func (b *bench) setup() error {
 
 // confineBackend runs /bin/true under confine with extra flags and returns
 // the backend its result names.
+// noMemcgEnv turns the run's memory cgroup off (host.NoMemoryCgroupEnv).
+const noMemcgEnv = "CONFINE_NO_MEMORY_CGROUP=1"
+
+// usesMemoryCgroup runs c's confine with --json and says whether the run
+// was bounded by a memory cgroup.
+func (b *bench) usesMemoryCgroup(c *exec.Cmd) bool {
+	args := slices.Clone(c.Args[1:])
+	if len(args) == 0 || args[0] != "run" {
+		return false
+	}
+	j := exec.Command(c.Path, append([]string{"run", "--json"}, args[1:]...)...)
+	j.Env, j.Dir = c.Env, c.Dir
+	out, err := runOut(j)
+	if err != nil {
+		return false
+	}
+	var res struct {
+		MemoryBound string `json:"memory_bound"`
+	}
+	return json.Unmarshal(out, &res) == nil && res.MemoryBound == "memory-cgroup"
+}
+
 func (b *bench) confineBackend(extra []string) (string, error) {
 	c := b.command(confine, opts{confine: append([]string{"--json"}, extra...)}, "/bin/true")
 	out, err := runOut(c)
@@ -543,6 +565,25 @@ func (b *bench) launch() error {
 			}
 		}
 	}
+	// Each confine launch again without its memory cgroup, where it has
+	// one: what the whole-tree memory bound adds to a launch.
+	var memcg []string
+	for _, c := range slices.Clone(cands) {
+		if !strings.HasPrefix(c.name, "confine") {
+			continue
+		}
+		probe := c.mk()
+		if !b.usesMemoryCgroup(probe) {
+			continue
+		}
+		memcg = append(memcg, c.name)
+		mk := c.mk
+		cands = append(cands, cand{c.name + " " + noMemcgEnv, func() *exec.Cmd {
+			cmd := mk()
+			cmd.Env = append(cmd.Env, noMemcgEnv)
+			return cmd
+		}})
+	}
 	times, cpus := map[string][]float64{}, map[string][]float64{}
 	for i := -warm; i < runs; i++ {
 		for _, k := range rand.Perm(len(cands)) {
@@ -579,6 +620,22 @@ func (b *bench) launch() error {
 	}
 	if len(altSkipped) > 0 {
 		r.Notes += "; " + strings.Join(altSkipped, "; ")
+	}
+	for _, k := range memcg {
+		id := "launch_memcg"
+		if f, ok := strings.CutPrefix(k, "confine --backend "); ok {
+			id += "_" + f
+		}
+		mr := newRow(id, fmt.Sprintf("launch `/bin/true`, `%s`: with its memory cgroup (confine column) vs the same launch with %s (bare column), same rounds", k, noMemcgEnv), "ms", 2)
+		b.fill(mr, map[box][]float64{bare: times[k+" "+noMemcgEnv], confine: times[k]})
+		mr.Text[bwrap] = ""
+		d := mr.Values[confine] - mr.Values[bare]
+		mr.Target = "adds ≤ 0.5 ms"
+		mr.Met = verdict(d <= 0.5)
+		mr.Notes = fmt.Sprintf("added %.2f ms (medians); CPU time of the launch tree %.2f vs %.2f ms; IQR/median %.0f%% / %.0f%%",
+			d, median(cpus[k]), median(cpus[k+" "+noMemcgEnv]), 100*spread(times[k]), 100*spread(times[k+" "+noMemcgEnv]))
+		mr.Extra = map[string]any{"added_ms": d}
+		b.add(mr)
 	}
 
 	g := newRow("launch_emptygo", "empty static Go program start (wall)", "ms", 2)
