@@ -158,13 +158,19 @@ func (d *direct) open() error {
 		return fmt.Errorf("%w: stdin", spec.ErrLaunch)
 	}
 	d.fds = program.FDs{Stdin: int(d.stdin.Fd()), Stdout: int(d.outW.Fd()), Stderr: int(d.errW.Fd()),
-		Status: int(d.statusW.Fd()), Exit: int(d.exitW.Fd()), Notify: -1, Sync: int(d.syncR.Fd()), Janitor: -1, Cgroup: -1}
+		Status: int(d.statusW.Fd()), Exit: int(d.exitW.Fd()), Notify: -1, Sync: int(d.syncR.Fd()), Janitor: -1, Cgroup: -1, MemCgroup: -1}
 	if p.PrivateTmp != "" {
 		// The janitor reaches the private directory through its parent
 		// (see program.Built.janitor), which the namespace's covers hide.
 		if f, err := os.OpenFile(filepath.Dir(p.PrivateTmp), unix.O_PATH|unix.O_DIRECTORY, 0); err == nil {
 			d.closers = append(d.closers, f)
 			d.fds.Janitor = int(f.Fd())
+		}
+	}
+	if p.MemoryCgroup != "" {
+		if f, err := os.OpenFile(filepath.Dir(p.MemoryCgroup), unix.O_PATH|unix.O_DIRECTORY, 0); err == nil {
+			d.closers = append(d.closers, f)
+			d.fds.MemCgroup = int(f.Fd())
 		}
 	}
 	if d.joined {

@@ -473,7 +473,7 @@ var table = []Guarantee{
 		Mechanisms: []Mechanism{
 			// Where no cgroup can be made the memory bound is per process
 			// and counts only private writable memory: said, not hidden.
-			{Layer: Core, Sufficient: true, MemoryCgroup: true, Text: "memory cgroup of the run (a child of the launcher's own): the whole tree's memory at --memory (anonymous, shared and tmpfs pages, page cache; swap not allowed), an OOM kill reported as oom_killed, the peak as peak_memory_bytes; rlimits: CPU, file size, open files, core=0; wall timeout; bounded capture"},
+			{Layer: Core, Sufficient: true, MemoryCgroup: true, Text: "memory cgroup of the run (a child of the launcher's own; not under bubblewrap): the whole tree's memory at --memory (anonymous, shared and tmpfs pages, page cache; swap not allowed), an OOM kill reported as oom_killed, the peak as peak_memory_bytes; rlimits: CPU, file size, open files, core=0; wall timeout; bounded capture"},
 			{Layer: Core, Sufficient: true, UnlessMemoryCgroup: true, Text: "RLIMIT_DATA: each process's private writable memory at --memory (per process, not the run as a whole; reservations made with PROT_NONE, shared mappings and tmpfs files are not counted); rlimits: CPU, file size, open files, core=0; wall timeout; bounded capture"},
 		},
 		Vectors: []string{"memory-bomb-*"},

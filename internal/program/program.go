@@ -70,7 +70,7 @@ func (b *Built) InInit(s spawn.Step) bool {
 // FDs are the parent's descriptors the child arranges at the fixed
 // numbers of package spawn (-1: absent).
 type FDs struct {
-	Stdin, Stdout, Stderr, Status, Exit, Notify, Sync, Ruleset, Janitor, Cgroup int
+	Stdin, Stdout, Stderr, Status, Exit, Notify, Sync, Ruleset, Janitor, Cgroup, MemCgroup int
 }
 
 // fdMsg is a prepared sendmsg(2) of one descriptor with SCM_RIGHTS.
@@ -258,7 +258,7 @@ func (b *Built) arrange(fds FDs, spare int) []spawn.Op {
 	moves := []move{{fds.Stdin, 0, false}, {fds.Stdout, 1, false}, {fds.Stderr, 2, false},
 		{fds.Status, spawn.FDStatus, true}, {fds.Exit, spawn.FDExit, true}, {fds.Notify, spawn.FDNotify, true},
 		{fds.Sync, spawn.FDSync, true}, {fds.Ruleset, spawn.FDRuleset, true}, {fds.Janitor, spawn.FDJanitor, false},
-		{fds.Cgroup, spawn.FDCgroup, true}}
+		{fds.Cgroup, spawn.FDCgroup, true}, {fds.MemCgroup, spawn.FDMemCgroup, true}}
 	for i := range moves {
 		if moves[i].src < 0 {
 			moves[i].src = spare
@@ -339,6 +339,16 @@ func (b *Built) janitor(p *plan.Plan, fds FDs, rmRuns func(string) bool) error {
 			spawn.Call(0, unix.SYS_OPENAT, spawn.FDCgroup, str("cgroup.procs"), unix.O_WRONLY|unix.O_CLOEXEC).ToSlot(0).Ignore(),
 			spawn.Call(0, unix.SYS_WRITE, 0, uintptr(unsafe.Pointer(&zero[0])), 1).FromSlot(0, 0).Ignore(),
 			spawn.Call(0, unix.SYS_UNLINKAT, spawn.FDCgroup, str(path.Base(p.PidsCgroup)), unix.AT_REMOVEDIR).Ignore())
+	}
+	if p.MemoryCgroup != "" && fds.MemCgroup >= 0 {
+		// The same for the memory cgroup (the launcher removes it after
+		// every run it sees to the end; this is for its death).
+		zero := []byte("0")
+		prog.Keep(zero)
+		prog.Janitor = append(prog.Janitor,
+			spawn.Call(0, unix.SYS_OPENAT, spawn.FDMemCgroup, str("cgroup.procs"), unix.O_WRONLY|unix.O_CLOEXEC).ToSlot(0).Ignore(),
+			spawn.Call(0, unix.SYS_WRITE, 0, uintptr(unsafe.Pointer(&zero[0])), 1).FromSlot(0, 0).Ignore(),
+			spawn.Call(0, unix.SYS_UNLINKAT, spawn.FDMemCgroup, str(path.Base(p.MemoryCgroup)), unix.AT_REMOVEDIR).Ignore())
 	}
 	return nil
 }
