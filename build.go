@@ -220,6 +220,8 @@ type run struct {
 	// memCgroup is the run's memory cgroup, for the plans whose backend
 	// uses one (created by the launch).
 	memCgroup string
+	// caches are the profile's warm caches, NAME=DIR (cache.go).
+	caches []string
 }
 
 // prepare creates the run's private directory and builds the plans:
@@ -235,6 +237,8 @@ func (in *inputs) prepare(backend provider.Provider, required bool) (*run, error
 		// Created by the launch if the run joins it.
 		r.cgroup = filepath.Join(in.h.PidsCgroupRoot, "confine-"+randHex())
 	}
+	// Without its caches a run is only slower (cold), never less confined.
+	r.caches, _ = cacheDirs(in.prof, in.dir, in.uid)
 	if in.h.MemoryCgroup.Parent != "" && in.limits.MemoryBytes > 0 {
 		r.memCgroup = filepath.Join(in.h.MemoryCgroup.Parent, "confine-"+randHex())
 	}
@@ -273,6 +277,14 @@ func (in *inputs) build(backend provider.Provider, r *run) (planned, error) {
 		env = append(env, "TMPDIR="+r.tmp.Tmp)
 	}
 	rw := append(slices.Clone(in.rw), r.tmp.Root)
+	for _, c := range r.caches {
+		name, dir, _ := strings.Cut(c, "=")
+		if !hasEnv(env, name) {
+			// The caller's own value wins (and is not granted here).
+			env = append(env, c)
+			rw = append(rw, dir)
+		}
+	}
 	var pidsMax int64
 	if r.cgroup != "" {
 		// The init's own threads are counted too.

@@ -190,6 +190,7 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 		}
 	}()
 	res.PathOmitted = in.omitted
+	res.Caches = run.caches
 	res.HiddenCredentials = in.hidden
 	run.primary.describe(&res)
 

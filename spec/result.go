@@ -150,6 +150,9 @@ type CommandResult struct {
 	// (no HOME, a read-only home). An explicitly configured log that
 	// cannot be written refuses the run instead.
 	EventLogSkipped string `json:"event_log_skipped,omitempty"`
+	// Caches are the warm build caches the run had (NAME=DIR): kept
+	// across runs of the same user, profile and work directory.
+	Caches []string `json:"caches,omitempty"`
 	// HiddenCredentials lists credential files left unreadable inside
 	// granted read-only roots.
 	HiddenCredentials []string `json:"hidden_credentials,omitempty"`
