@@ -728,7 +728,7 @@ func (b *bench) warmCache() error {
 		env: []string{"GOFLAGS=-mod=mod", "GOPROXY=off", "GOTOOLCHAIN=local", "GOMODCACHE=" + modcache}}
 	confineOpts := o
 	confineOpts.env = nil // the recipe sets them
-	confineOpts.confine = []string{"--profile", "go", "--timeout", "30m"}
+	confineOpts.confine = []string{"--workdir", dir, "--profile", "go", "--timeout", "30m"}
 	if !underSystemRoot(b.goroot) {
 		confineOpts.confine = append(confineOpts.confine, "--ro", b.goroot)
 	}
