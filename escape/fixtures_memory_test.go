@@ -63,20 +63,20 @@ var (
 )
 
 // needMemoryBound skips the row unless a run as e's user, with the CLI
-// environment env, reports memory_bound want: the row attacks that bound
-// only.
+// environment env and e's backend, reports memory_bound want: the row
+// attacks that bound only (bubblewrap's runs have no memory cgroup).
 func needMemoryBound(e *env, env []string, want string) {
 	e.t.Helper()
-	if got := memoryBound(e.t, e.user, env); got != want {
-		e.t.Skipf("not applicable as %s: this row attacks the %s bound; a run here gets %q", e.user.Name, want, got)
+	if got := memoryBound(e.t, e.user, env, e.backend); got != want {
+		e.t.Skipf("not applicable as %s (backend %q): this row attacks the %s bound; a run here gets %q", e.user.Name, e.backend, want, got)
 	}
 }
 
 // memoryBound is what bounds a run's memory as u with env: "memory-cgroup"
 // or "rlimit-data" (the result's memory_bound), from one real run.
-func memoryBound(t *testing.T, u testutil.User, env []string) string {
+func memoryBound(t *testing.T, u testutil.User, env []string, backend string) string {
 	t.Helper()
-	key := u.Name
+	key := u.Name + " " + backend
 	for _, kv := range env {
 		key += " " + kv
 	}
@@ -86,7 +86,11 @@ func memoryBound(t *testing.T, u testutil.User, env []string) string {
 		return b
 	}
 	wd := testutil.Workdir(t, u.UID)
-	o := cliRun(t, u, wd, env, "run", "--json", "--workdir", wd, "--", "true")
+	args := []string{"run", "--json", "--workdir", wd}
+	if backend != "" {
+		args = append(args, "--backend", backend)
+	}
+	o := cliRun(t, u, wd, env, append(args, "--", "true")...)
 	var res struct {
 		MemoryBound string `json:"memory_bound"`
 	}
