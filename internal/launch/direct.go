@@ -242,9 +242,7 @@ func (d *direct) prepare() (*landlock.Ruleset, error) {
 	d.b = b
 	// Without namespaces, an unprivileged init's rm could not remove what
 	// the command made unreadable to itself: the launcher does it.
-	// A run with a memory cgroup waits for its init to leave it: the
-	// launcher reads the cgroup and removes it.
-	d.detach = d.pio.DetachCleanup && b.P.HasJanitor() && (d.ns || d.privileged) && p.MemoryCgroup == ""
+	d.detach = d.pio.DetachCleanup && b.P.HasJanitor() && (d.ns || d.privileged)
 	b.P.JanitorAfterReport = d.detach
 	return rs, nil
 }
@@ -323,7 +321,12 @@ func (d *direct) start() (*Outcome, error) {
 		d.reap()
 		return nil, fmt.Errorf("%w: release init: %v", spec.ErrLaunch, err)
 	}
-	d.syncW.Close()
+	if !d.detach || p.MemoryCgroup == "" {
+		// Detached with a memory cgroup, init's janitor waits for EOF
+		// here before it removes the cgroup: the launcher closes it once
+		// it has read the peak and the OOM kills (supervise).
+		d.syncW.Close()
+	}
 
 	d.listener = -1
 	if d.sc.Listener() {
@@ -444,6 +447,8 @@ func (d *direct) supervise(ctx context.Context) (*Outcome, error) {
 	if ms, err := memoryStats(d.p); err == nil {
 		rep.MemoryPeak, rep.OOMKilled = ms.Peak, ms.OOMKills > 0
 	}
+	// Read: a detached init's janitor may remove the memory cgroup now.
+	d.syncW.Close()
 	stopNotify()
 	<-notifyDone
 	for _, dn := range stats.Denials() {
@@ -482,10 +487,10 @@ func (d *direct) wait(ctx context.Context, rep *plan.Report, done <-chan waited,
 	exited, reportDone := false, false
 	// Once init has reported, the tree is gone; init's exit (for a
 	// namespace, its teardown: an RCU grace period for the mounts) need
-	// not be waited for, unless init is in the pids cgroup this run
-	// removes. Detached, init's janitor cleans up after us.
+	// not be waited for, unless init is in a cgroup (pids, memory) this
+	// run removes. Detached, init's janitor cleans up after us.
 	for !exited || !reportDone {
-		if reportDone && r.ok && (d.detach || !d.joined) && d.p.MemoryCgroup == "" {
+		if reportDone && r.ok && (d.detach || !d.joined && d.p.MemoryCgroup == "") {
 			break
 		}
 		select {

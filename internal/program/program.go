@@ -341,11 +341,14 @@ func (b *Built) janitor(p *plan.Plan, fds FDs, rmRuns func(string) bool) error {
 			spawn.Call(0, unix.SYS_UNLINKAT, spawn.FDCgroup, str(path.Base(p.PidsCgroup)), unix.AT_REMOVEDIR).Ignore())
 	}
 	if p.MemoryCgroup != "" && fds.MemCgroup >= 0 {
-		// The same for the memory cgroup (the launcher removes it after
-		// every run it sees to the end; this is for its death).
+		// The same for the memory cgroup, once the launcher has read it:
+		// it closes its end of the sync pipe then (or dies).
 		zero := []byte("0")
+		buf := new([1]byte)
 		prog.Keep(zero)
+		prog.Keep(buf)
 		prog.Janitor = append(prog.Janitor,
+			spawn.Call(0, unix.SYS_READ, spawn.FDSync, uintptr(unsafe.Pointer(&buf[0])), 1).Ignore(),
 			spawn.Call(0, unix.SYS_OPENAT, spawn.FDMemCgroup, str("cgroup.procs"), unix.O_WRONLY|unix.O_CLOEXEC).ToSlot(0).Ignore(),
 			spawn.Call(0, unix.SYS_WRITE, 0, uintptr(unsafe.Pointer(&zero[0])), 1).FromSlot(0, 0).Ignore(),
 			spawn.Call(0, unix.SYS_UNLINKAT, spawn.FDMemCgroup, str(path.Base(p.MemoryCgroup)), unix.AT_REMOVEDIR).Ignore())
