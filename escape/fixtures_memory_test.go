@@ -11,8 +11,11 @@ import (
 )
 
 // memoryVectors attack bounded-resources' memory bound beyond one
-// process: 64 processes of 8 MiB each (512 MiB at once) under --memory
+// process: 64 processes of 16 MiB each (1 GiB at once) under --memory
 // 256MiB, and shared anonymous memory, which RLIMIT_DATA does not count.
+// (16 MiB, not 8: each holder is then well above the probe's own
+// processes, so the kernel's OOM victim is a holder and the probe lives
+// to report; with 8 MiB the reporter was once the victim.)
 // Where the run gets a memory cgroup both must be stopped. Where it
 // cannot (cgroup mounts read-only, as in Docker: ReadOnlyCgroupEnv, or an
 // unprivileged launcher without a delegated hierarchy) the bound is per
@@ -24,9 +27,9 @@ func memoryVectors() []vcase {
 		{name: "memory-bomb-tree", vector: "memory-bomb-tree", setup: func(e *env) fixture {
 			needMemoryBound(e, nil, "memory-cgroup")
 			if e.confined {
-				return fixture{args: []string{"64", "8"}, cliArgs: []string{"--memory", "256MiB"}, mustReport: true}
+				return fixture{args: []string{"64", "16"}, cliArgs: []string{"--memory", "256MiB"}, mustReport: true}
 			}
-			return fixture{args: []string{"64", "8"}}
+			return fixture{args: []string{"64", "16"}}
 		}},
 		{name: "memory-bomb-shared", vector: "memory-bomb-shared", setup: func(e *env) fixture {
 			needMemoryBound(e, nil, "memory-cgroup")
