@@ -77,8 +77,10 @@ func TestMemoryBoundsTheTree(t *testing.T) {
 				if !res.OOMKilled || strings.Contains(out, "held 64") {
 					t.Fatalf("the tree was not stopped at 256 MiB: oom_killed %v, stdout %q", res.OOMKilled, out)
 				}
-				if res.Usage.PeakMemoryBytes <= 0 || res.Usage.PeakMemoryBytes > 256<<20 {
-					t.Fatalf("peak_memory_bytes %d, want within (0, 256 MiB]", res.Usage.PeakMemoryBytes)
+				// The kernel lets a task it is killing charge past the
+				// limit (it must be able to exit): a few pages over.
+				if res.Usage.PeakMemoryBytes <= 0 || res.Usage.PeakMemoryBytes > 256<<20+1<<20 {
+					t.Fatalf("peak_memory_bytes %d, want within (0, 256 MiB + 1 MiB]", res.Usage.PeakMemoryBytes)
 				}
 				if !strings.HasPrefix(mech, "memory cgroup") {
 					t.Fatalf("bounded-resources says %q", mech)
