@@ -63,11 +63,7 @@ func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
 	defer rs.Close()
 	// PR_SET_PDEATHSIG follows the thread that forks: keep it for the run.
 	runtime.LockOSThread()
-	defer func() {
-		if !d.stuck {
-			runtime.UnlockOSThread()
-		}
-	}()
+	defer runtime.UnlockOSThread()
 	if out, err := d.start(); out != nil || err != nil {
 		return out, err
 	}
@@ -95,8 +91,6 @@ type direct struct {
 	pid, listener                int
 	runInit                      *notify.Init
 	keepProg, detach, privileged bool
-	// stuck: this thread could not leave the run's memory cgroup.
-	stuck bool
 }
 
 func (d *direct) close() {
@@ -168,10 +162,13 @@ func (d *direct) open() error {
 		}
 	}
 	if p.MemoryCgroup != "" {
-		if f, err := os.OpenFile(filepath.Dir(p.MemoryCgroup), unix.O_PATH|unix.O_DIRECTORY, 0); err == nil {
-			d.closers = append(d.closers, f)
-			d.fds.MemCgroup = int(f.Fd())
+		// The command joins the cgroup through it (program.confinement).
+		f, err := os.OpenFile(filepath.Dir(p.MemoryCgroup), unix.O_PATH|unix.O_DIRECTORY, 0)
+		if err != nil {
+			return fmt.Errorf("%w: memory cgroup: %v", spec.ErrLaunch, err)
 		}
+		d.closers = append(d.closers, f)
+		d.fds.MemCgroup = int(f.Fd())
 	}
 	if d.joined {
 		if f, err := os.OpenFile(filepath.Dir(p.PidsCgroup), unix.O_PATH|unix.O_DIRECTORY, 0); err == nil {
@@ -259,22 +256,7 @@ func (d *direct) reap() {
 // gives an Outcome with its start failure; a set-up failure an error.
 func (d *direct) start() (*Outcome, error) {
 	p, prog := d.p, d.b.P
-	leave, err := enterMemoryCgroup(p)
-	if err != nil {
-		return nil, err
-	}
 	pid, err := prog.Start()
-	if lerr := leave(); lerr != nil {
-		// A thread left inside would keep the cgroup from being removed
-		// and charge later work to it: Go ends a thread still locked
-		// when its goroutine returns.
-		d.stuck = true
-		if err == nil {
-			d.pid = pid
-			d.reap()
-			err = lerr
-		}
-	}
 	for _, f := range []*os.File{d.stdin, d.outW, d.errW, d.statusW, d.exitW, d.syncR} {
 		f.Close()
 	}
@@ -312,10 +294,6 @@ func (d *direct) start() (*Outcome, error) {
 			d.reap()
 			return nil, fmt.Errorf("%w: join pids cgroup %s: %v", spec.ErrLaunch, p.PidsCgroup, err)
 		}
-	}
-	if err := joinMemoryCgroup(p, pid); err != nil {
-		d.reap()
-		return nil, err
 	}
 	if _, err := d.syncW.Write([]byte{1}); err != nil {
 		d.reap()
@@ -487,10 +465,11 @@ func (d *direct) wait(ctx context.Context, rep *plan.Report, done <-chan waited,
 	exited, reportDone := false, false
 	// Once init has reported, the tree is gone; init's exit (for a
 	// namespace, its teardown: an RCU grace period for the mounts) need
-	// not be waited for, unless init is in a cgroup (pids, memory) this
-	// run removes. Detached, init's janitor cleans up after us.
+	// not be waited for, unless init is in the pids cgroup this run
+	// removes (it is never in the memory cgroup). Detached, init's janitor
+	// cleans up after us.
 	for !exited || !reportDone {
-		if reportDone && r.ok && (d.detach || !d.joined && d.p.MemoryCgroup == "") {
+		if reportDone && r.ok && (d.detach || !d.joined) {
 			break
 		}
 		select {

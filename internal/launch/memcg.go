@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
-	"strconv"
 
 	"github.com/confine-sandbox/confine/internal/host"
 	"github.com/confine-sandbox/confine/internal/plan"
@@ -34,42 +32,6 @@ func createMemoryCgroup(p *plan.Plan) error {
 		return nil
 	}
 	return fmt.Errorf("%w: %s: cannot create a memory cgroup: %v", spec.ErrUnavailable, policy.GResources, err)
-}
-
-// enterMemoryCgroup moves the calling thread, which must be locked to its
-// goroutine, into p's v1 memory cgroup, so that the init it clones next
-// starts there; leave moves it back. Writing "0" to a v1 "tasks" file moves
-// only the writer's thread, which the kernel does without the global lock a
-// process migration takes (whose RCU grace period cost 6 to 15 ms per run
-// here). Memory is charged to the launcher's mm, not to this thread, so
-// nothing of the launcher's is counted against the run meanwhile. v2 has no
-// per-thread membership for the memory controller: joinMemoryCgroup moves
-// the init instead.
-func enterMemoryCgroup(p *plan.Plan) (leave func() error, err error) {
-	if p.MemoryCgroup == "" || p.MemoryCgroupV2 {
-		return func() error { return nil }, nil
-	}
-	if err := os.WriteFile(filepath.Join(p.MemoryCgroup, "tasks"), []byte("0"), 0); err != nil {
-		return nil, fmt.Errorf("%w: enter memory cgroup %s: %v", spec.ErrLaunch, p.MemoryCgroup, err)
-	}
-	return func() error {
-		if err := os.WriteFile(filepath.Join(filepath.Dir(p.MemoryCgroup), "tasks"), []byte("0"), 0); err != nil {
-			return fmt.Errorf("%w: leave memory cgroup %s: %v", spec.ErrLaunch, p.MemoryCgroup, err)
-		}
-		return nil
-	}, nil
-}
-
-// joinMemoryCgroup moves the run's init (pid), which waits for the
-// launcher's go-ahead, into p's v2 memory cgroup.
-func joinMemoryCgroup(p *plan.Plan, pid int) error {
-	if p.MemoryCgroup == "" || !p.MemoryCgroupV2 {
-		return nil
-	}
-	if err := os.WriteFile(filepath.Join(p.MemoryCgroup, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
-		return fmt.Errorf("%w: join memory cgroup %s: %v", spec.ErrLaunch, p.MemoryCgroup, err)
-	}
-	return nil
 }
 
 // memoryStats reads what p's memory cgroup recorded, once the tree is gone.
