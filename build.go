@@ -201,6 +201,10 @@ func (p *planned) describe(res *spec.CommandResult) {
 	res.Backend = p.backend.Name()
 	res.Layers = slices.Clone(p.layers)
 	res.Guarantees = slices.Clone(p.guarantees)
+	res.MemoryBound = "rlimit-data"
+	if p.plan.MemoryCgroup != "" {
+		res.MemoryBound = "memory-cgroup"
+	}
 }
 
 // run is what prepare made for one RunCommand.
@@ -213,6 +217,11 @@ type run struct {
 	coreRefusal string
 	tmp         *tmpdir.Dir
 	cgroup      string
+	// memCgroup is the run's memory cgroup, for the plans whose backend
+	// uses one (created by the launch).
+	memCgroup string
+	// caches are the profile's warm caches, NAME=DIR (cache.go).
+	caches []string
 }
 
 // prepare creates the run's private directory and builds the plans:
@@ -227,6 +236,11 @@ func (in *inputs) prepare(backend provider.Provider, required bool) (*run, error
 	if in.wantPidsGroup {
 		// Created by the launch if the run joins it.
 		r.cgroup = filepath.Join(in.h.PidsCgroupRoot, "confine-"+randHex())
+	}
+	// Without its caches a run is only slower (cold), never less confined.
+	r.caches, _ = cacheDirs(in.prof, in.dir, in.uid)
+	if in.h.MemoryCgroup.Parent != "" && in.limits.MemoryBytes > 0 {
+		r.memCgroup = filepath.Join(in.h.MemoryCgroup.Parent, "confine-"+randHex())
 	}
 	if r.primary, err = in.build(backend, r); err != nil {
 		r.cleanup()
@@ -263,6 +277,14 @@ func (in *inputs) build(backend provider.Provider, r *run) (planned, error) {
 		env = append(env, "TMPDIR="+r.tmp.Tmp)
 	}
 	rw := append(slices.Clone(in.rw), r.tmp.Root)
+	for _, c := range r.caches {
+		name, dir, _ := strings.Cut(c, "=")
+		if !hasEnv(env, name) {
+			// The caller's own value wins (and is not granted here).
+			env = append(env, c)
+			rw = append(rw, dir)
+		}
+	}
 	var pidsMax int64
 	if r.cgroup != "" {
 		// The init's own threads are counted too.
@@ -301,6 +323,13 @@ func (in *inputs) build(backend provider.Provider, r *run) (planned, error) {
 		p.Seccomp.NotifyInet = true
 		p.EgressProxy = in.egress.addr.String()
 	}
+	if r.memCgroup != "" && provider.Facts(in.h, backend, in.runAsRoot, in.limits.MaxProcs).MemoryCgroup {
+		// The cgroup bounds the tree; a per-process RLIMIT_DATA as well
+		// would refuse runtimes whose private mappings (thread stacks,
+		// arenas) are far larger than what they touch.
+		p.MemoryCgroup, p.MemoryCgroupV2, p.MemoryMax = r.memCgroup, in.h.MemoryCgroup.V2, in.limits.MemoryBytes
+		p.Rlimits.Data = unix.RLIM_INFINITY
+	}
 	backend.Configure(p)
 	if p.Namespaces == nil {
 		// Without a PID namespace only the supervisor keeps calls that
@@ -326,6 +355,9 @@ func (r *run) cleanup() {
 	if r.cgroup != "" {
 		_ = host.RemoveCgroup(r.cgroup)
 	}
+	if r.memCgroup != "" {
+		_ = host.RemoveCgroup(r.memCgroup)
+	}
 }
 
 // layers names the confinement layers a provider and its plan switch on.
@@ -341,6 +373,9 @@ func layers(prov provider.Provider, p *plan.Plan) []string {
 		ls = append(ls, "pids-cgroup")
 	case p.Seccomp.NotifyFork:
 		ls = append(ls, "fork-count")
+	}
+	if p.MemoryCgroup != "" {
+		ls = append(ls, "memory-cgroup")
 	}
 	if p.UID >= 0 {
 		ls = append(ls, "caps-dropped")

@@ -190,6 +190,7 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 		}
 	}()
 	res.PathOmitted = in.omitted
+	res.Caches = run.caches
 	res.HiddenCredentials = in.hidden
 	run.primary.describe(&res)
 
@@ -245,7 +246,8 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 	res.TimedOut, res.Cancelled, res.Killed = r.TimedOut, r.Cancelled, r.Killed
 	res.Survivors = r.Survivors
 	res.Denials = r.Denials
-	res.Usage = spec.Usage{UserCPU: r.UserCPU, SysCPU: r.SysCPU, MaxRSSKB: r.MaxRSSKB}
+	res.Usage = spec.Usage{UserCPU: r.UserCPU, SysCPU: r.SysCPU, MaxRSSKB: r.MaxRSSKB, PeakMemoryBytes: r.MemoryPeak}
+	res.OOMKilled = r.OOMKilled
 	if r.Cancelled && ctx.Err() != nil {
 		return res, fmt.Errorf("run cancelled: %w", ctx.Err())
 	}

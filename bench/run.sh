@@ -24,7 +24,7 @@
 # target's margin is marked "noisy".
 #
 # Knobs (environment variables, defaults in brackets):
-#   ONLY=launch,hyperfine,library,syscalls,spawn,files,build,flood,kill,concurrency,egress
+#   ONLY=launch,hyperfine,library,syscalls,spawn,files,build,warmcache,flood,kill,concurrency,egress
 #                          run only these measures [all]
 #   CONFINE_FLAGS          extra flags for every confine run, e.g. "--backend core" []
 #   CONFINE_TAGS           build tags for confine, e.g. confine_simabi []
@@ -37,6 +37,8 @@
 #   SPAWN_N [1000] SPAWN_REPS [7]               fork+exec of /bin/true in one sh
 #   FILES_N [20000] FILES_SIZE [512] FILES_REPS [5]
 #   BUILD_TARGET [cmd/go] BUILD_RUNS [3]        go build -a TARGET, fresh GOCACHE in the workdir
+#   CACHE_RUNS [3]         spf13/cobra go test -count=1 ./...: bare warm vs confine --profile go warm (and one cold);
+#                          fetches cobra's own test dependencies from the Go module proxy once
 #   FLOOD_BYTES [1073741824] FLOOD_REPS [5] FLOOD_PIPE [1048576]  bare/bwrap pipe size (0: default)
 #   KILL_PROCS [200] KILL_T [2s] KILL_GRACE [100ms] KILL_REPS [5]
 #   CONC_JOBS [64] CONC_PAR [16] CONC_SLEEP [0.05] CONC_REPS [3]
@@ -80,7 +82,7 @@ go build -o "$tmp/benchdriver" ./bench/cmd/benchdriver
 cmdline="bash bench/run.sh"
 for k in ONLY CONFINE_FLAGS CONFINE_TAGS CONFINE_SIM_LANDLOCK_ABI RUNS WARMUP LAUNCH_BACKENDS HF_RUNS LIB_BENCHTIME LIB_COUNT SYSCALL_N SYSCALL_REPS \
          SPAWN_N SPAWN_REPS FILES_N FILES_SIZE FILES_REPS BUILD_TARGET BUILD_RUNS FLOOD_BYTES FLOOD_REPS FLOOD_PIPE \
-         KILL_PROCS KILL_T KILL_GRACE KILL_REPS CONC_JOBS CONC_PAR CONC_SLEEP CONC_REPS; do
+         KILL_PROCS KILL_T KILL_GRACE KILL_REPS CONC_JOBS CONC_PAR CONC_SLEEP CONC_REPS CACHE_RUNS; do
   if [ -n "${!k:-}" ]; then cmdline="$k='${!k}' $cmdline"; fi
 done
 

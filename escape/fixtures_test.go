@@ -1018,11 +1018,11 @@ func vectors() []vcase {
 			}
 			return fixture{args: []string{"20"}}
 		}},
-		// The Go runtime of the probe needs about 800 MiB of address space
-		// just to start (RLIMIT_AS counts reservations), so under
-		// --memory 512MiB it dies before it can attempt anything: that run
-		// counts as blocked but proves little; the 1GiB row must see the
-		// probe itself report the allocation refused.
+		// One process over --memory, under whatever bound the run gets
+		// here (its memory cgroup: the kernel kills the attempt; without
+		// one RLIMIT_DATA refuses the allocation). The probe must report
+		// either way: PROT_NONE reservations (the Go runtime's) do not
+		// count against either bound.
 		vcase{name: "memory-bomb-1GiB", vector: "memory-bomb", setup: func(e *env) fixture {
 			if e.confined {
 				return fixture{args: []string{"2048"}, cliArgs: []string{"--memory", "1GiB"}, mustReport: true}
@@ -1031,7 +1031,7 @@ func vectors() []vcase {
 		}},
 		vcase{name: "memory-bomb-512MiB", vector: "memory-bomb", setup: func(e *env) fixture {
 			if e.confined {
-				return fixture{args: []string{"2048"}, cliArgs: []string{"--memory", "512MiB"}}
+				return fixture{args: []string{"2048"}, cliArgs: []string{"--memory", "512MiB"}, mustReport: true}
 			}
 			return fixture{args: []string{"64"}}
 		}},
@@ -1074,6 +1074,7 @@ func vectors() []vcase {
 		}},
 	)
 	cases = append(cases, nprocVectors()...)
+	cases = append(cases, memoryVectors()...)
 	return cases
 }
 

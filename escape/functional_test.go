@@ -3,11 +3,15 @@
 package escape
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/confine-sandbox/confine/internal/testutil"
 )
@@ -88,6 +92,37 @@ func TestFunctional(t *testing.T) {
 			args: func(*testing.T, string) []string {
 				return []string{"--", "node", "hello.js"}
 			}, want: "hello from node 3\n"},
+		// Runtimes that reserve far more address space than they use must
+		// start under the default memory bound (issue 13): V8 reserves
+		// about 10 GiB per WebAssembly memory, the JVM its whole heap,
+		// the race detector its shadow. The bound counts what they commit.
+		{name: "node-wasm-memory", needs: []string{"node"},
+			args: func(*testing.T, string) []string {
+				return []string{"--", "node", "-e", nodeWasm}
+			}, want: "wasm ok 65536 grown 2\n"},
+		{name: "c-large-prot-none-reservation", needs: []string{"gcc"},
+			files: map[string]string{"reserve.c": cReserve},
+			args: func(*testing.T, string) []string {
+				return []string{"--", "sh", "-c", "gcc -O2 -o reserve reserve.c && ./reserve"}
+			}, want: "reserved 64 GiB, committed 64 MiB\n"},
+		{name: "java-version", needs: []string{"java"},
+			args: func(*testing.T, string) []string {
+				return []string{"--", "sh", "-c", "java -version 2>&1"}
+			}, want: "Runtime Environment"},
+		{name: "go-race-detector", needs: []string{"go", "gcc"},
+			args: func(t *testing.T, wd string) []string {
+				bin := raceBinary(t)
+				dst := filepath.Join(wd, "race.test")
+				if err := copyFile(bin, dst); err != nil {
+					t.Fatal(err)
+				}
+				if os.Geteuid() == 0 {
+					if err := os.Chown(dst, ownerOf(t, wd), ownerOf(t, wd)); err != nil {
+						t.Fatal(err)
+					}
+				}
+				return []string{"--", "./race.test", "-test.v"}
+			}, want: "--- PASS: TestRace"},
 	}
 	// Each user with the default backend, then under --backend bwrap.
 	type pass struct {
@@ -279,4 +314,119 @@ func makeJFiles() map[string]string {
 		fs["f"+n+".c"] = "int f" + n + "(void) { return " + n + "; }\n"
 	}
 	return fs
+}
+
+// nodeWasm creates a WebAssembly memory (V8 reserves about 10 GiB of
+// address space for it) and grows it by one page.
+const nodeWasm = `const m = new WebAssembly.Memory({initial: 1, maximum: 65536});
+const before = m.buffer.byteLength;
+m.grow(1);
+console.log("wasm ok", before, "grown", m.buffer.byteLength / 65536);`
+
+// cReserve does what a JVM does with its heap: reserve a large range with
+// PROT_NONE, then commit part of it and use it.
+const cReserve = `#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+int main(void) {
+	size_t reserve = (size_t)64 << 30, commit = (size_t)64 << 20;
+	char *p = mmap(0, reserve, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED) { perror("reserve 64 GiB"); return 1; }
+	if (mprotect(p, commit, PROT_READ | PROT_WRITE) != 0) { perror("commit"); return 1; }
+	memset(p, 1, commit);
+	printf("reserved 64 GiB, committed 64 MiB\n");
+	return 0;
+}
+`
+
+const raceTest = `package race
+
+import (
+	"sync"
+	"testing"
+)
+
+func TestRace(t *testing.T) {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	n := 0
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); mu.Lock(); n++; mu.Unlock() }()
+	}
+	wg.Wait()
+	if n != 8 {
+		t.Fatal(n)
+	}
+}
+`
+
+var (
+	raceOnce sync.Once
+	raceBin  string
+	raceErr  error
+)
+
+// raceBinary builds, once and unconfined (with the caller's build cache),
+// a test binary with the race detector: what `go test -race` runs. The
+// run under confine is what the memory bound affects (the detector's
+// shadow memory); compiling the race runtime inside each run would cost
+// minutes on a cold cache and bound nothing new.
+func raceBinary(t *testing.T) string {
+	t.Helper()
+	if pre := os.Getenv(prebuiltRaceEnv); pre != "" {
+		return pre
+	}
+	if os.Getenv(prebuiltProbeEnv) != "" {
+		// Where the probe comes prebuilt (the kernel matrix's guests, the
+		// Docker cells) nothing is compiled: a cold race runtime takes
+		// minutes under emulation.
+		t.Skipf("not applicable here: %s is set (nothing is compiled here) and %s is not", prebuiltProbeEnv, prebuiltRaceEnv)
+	}
+	raceOnce.Do(func() {
+		// Beside the probe, in the suite's shared directory (removed
+		// at its end).
+		dir, err := os.MkdirTemp(filepath.Dir(probeDir), "race")
+		if err != nil {
+			raceErr = err
+			return
+		}
+		for name, body := range map[string]string{"go.mod": "module example.com/race\n\ngo 1.22\n", "race_test.go": raceTest} {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+				raceErr = err
+				return
+			}
+		}
+		goBin := goCommand
+		if goBin == "" {
+			goBin = "go"
+		}
+		bin := filepath.Join(dir, "race.test")
+		cmd := exec.Command(goBin, "test", "-race", "-c", "-o", bin, ".")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=1", "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			raceErr = fmt.Errorf("go test -race -c: %v\n%s", err, out)
+			return
+		}
+		raceBin = bin
+	})
+	if raceErr != nil {
+		t.Skipf("not applicable on this host: cannot build a race-detector binary: %v", raceErr)
+	}
+	return raceBin
+}
+
+// prebuiltRaceEnv names a race-detector test binary built beforehand
+// (go test -race -c of raceTest), for environments that compile nothing.
+const prebuiltRaceEnv = "CONFINE_ESCAPE_RACE_BIN"
+
+// ownerOf is the uid owning path.
+func ownerOf(t *testing.T, path string) int {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	return int(st.Uid)
 }

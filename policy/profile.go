@@ -62,6 +62,11 @@ type Profile struct {
 	// Allowlist is the egress allowlist when Network is spec.Allowlist
 	// (nil there means deny all); nil otherwise.
 	Allowlist *Allowlist `json:",omitempty"`
+	// Caches are NAME=SUBDIR entries: build caches kept across runs. Each
+	// run gets NAME set to a directory SUBDIR of its own cache (per user,
+	// per profile and per work directory; never the caller's own cache)
+	// and may write it (see the root package's cache.go).
+	Caches []string `json:",omitempty"`
 	// RequireNamespaces refuses the run unless the landlock+namespaces
 	// provider runs it (user, PID, mount, network, IPC and UTS
 	// namespaces on top of the core): where user namespaces are blocked

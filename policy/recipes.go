@@ -38,6 +38,7 @@ import (
 //	        builds offline)
 //	        sets GOFLAGS=-mod=mod GOPROXY=off GOSUMDB=off GOTOOLCHAIN=local
 //	        GOMODCACHE=<the cache>
+//	        keeps GOCACHE across runs (Profile.Caches)
 //	rust    rustc --print sysroot; $CARGO_HOME (default ~/.cargo) and
 //	        $RUSTUP_HOME (default ~/.rustup)
 //	        grants the sysroot, CARGO_HOME without credentials.toml and
@@ -52,6 +53,7 @@ import (
 //	        grants prefix, base_prefix, exec prefixes, stdlib, platstdlib,
 //	        purelib, platlib
 //	        sets PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+//	        keeps PIP_CACHE_DIR across runs (Profile.Caches)
 //	c       gcc -print-search-dirs (cc when there is no gcc)
 //	        grants the search dirs outside the system roots, if any
 //
@@ -154,6 +156,8 @@ type toolchain struct {
 	dirs   []toolDir
 	// env are fixed NAME=VALUE entries.
 	env []string
+	// caches are NAME=SUBDIR entries (Profile.Caches).
+	caches []string
 }
 
 // toolDir is one discovered directory.
@@ -282,6 +286,7 @@ func recipeProfile(tc toolchain, homes []string) (Profile, error) {
 		Description: desc,
 		Env:         EnvPolicy{Set: set},
 		Network:     spec.DenyAll,
+		Caches:      append([]string(nil), tc.caches...),
 	}, nil
 }
 
@@ -554,6 +559,9 @@ func discoverGo(h *toolHost) (toolchain, error) {
 		// whoever filled it) when it was downloaded, and go.sum entries
 		// present are still verified.
 		env: []string{"GOFLAGS=-mod=mod", "GOPROXY=off", "GOSUMDB=off", "GOTOOLCHAIN=local"},
+		// The build cache (compiled packages, test results), kept across
+		// runs: without it every run compiles everything again.
+		caches: []string{"GOCACHE=go-build"},
 	}, nil
 }
 
@@ -661,6 +669,8 @@ func discoverPython(h *toolHost) (toolchain, error) {
 		tool:    py,
 		binDir:  filepath.Dir(v["executable"]),
 		env:     []string{"PIP_NO_INDEX=1", "PIP_DISABLE_PIP_VERSION_CHECK=1"},
+		// pip's cache (wheels it built), kept across runs.
+		caches: []string{"PIP_CACHE_DIR=pip"},
 	}
 	for _, k := range []string{"prefix", "base_prefix", "exec_prefix", "base_exec_prefix", "stdlib", "platstdlib", "purelib", "platlib"} {
 		req := k == "prefix" || k == "stdlib"

@@ -62,6 +62,9 @@ type Usage struct {
 	UserCPU  time.Duration `json:"user_cpu_ns"`
 	SysCPU   time.Duration `json:"sys_cpu_ns"`
 	MaxRSSKB int64         `json:"max_rss_kb"`
+	// PeakMemoryBytes is the whole tree's peak memory use, where a memory
+	// cgroup bounded the run (0 otherwise).
+	PeakMemoryBytes int64 `json:"peak_memory_bytes,omitempty"`
 }
 
 // Guarantee records how one containment promise was kept for this run.
@@ -122,8 +125,15 @@ type CommandResult struct {
 	Killed bool `json:"killed"`
 	// Survivors counts descendants still alive after the main process
 	// exited; they were killed.
-	Survivors int   `json:"survivors,omitempty"`
-	Usage     Usage `json:"usage"`
+	Survivors int `json:"survivors,omitempty"`
+	// OOMKilled says the kernel killed a process of the run for reaching
+	// the run's memory bound (its memory cgroup); Signal alone would only
+	// say SIGKILL.
+	OOMKilled bool `json:"oom_killed,omitempty"`
+	// MemoryBound names what bounded the run's memory: "memory-cgroup"
+	// (the whole tree) or "rlimit-data" (each process on its own).
+	MemoryBound string `json:"memory_bound,omitempty"`
+	Usage       Usage  `json:"usage"`
 	// Backend names the confinement backend (provider) that ran the
 	// command: "landlock+namespaces" or "landlock+seccomp".
 	Backend string `json:"backend"`
@@ -140,6 +150,9 @@ type CommandResult struct {
 	// (no HOME, a read-only home). An explicitly configured log that
 	// cannot be written refuses the run instead.
 	EventLogSkipped string `json:"event_log_skipped,omitempty"`
+	// Caches are the warm build caches the run had (NAME=DIR): kept
+	// across runs of the same user, profile and work directory.
+	Caches []string `json:"caches,omitempty"`
 	// HiddenCredentials lists credential files left unreadable inside
 	// granted read-only roots.
 	HiddenCredentials []string `json:"hidden_credentials,omitempty"`

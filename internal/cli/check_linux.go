@@ -148,6 +148,11 @@ func printCheck(w io.Writer, h host.Info, sel provider.Selection, runAsRoot bool
 	fmt.Fprintf(w, "bubblewrap:       %s\n", bw)
 	fmt.Fprintf(w, "cgroup v2 deleg.: %s\n", yn(h.CgroupV2))
 	fmt.Fprintf(w, "pids cgroup:      %s\n", orNone(h.PidsCgroupRoot))
+	mc := "none: each process is bounded on its own (RLIMIT_DATA)"
+	if h.MemoryCgroup.Parent != "" {
+		mc = h.MemoryCgroup.Parent + " (a child per run bounds the whole tree)"
+	}
+	fmt.Fprintf(w, "memory cgroup:    %s\n", mc)
 	fmt.Fprintf(w, "io_uring present: %s (denied inside the sandbox)\n", yn(h.IOUring))
 	who := fmt.Sprintf("uid %d", h.EUID)
 	if h.EUID == 0 {

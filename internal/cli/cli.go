@@ -323,6 +323,10 @@ func (o *runOpts) run(ctx context.Context, args []string, stdout, stderr io.Writ
 			}
 		}
 	}
+	if res.OOMKilled && !o.json {
+		// Otherwise a bare SIGKILL (exit 137) with no word of why.
+		fmt.Fprintln(stderr, "confine: the run reached its memory bound (--memory, for the whole tree); the kernel killed a process of it (oom_killed)")
+	}
 	switch {
 	case res.TimedOut:
 		if !o.json {

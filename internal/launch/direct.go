@@ -127,6 +127,9 @@ func (d *direct) open() error {
 		}
 		d.noCgroup = !d.joined
 	}
+	if err := createMemoryCgroup(p); err != nil {
+		return err
+	}
 	d.outR, d.outW = d.pipe()
 	d.errR, d.errW = d.pipe()
 	d.statusR, d.statusW = d.pipe()
@@ -149,7 +152,7 @@ func (d *direct) open() error {
 		return fmt.Errorf("%w: stdin", spec.ErrLaunch)
 	}
 	d.fds = program.FDs{Stdin: int(d.stdin.Fd()), Stdout: int(d.outW.Fd()), Stderr: int(d.errW.Fd()),
-		Status: int(d.statusW.Fd()), Exit: int(d.exitW.Fd()), Notify: -1, Sync: int(d.syncR.Fd()), Janitor: -1, Cgroup: -1}
+		Status: int(d.statusW.Fd()), Exit: int(d.exitW.Fd()), Notify: -1, Sync: int(d.syncR.Fd()), Janitor: -1, Cgroup: -1, MemCgroup: -1}
 	if p.PrivateTmp != "" {
 		// The janitor reaches the private directory through its parent
 		// (see program.Built.janitor), which the namespace's covers hide.
@@ -157,6 +160,15 @@ func (d *direct) open() error {
 			d.closers = append(d.closers, f)
 			d.fds.Janitor = int(f.Fd())
 		}
+	}
+	if p.MemoryCgroup != "" {
+		// The command joins the cgroup through it (program.confinement).
+		f, err := os.OpenFile(filepath.Dir(p.MemoryCgroup), unix.O_PATH|unix.O_DIRECTORY, 0)
+		if err != nil {
+			return fmt.Errorf("%w: memory cgroup: %v", spec.ErrLaunch, err)
+		}
+		d.closers = append(d.closers, f)
+		d.fds.MemCgroup = int(f.Fd())
 	}
 	if d.joined {
 		if f, err := os.OpenFile(filepath.Dir(p.PidsCgroup), unix.O_PATH|unix.O_DIRECTORY, 0); err == nil {
@@ -287,7 +299,12 @@ func (d *direct) start() (*Outcome, error) {
 		d.reap()
 		return nil, fmt.Errorf("%w: release init: %v", spec.ErrLaunch, err)
 	}
-	d.syncW.Close()
+	if !d.detach || p.MemoryCgroup == "" {
+		// Detached with a memory cgroup, init's janitor waits for EOF
+		// here before it removes the cgroup: the launcher closes it once
+		// it has read the peak and the OOM kills (supervise).
+		d.syncW.Close()
+	}
 
 	d.listener = -1
 	if d.sc.Listener() {
@@ -405,6 +422,11 @@ func (d *direct) supervise(ctx context.Context) (*Outcome, error) {
 		rep.SysCPU = time.Duration(w.ru.Stime.Nano())
 		rep.MaxRSSKB = w.ru.Maxrss
 	}
+	if ms, err := memoryStats(d.p); err == nil {
+		rep.MemoryPeak, rep.OOMKilled = ms.Peak, ms.OOMKills > 0
+	}
+	// Read: a detached init's janitor may remove the memory cgroup now.
+	d.syncW.Close()
 	stopNotify()
 	<-notifyDone
 	for _, dn := range stats.Denials() {
@@ -444,7 +466,8 @@ func (d *direct) wait(ctx context.Context, rep *plan.Report, done <-chan waited,
 	// Once init has reported, the tree is gone; init's exit (for a
 	// namespace, its teardown: an RCU grace period for the mounts) need
 	// not be waited for, unless init is in the pids cgroup this run
-	// removes. Detached, init's janitor cleans up after us.
+	// removes (it is never in the memory cgroup). Detached, init's janitor
+	// cleans up after us.
 	for !exited || !reportDone {
 		if reportDone && r.ok && (d.detach || !d.joined) {
 			break

@@ -51,6 +51,9 @@ type Facts struct {
 	// Allowlist says the run's network policy is "allowlist" (the
 	// egress proxy), not deny-all.
 	Allowlist bool
+	// MemoryCgroup says the run gets a memory cgroup of its own, which
+	// bounds the whole tree.
+	MemoryCgroup bool
 }
 
 // Who restricts a mechanism to commands running as some uids.
@@ -84,6 +87,9 @@ type Mechanism struct {
 	// UnlessPidsCgroup: the mechanism is not used where a pids cgroup
 	// bounds the run.
 	UnlessPidsCgroup bool
+	// MemoryCgroup: the mechanism needs the run's memory cgroup;
+	// UnlessMemoryCgroup: it is used only where there is none.
+	MemoryCgroup, UnlessMemoryCgroup bool
 	// Below, when set, names a Landlock feature whose absence switches
 	// the mechanism on: the launcher uses it only on ABIs without the
 	// feature, so it is claimed only there.
@@ -169,6 +175,12 @@ func (m Mechanism) holds(f Facts) (bool, string) {
 		lack = append(lack, "network = \"allowlist\"")
 	case m.Network == spec.DenyAll && f.Allowlist:
 		lack = append(lack, "network = \"deny-all\"")
+	}
+	if m.MemoryCgroup && !f.MemoryCgroup {
+		lack = append(lack, "a memory cgroup the launcher may create below its own (root, or a delegated hierarchy; not under bubblewrap)")
+	}
+	if m.UnlessMemoryCgroup && f.MemoryCgroup {
+		lack = append(lack, "no memory cgroup (which bounds the run instead)")
 	}
 	if m.Below != "" && landlock.Has(f.LandlockABI, m.Below) {
 		ft, _ := landlock.FeatureByName(m.Below)
@@ -456,10 +468,15 @@ var table = []Guarantee{
 		Vectors:    []string{"userns", "clone-newuser", "clone3-newuser", "mount", "keyctl", "bpf", "perf", "userfaultfd"},
 	},
 	{
-		Name:       policy.GResources,
-		Promise:    "bounded wall time, CPU time, memory, file size, open files and output",
-		Mechanisms: []Mechanism{{Layer: Core, Sufficient: true, Text: "rlimits: CPU, address space, file size, open files, core=0; wall timeout; bounded capture"}},
-		Vectors:    []string{"memory-bomb-*"},
+		Name:    policy.GResources,
+		Promise: "bounded wall time, CPU time, memory, file size, open files and output",
+		Mechanisms: []Mechanism{
+			// Where no cgroup can be made the memory bound is per process
+			// and counts only private writable memory: said, not hidden.
+			{Layer: Core, Sufficient: true, MemoryCgroup: true, Text: "memory cgroup of the run (a child of the launcher's own; not under bubblewrap): the whole tree's memory at --memory (anonymous, shared and tmpfs pages, page cache; swap not allowed), an OOM kill reported as oom_killed, the peak as peak_memory_bytes; rlimits: CPU, file size, open files, core=0; wall timeout; bounded capture"},
+			{Layer: Core, Sufficient: true, UnlessMemoryCgroup: true, Text: "RLIMIT_DATA: each process's private writable memory at --memory (per process, not the run as a whole; reservations made with PROT_NONE, shared mappings and tmpfs files are not counted); rlimits: CPU, file size, open files, core=0; wall timeout; bounded capture"},
+		},
+		Vectors: []string{"memory-bomb-*"},
 	},
 	{
 		Name:    policy.GProcesses,

@@ -72,6 +72,12 @@ func (m Mechanism) markdown() string {
 	if m.UnlessPidsCgroup {
 		when = append(when, "no pids cgroup can be made")
 	}
+	if m.MemoryCgroup {
+		when = append(when, "a memory cgroup can be made")
+	}
+	if m.UnlessMemoryCgroup {
+		when = append(when, "no memory cgroup can be made")
+	}
 	if len(when) == 0 {
 		return t
 	}

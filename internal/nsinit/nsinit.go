@@ -77,7 +77,7 @@ func perNamespacePidMax() bool {
 	return major > 6 || major == 6 && minor >= 14
 }
 
-// MaxTmpfsBytes caps each private tmpfs (it is memory, which RLIMIT_AS
+// MaxTmpfsBytes caps each private tmpfs (it is memory, which RLIMIT_DATA
 // does not count).
 const MaxTmpfsBytes = 1 << 30
 

@@ -17,10 +17,13 @@ import (
 // none of them: every field is always set by the launcher.
 type Rlimits struct {
 	CPUSeconds uint64 `json:"cpu"`
-	AS         uint64 `json:"as"`
-	NProc      uint64 `json:"nproc"`
-	FSize      uint64 `json:"fsize"`
-	NoFile     uint64 `json:"nofile"`
+	// Data is RLIMIT_DATA: each process's private writable memory
+	// (reservations made with PROT_NONE do not count, unlike
+	// RLIMIT_AS), or RLIM_INFINITY where a memory cgroup bounds the run.
+	Data   uint64 `json:"data"`
+	NProc  uint64 `json:"nproc"`
+	FSize  uint64 `json:"fsize"`
+	NoFile uint64 `json:"nofile"`
 }
 
 // Landlock mirrors landlock.Policy.
@@ -126,6 +129,15 @@ type Plan struct {
 	PidsCgroup   string `json:"pids_cgroup,omitempty"`
 	PidsMax      int64  `json:"pids_max,omitempty"`
 	PidsOptional bool   `json:"pids_optional,omitempty"`
+	// MemoryCgroup, when set, is the run's memory cgroup (a child of the
+	// launcher's own, MemoryCgroupV2 for a v2 hierarchy), bounded at
+	// MemoryMax bytes for the whole tree. The launcher creates it, its
+	// init starts inside it, and the launcher reads the peak and the OOM
+	// kills and removes it once the tree is gone. Rlimits.Data is then
+	// not the bound.
+	MemoryCgroup   string `json:"memory_cgroup,omitempty"`
+	MemoryCgroupV2 bool   `json:"memory_cgroup_v2,omitempty"`
+	MemoryMax      int64  `json:"memory_max,omitempty"`
 	// PrivateTmp is the run's private directory; the supervisor removes
 	// it, and the cgroup, once the tree is gone (also when the launcher
 	// died and cannot).
@@ -202,6 +214,12 @@ type Report struct {
 	UserCPU  time.Duration `json:"user_cpu"`
 	SysCPU   time.Duration `json:"sys_cpu"`
 	MaxRSSKB int64         `json:"max_rss_kb"`
+	// MemoryPeak is the tree's peak memory use in bytes, as its memory
+	// cgroup recorded it (0: no memory cgroup, or a kernel that does not
+	// record it). OOMKilled says the kernel killed a process of the run
+	// for reaching the cgroup's bound.
+	MemoryPeak int64 `json:"memory_peak,omitempty"`
+	OOMKilled  bool  `json:"oom_killed,omitempty"`
 
 	// Denials are the latest refusals by the metadata/connect supervisor.
 	Denials []spec.Denial `json:"denials,omitempty"`

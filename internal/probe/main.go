@@ -140,6 +140,9 @@ var isolated = map[string]bool{
 	"x32-syscall":  true,
 	"fork-bomb":    true,
 	"memory-bomb":  true,
+	// The OOM kill of the attempting process is the expected outcome.
+	"memory-bomb-tree":   true,
+	"memory-bomb-shared": true,
 }
 
 // vectors is the table of subcommands. It is filled in init because the
@@ -219,13 +222,16 @@ func init() {
 		"userfaultfd":    {"", 0, 0, vUserfaultfd},
 
 		// resources and leftovers
-		"setsid-daemon": {"MARKER-PATH", 1, 1, vSetsidDaemon},
-		"privilege":     {"", 0, 0, vPrivilege},
-		"fork-bomb":     {"[MAX]", 0, 1, vForkBomb},
-		"fork-race":     {"MAX [WORKERS]", 1, 2, vForkRace},
-		"memory-bomb":   {"MIB", 1, 1, vMemoryBomb},
-		"env-dump":      {"[CANARY...]", 0, -1, vEnvDump},
-		"sleep-forever": {"", 0, 0, vSleepForever},
+		"setsid-daemon":      {"MARKER-PATH", 1, 1, vSetsidDaemon},
+		"privilege":          {"", 0, 0, vPrivilege},
+		"fork-bomb":          {"[MAX]", 0, 1, vForkBomb},
+		"fork-race":          {"MAX [WORKERS]", 1, 2, vForkRace},
+		"memory-bomb":        {"MIB", 1, 1, vMemoryBomb},
+		"memory-bomb-tree":   {"N MIB", 2, 2, vMemoryBombTree},
+		"memory-bomb-shared": {"MIB", 1, 1, vMemoryBombShared},
+		"reserve":            {"GIB COMMIT-MIB", 2, 2, vReserve},
+		"env-dump":           {"[CANARY...]", 0, -1, vEnvDump},
+		"sleep-forever":      {"", 0, 0, vSleepForever},
 	}
 	addProcTargetVectors(vectors)
 	addEgressVectors(vectors)
@@ -313,6 +319,8 @@ func run(args []string) int {
 		return usernsCheck()
 	case hiddenNetifs:
 		return netifs()
+	case hiddenHold:
+		return hold(rest)
 	}
 	v, ok := vectors[name]
 	if !ok {

@@ -70,7 +70,7 @@ func (b *Built) InInit(s spawn.Step) bool {
 // FDs are the parent's descriptors the child arranges at the fixed
 // numbers of package spawn (-1: absent).
 type FDs struct {
-	Stdin, Stdout, Stderr, Status, Exit, Notify, Sync, Ruleset, Janitor, Cgroup int
+	Stdin, Stdout, Stderr, Status, Exit, Notify, Sync, Ruleset, Janitor, Cgroup, MemCgroup int
 }
 
 // fdMsg is a prepared sendmsg(2) of one descriptor with SCM_RIGHTS.
@@ -258,7 +258,7 @@ func (b *Built) arrange(fds FDs, spare int) []spawn.Op {
 	moves := []move{{fds.Stdin, 0, false}, {fds.Stdout, 1, false}, {fds.Stderr, 2, false},
 		{fds.Status, spawn.FDStatus, true}, {fds.Exit, spawn.FDExit, true}, {fds.Notify, spawn.FDNotify, true},
 		{fds.Sync, spawn.FDSync, true}, {fds.Ruleset, spawn.FDRuleset, true}, {fds.Janitor, spawn.FDJanitor, false},
-		{fds.Cgroup, spawn.FDCgroup, true}}
+		{fds.Cgroup, spawn.FDCgroup, true}, {fds.MemCgroup, spawn.FDMemCgroup, true}}
 	for i := range moves {
 		if moves[i].src < 0 {
 			moves[i].src = spare
@@ -340,6 +340,15 @@ func (b *Built) janitor(p *plan.Plan, fds FDs, rmRuns func(string) bool) error {
 			spawn.Call(0, unix.SYS_WRITE, 0, uintptr(unsafe.Pointer(&zero[0])), 1).FromSlot(0, 0).Ignore(),
 			spawn.Call(0, unix.SYS_UNLINKAT, spawn.FDCgroup, str(path.Base(p.PidsCgroup)), unix.AT_REMOVEDIR).Ignore())
 	}
+	if p.MemoryCgroup != "" && fds.MemCgroup >= 0 {
+		// The memory cgroup (init is not in it), once the launcher has
+		// read it: it closes its end of the sync pipe then (or dies).
+		buf := new([1]byte)
+		prog.Keep(buf)
+		prog.Janitor = append(prog.Janitor,
+			spawn.Call(0, unix.SYS_READ, spawn.FDSync, uintptr(unsafe.Pointer(&buf[0])), 1).Ignore(),
+			spawn.Call(0, unix.SYS_UNLINKAT, spawn.FDMemCgroup, str(path.Base(p.MemoryCgroup)), unix.AT_REMOVEDIR).Ignore())
+	}
 	return nil
 }
 
@@ -404,7 +413,7 @@ func Subreaped(p *plan.Plan, fds FDs, filter []bpf.RawInstruction, privileged bo
 	if err := b.janitor(p, fds, func(string) bool { return true }); err != nil {
 		return nil, err
 	}
-	if err := prog.SetGoneJanitor(reaper, []string{"confine-reaper", p.PrivateTmp, p.PidsCgroup}); err != nil {
+	if err := prog.SetGoneJanitor(reaper, []string{"confine-reaper", p.PrivateTmp, p.PidsCgroup, p.MemoryCgroup}); err != nil {
 		return nil, err
 	}
 	cmd, err := b.confinement(p, filter, privileged, 0, p.Seccomp.Effective(false).Listener(), spawn.FDNotify, spawn.FDRuleset)
@@ -439,6 +448,25 @@ func (b *Built) confinement(p *plan.Plan, filter []bpf.RawInstruction, privilege
 	prog := b.P
 	var ops []spawn.Op
 	add := func(o spawn.Op) { ops = append(ops, o) }
+	if p.MemoryCgroup != "" {
+		// The command joins the run's memory cgroup itself, first (its
+		// credentials still the init's), through the descriptor of the
+		// cgroup's parent: "0" moves the writer. The init stays out: it
+		// shares the launcher's address space (CLONE_VM), and the OOM
+		// killer kills every process sharing its victim's, so an init in
+		// the cgroup could take the launcher down with it. On v1 only
+		// this thread moves ("tasks"), without the global lock a process
+		// migration waits for; on v2 "cgroup.procs" migrates the process.
+		join := path.Base(p.MemoryCgroup) + "/tasks"
+		if p.MemoryCgroupV2 {
+			join = path.Base(p.MemoryCgroup) + "/cgroup.procs"
+		}
+		zero := []byte("0")
+		prog.Keep(zero)
+		add(b.call("open "+p.MemoryCgroup+"/"+path.Base(join), unix.SYS_OPENAT, spawn.FDMemCgroup, prog.Str(join), unix.O_WRONLY|unix.O_CLOEXEC).ToSlot(3))
+		add(b.call("join memory cgroup "+p.MemoryCgroup, unix.SYS_WRITE, 0, uintptr(unsafe.Pointer(&zero[0])), 1).FromSlot(3, 0).Want(1))
+		add(b.call("close the memory cgroup's file", unix.SYS_CLOSE, 0).FromSlot(3, 0))
+	}
 	add(b.call("setsid", unix.SYS_SETSID))
 	add(b.call("clear ambient capabilities", unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL))
 	if privileged {

@@ -360,6 +360,8 @@ func Facts(h host.Info, p Provider, rootCommand bool, maxProcs int64) ledger.Fac
 		Seccomp:     h.Seccomp,
 		RootCommand: rootCommand,
 		PidsCgroup:  rootCommand && maxProcs > 0 && h.PidsCgroupRoot != "",
+		// bubblewrap's supervisor does not make one (yet).
+		MemoryCgroup: h.MemoryCgroup.Parent != "" && !slices.Contains(p.Ledger(), ledger.Bwrap),
 	}
 	if rootCommand && slices.Contains(p.Ledger(), ledger.Namespaces) {
 		f.PidMax = nsinit.PidMax(int(maxProcs)) > 0

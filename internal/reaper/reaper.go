@@ -4,7 +4,7 @@
 // (package spawn, Program.SetGoneJanitor): a re-exec of the host binary
 // that is still the child subreaper of the command's tree (the attribute
 // survives execve), kills every descendant until none is left, then
-// removes the run's private directory and pids cgroup.
+// removes the run's private directory, pids cgroup and memory cgroup.
 package reaper
 
 import (
@@ -17,13 +17,13 @@ import (
 	"github.com/confine-sandbox/confine/internal/tmpdir"
 )
 
-// Arg0 marks the re-exec. Its arguments are the private directory and the
-// pids cgroup ("" for none).
+// Arg0 marks the re-exec. Its arguments are the private directory, the
+// pids cgroup and the memory cgroup ("" for none).
 const Arg0 = "confine-reaper"
 
 // Main kills the tree and cleans up; it returns the exit status.
 func Main() int {
-	if len(os.Args) != 3 {
+	if len(os.Args) != 4 {
 		return 2
 	}
 	end := proctree.EndTree(os.Getpid(), 0)
@@ -34,7 +34,7 @@ func Main() int {
 			var ws unix.WaitStatus
 			pid, err := unix.Wait4(-1, &ws, unix.WNOHANG|unix.WALL, nil)
 			if err == unix.ECHILD {
-				return cleanup(os.Args[1], os.Args[2])
+				return cleanup(os.Args[1], os.Args[2], os.Args[3])
 			}
 			if err != nil && err != unix.EINTR || pid == 0 {
 				break
@@ -47,12 +47,14 @@ func Main() int {
 	}
 }
 
-func cleanup(dir, cgroup string) int {
+func cleanup(dir string, cgroups ...string) int {
 	tmpdir.Remove(dir)
-	if cgroup != "" {
-		// This process is in the cgroup: out ("0": the writer) first.
-		_ = os.WriteFile(filepath.Join(filepath.Dir(cgroup), "cgroup.procs"), []byte("0"), 0)
-		_ = os.Remove(cgroup)
+	for _, cg := range cgroups {
+		if cg != "" {
+			// This process is in the cgroup: out ("0": the writer) first.
+			_ = os.WriteFile(filepath.Join(filepath.Dir(cg), "cgroup.procs"), []byte("0"), 0)
+			_ = os.Remove(cg)
+		}
 	}
 	return 0
 }

@@ -14,12 +14,17 @@ import (
 )
 
 // FromLimits maps spec limits to rlimit values. CPU time rounds up to whole
-// seconds, the kernel's granularity.
+// seconds, the kernel's granularity. Memory is bounded per process by
+// RLIMIT_DATA, which counts private writable mappings (heap, stacks,
+// committed anonymous memory) but not address space reserved with
+// PROT_NONE, so runtimes that reserve far more than they use (WebAssembly
+// in V8, the JVM's heap, sanitizers' shadow) start; RLIMIT_AS would count
+// those reservations.
 func FromLimits(l spec.Limits) plan.Rlimits {
 	cpu := uint64((l.CPUTime + time.Second - 1) / time.Second)
 	return plan.Rlimits{
 		CPUSeconds: cpu,
-		AS:         uint64(l.MemoryBytes),
+		Data:       uint64(l.MemoryBytes),
 		NProc:      uint64(l.MaxProcs),
 		FSize:      uint64(l.FileSizeBytes),
 		NoFile:     uint64(l.OpenFiles),
@@ -37,7 +42,7 @@ func Apply(r plan.Rlimits) error {
 	}{
 		{"RLIMIT_CORE", unix.RLIMIT_CORE, 0},
 		{"RLIMIT_CPU", unix.RLIMIT_CPU, r.CPUSeconds},
-		{"RLIMIT_AS", unix.RLIMIT_AS, r.AS},
+		{"RLIMIT_DATA", unix.RLIMIT_DATA, r.Data},
 		{"RLIMIT_NPROC", unix.RLIMIT_NPROC, r.NProc},
 		{"RLIMIT_FSIZE", unix.RLIMIT_FSIZE, r.FSize},
 		{"RLIMIT_NOFILE", unix.RLIMIT_NOFILE, r.NoFile},
@@ -77,7 +82,7 @@ func Settings(r plan.Rlimits) ([]Setting, error) {
 	s := []Setting{
 		{"RLIMIT_CORE", unix.RLIMIT_CORE, 0},
 		{"RLIMIT_CPU", unix.RLIMIT_CPU, r.CPUSeconds},
-		{"RLIMIT_AS", unix.RLIMIT_AS, r.AS},
+		{"RLIMIT_DATA", unix.RLIMIT_DATA, r.Data},
 		{"RLIMIT_NPROC", unix.RLIMIT_NPROC, r.NProc},
 		{"RLIMIT_FSIZE", unix.RLIMIT_FSIZE, r.FSize},
 		{"RLIMIT_NOFILE", unix.RLIMIT_NOFILE, r.NoFile},

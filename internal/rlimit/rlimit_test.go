@@ -16,7 +16,7 @@ func TestFromLimits(t *testing.T) {
 		want plan.Rlimits
 	}{
 		{spec.Limits{CPUTime: 1500 * time.Millisecond, MemoryBytes: 1 << 30, MaxProcs: 10, FileSizeBytes: 5, OpenFiles: 64},
-			plan.Rlimits{CPUSeconds: 2, AS: 1 << 30, NProc: 10, FSize: 5, NoFile: 64}},
+			plan.Rlimits{CPUSeconds: 2, Data: 1 << 30, NProc: 10, FSize: 5, NoFile: 64}},
 		{spec.Limits{CPUTime: 2 * time.Second}, plan.Rlimits{CPUSeconds: 2}},
 		{spec.Limits{CPUTime: time.Nanosecond}, plan.Rlimits{CPUSeconds: 1}},
 	}

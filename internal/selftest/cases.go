@@ -390,7 +390,8 @@ func Cases() []Case {
 		}},
 
 		// bounded-resources: the probe asks for 2 GiB under --memory 1GiB
-		// (the Go runtime itself needs about 800 MiB of address space).
+		// (killed at the run's memory cgroup's bound, or refused by
+		// RLIMIT_DATA where there is none).
 		Case{Guarantee: policy.GResources, Name: "memory-bomb-1GiB", Vector: "memory-bomb", Setup: func(e *Env) (Fixture, error) {
 			if e.Confined {
 				return Fixture{Args: []string{"2048"}, RunFlags: []string{"--memory", "1GiB"}, MustReport: true}, nil

@@ -14,14 +14,17 @@ import (
 // Descriptors the child arranges before anything else (see FDs): the ops
 // may name them by these numbers.
 const (
-	FDStatus  = 3  // close-on-exec pipe: EOF tells the parent the command exec'd
-	FDExit    = 4  // init's report of the command's status
-	FDNotify  = 5  // socket the seccomp listener is sent over
-	FDSync    = 6  // the parent's go-ahead after it mapped the ids
-	FDRuleset = 7  // the Landlock ruleset
-	FDJanitor = 8  // a directory the janitor works in (not close-on-exec)
-	FDCgroup  = 9  // the pids cgroup's parent, for the janitor to remove the run's
-	FDFree    = 10 // the first descriptor the ops may use freely
+	FDStatus  = 3 // close-on-exec pipe: EOF tells the parent the command exec'd
+	FDExit    = 4 // init's report of the command's status
+	FDNotify  = 5 // socket the seccomp listener is sent over
+	FDSync    = 6 // the parent's go-ahead after it mapped the ids
+	FDRuleset = 7 // the Landlock ruleset
+	FDJanitor = 8 // a directory the janitor works in (not close-on-exec)
+	FDCgroup  = 9 // the pids cgroup's parent, for the janitor to remove the run's
+	// FDMemCgroup is the memory cgroup's parent, for the janitor to
+	// remove the run's.
+	FDMemCgroup = 10
+	FDFree      = 11 // the first descriptor the ops may use freely
 )
 
 // LauncherGone is the parent-death signal init should set: it then kills

@@ -46,6 +46,8 @@ class Usage:
     user_cpu_ns: int = 0
     sys_cpu_ns: int = 0
     max_rss_kb: int = 0
+    # The tree's peak memory, where a memory cgroup bounded the run.
+    peak_memory_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -135,6 +137,10 @@ class Result:
     killed: bool = False
     signal: int = 0
     survivors: int = 0
+    # The kernel killed a process of the run at its memory cgroup's bound.
+    oom_killed: bool = False
+    # "memory-cgroup" (the whole tree) or "rlimit-data" (each process).
+    memory_bound: str = ""
     usage: Usage = field(default_factory=Usage)
     backend: str = ""
     skipped_backends: Tuple[SkippedBackend, ...] = ()
@@ -142,6 +148,8 @@ class Result:
     guarantees: Tuple[Guarantee, ...] = ()
     path_omitted: Tuple[str, ...] = ()
     event_log_skipped: str = ""
+    # Warm build caches the run had, NAME=DIR.
+    caches: Tuple[str, ...] = ()
     hidden_credentials: Tuple[str, ...] = ()
     denials: Tuple[Denial, ...] = ()
     persistence: Tuple[Persistence, ...] = ()

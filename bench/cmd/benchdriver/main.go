@@ -124,6 +124,7 @@ func main() {
 		{"spawn", b.spawn},
 		{"files", b.files},
 		{"build", b.build},
+		{"warmcache", b.warmCache},
 		{"flood", b.flood},
 		{"kill", b.kill},
 		{"concurrency", b.concurrency},
@@ -246,6 +247,28 @@ func (b *bench) setup() error {
 
 // confineBackend runs /bin/true under confine with extra flags and returns
 // the backend its result names.
+// noMemcgEnv turns the run's memory cgroup off (host.NoMemoryCgroupEnv).
+const noMemcgEnv = "CONFINE_NO_MEMORY_CGROUP=1"
+
+// usesMemoryCgroup runs c's confine with --json and says whether the run
+// was bounded by a memory cgroup.
+func (b *bench) usesMemoryCgroup(c *exec.Cmd) bool {
+	args := slices.Clone(c.Args[1:])
+	if len(args) == 0 || args[0] != "run" {
+		return false
+	}
+	j := exec.Command(c.Path, append([]string{"run", "--json"}, args[1:]...)...)
+	j.Env, j.Dir = c.Env, c.Dir
+	out, err := runOut(j)
+	if err != nil {
+		return false
+	}
+	var res struct {
+		MemoryBound string `json:"memory_bound"`
+	}
+	return json.Unmarshal(out, &res) == nil && res.MemoryBound == "memory-cgroup"
+}
+
 func (b *bench) confineBackend(extra []string) (string, error) {
 	c := b.command(confine, opts{confine: append([]string{"--json"}, extra...)}, "/bin/true")
 	out, err := runOut(c)
@@ -543,6 +566,25 @@ func (b *bench) launch() error {
 			}
 		}
 	}
+	// Each confine launch again without its memory cgroup, where it has
+	// one: what the whole-tree memory bound adds to a launch.
+	var memcg []string
+	for _, c := range slices.Clone(cands) {
+		if !strings.HasPrefix(c.name, "confine") {
+			continue
+		}
+		probe := c.mk()
+		if !b.usesMemoryCgroup(probe) {
+			continue
+		}
+		memcg = append(memcg, c.name)
+		mk := c.mk
+		cands = append(cands, cand{c.name + " " + noMemcgEnv, func() *exec.Cmd {
+			cmd := mk()
+			cmd.Env = append(cmd.Env, noMemcgEnv)
+			return cmd
+		}})
+	}
 	times, cpus := map[string][]float64{}, map[string][]float64{}
 	for i := -warm; i < runs; i++ {
 		for _, k := range rand.Perm(len(cands)) {
@@ -579,6 +621,22 @@ func (b *bench) launch() error {
 	}
 	if len(altSkipped) > 0 {
 		r.Notes += "; " + strings.Join(altSkipped, "; ")
+	}
+	for _, k := range memcg {
+		id := "launch_memcg"
+		if f, ok := strings.CutPrefix(k, "confine --backend "); ok {
+			id += "_" + f
+		}
+		mr := newRow(id, fmt.Sprintf("launch `/bin/true`, `%s`: with its memory cgroup (confine column) vs the same launch with %s (bare column), same rounds", k, noMemcgEnv), "ms", 2)
+		b.fill(mr, map[box][]float64{bare: times[k+" "+noMemcgEnv], confine: times[k]})
+		mr.Text[bwrap] = ""
+		d := mr.Values[confine] - mr.Values[bare]
+		mr.Target = "adds ≤ 0.5 ms"
+		mr.Met = verdict(d <= 0.5)
+		mr.Notes = fmt.Sprintf("added %.2f ms (medians); CPU time of the launch tree %.2f vs %.2f ms; IQR/median %.0f%% / %.0f%%",
+			d, median(cpus[k]), median(cpus[k+" "+noMemcgEnv]), 100*spread(times[k]), 100*spread(times[k+" "+noMemcgEnv]))
+		mr.Extra = map[string]any{"added_ms": d}
+		b.add(mr)
 	}
 
 	g := newRow("launch_emptygo", "empty static Go program start (wall)", "ms", 2)
@@ -618,6 +676,119 @@ func (b *bench) launch() error {
 	delete(o.Ratio, confine)
 	o.Extra = map[string]any{"overhead_over_empty_go_start": o.Values[confine] / goStart}
 	b.add(o)
+	return nil
+}
+
+// ---- warmcache: spf13/cobra's tests with the go recipe's kept cache ----
+
+// warmCache times `go test -count=1 ./...` of spf13/cobra (its source is in
+// the module cache: the CLI depends on it) bare with a warm build cache,
+// under `confine run --profile go` with an empty confine cache (cold) and
+// with the one the previous run left (warm). -count=1 runs the tests every
+// time: go's test-result cache does not carry over between confine runs
+// when a test reads $TMPDIR or $HOME (a new private directory per run), so
+// without it bare would compare cached results with real runs.
+func (b *bench) warmCache() error {
+	reps := b.knobInt("CACHE_RUNS", 3)
+	if b.goroot == "" {
+		return errors.New("go env GOROOT failed")
+	}
+	gobin := filepath.Join(b.goroot, "bin", "go")
+	out, err := exec.Command(gobin, "env", "GOMODCACHE").Output()
+	if err != nil {
+		return fmt.Errorf("go env GOMODCACHE: %v", err)
+	}
+	modcache := strings.TrimSpace(string(out))
+	lm := exec.Command(gobin, "list", "-m", "-f", "{{.Dir}}", "github.com/spf13/cobra")
+	lm.Dir = b.repo
+	out, err = lm.Output()
+	if err != nil {
+		return fmt.Errorf("go list -m github.com/spf13/cobra: %v", err)
+	}
+	src := strings.TrimSpace(string(out))
+	dir := filepath.Join(b.wd, "cobra")
+	if err := exec.Command("cp", "-r", src, dir).Run(); err != nil {
+		return fmt.Errorf("copy %s: %v", src, err)
+	}
+	defer os.RemoveAll(dir)
+	if err := exec.Command("chmod", "-R", "u+w", dir).Run(); err != nil {
+		return err
+	}
+	// cobra's own dependencies (go-md2man, yaml for cobra/doc) are not
+	// the CLI's: fetch them into the module cache from the Go proxy once.
+	dl := exec.Command(gobin, "mod", "download")
+	dl.Dir = dir
+	if o, err := dl.CombinedOutput(); err != nil {
+		return fmt.Errorf("go mod download in cobra (needs the Go module proxy once): %v: %s", err, lastLines(string(o), 3))
+	}
+	// TestFail*File expect a write to a read-only file to fail, which
+	// root's does not.
+	args := []string{gobin, "test", "-count=1", "-skip", "TestFail.*File", "./..."}
+	o := opts{path: filepath.Join(b.goroot, "bin") + ":/usr/bin:/bin",
+		env: []string{"GOFLAGS=-mod=mod", "GOPROXY=off", "GOTOOLCHAIN=local", "GOMODCACHE=" + modcache}}
+	confineOpts := o
+	confineOpts.env = nil // the recipe sets them
+	confineOpts.confine = []string{"--workdir", dir, "--profile", "go", "--timeout", "30m"}
+	if !underSystemRoot(b.goroot) {
+		confineOpts.confine = append(confineOpts.confine, "--ro", b.goroot)
+	}
+	caches := filepath.Join(b.tmp, "confine-caches")
+	run := func(what string, c *exec.Cmd, cacheDir string) (float64, error) {
+		c.Dir = dir
+		if cacheDir != "" {
+			// The recipe finds the module cache the way go does, and the
+			// caches go where the bench says.
+			c.Env = append(c.Env, "GOMODCACHE="+modcache, "CONFINE_CACHE_DIR="+cacheDir)
+		}
+		t0 := time.Now()
+		_, err := runOut(c)
+		d := time.Since(t0).Seconds()
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", what, err)
+		}
+		fmt.Fprintf(os.Stderr, "bench:   warmcache %s: %.1fs\n", what, d)
+		return d, nil
+	}
+	// Warm both: bare's GOCACHE (in the scratch HOME) and the confine cache.
+	if _, err := run("bare warm-up", b.command(bare, o, args...), ""); err != nil {
+		return err
+	}
+	warmDir := filepath.Join(caches, "warm")
+	if _, err := run("confine warm-up (cold)", b.command(confine, confineOpts, args...), warmDir); err != nil {
+		return err
+	}
+	var bareT, warmT, coldT []float64
+	for i := 0; i < reps; i++ {
+		for _, k := range rand.Perm(2) {
+			var d float64
+			var err error
+			if k == 0 {
+				d, err = run("bare", b.command(bare, o, args...), "")
+				bareT = append(bareT, d)
+			} else {
+				d, err = run("confine warm", b.command(confine, confineOpts, args...), warmDir)
+				warmT = append(warmT, d)
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+	cold, err := run("confine cold", b.command(confine, confineOpts, args...), filepath.Join(caches, "cold"))
+	if err != nil {
+		return err
+	}
+	coldT = append(coldT, cold)
+	r := newRow("warmcache", "spf13/cobra `go test -count=1 ./...`: bare with a warm GOCACHE vs `confine run --profile go` with its kept cache (warm)", "s", 2)
+	b.fill(r, map[box][]float64{bare: bareT, confine: warmT})
+	r.Text[bwrap] = ""
+	r.Target = "warm ≤ 1.2x"
+	r.Met = verdict(r.Ratio[confine] <= 1.2)
+	flagNoise(r, 1.2, false)
+	r.Notes = fmt.Sprintf("%d interleaved runs each; cold (an empty confine cache, as every run was before) %.1fs = %.1fx bare warm; runs (s): %s",
+		reps, median(coldT), median(coldT)/r.Values[bare], sampleText(r, 1))
+	r.Extra = map[string]any{"cold_s": median(coldT)}
+	b.add(r)
 	return nil
 }
 

@@ -174,7 +174,7 @@ func startCommand(p *plan.Plan, notify bool) (int, int, string) {
 	}
 	defer statusR.Close()
 	fds := program.FDs{Stdin: 0, Stdout: 1, Stderr: 2, Status: int(statusW.Fd()), Exit: -1, Notify: -1,
-		Sync: -1, Ruleset: rs.FD, Janitor: -1, Cgroup: -1}
+		Sync: -1, Ruleset: rs.FD, Janitor: -1, Cgroup: -1, MemCgroup: -1}
 	if notify {
 		fds.Notify = 5
 	}

@@ -1,0 +1,237 @@
+//go:build linux
+
+package host
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// MemoryCgroup is where per-run memory cgroups are made: inside the
+// launcher's own memory cgroup, so that every bound on the caller still
+// holds for its runs (a run never leaves the caller's accounting).
+type MemoryCgroup struct {
+	// Parent is the launcher's own memory cgroup directory; runs get a
+	// child of it.
+	Parent string `json:"parent"`
+	// V2 says the hierarchy is cgroup v2 (memory.max, memory.peak,
+	// memory.events), not v1 (memory.limit_in_bytes, ...).
+	V2 bool `json:"v2,omitempty"`
+}
+
+// ErrNoMemoryCgroup says no per-run memory cgroup can be made here.
+var ErrNoMemoryCgroup = errors.New("no writable memory cgroup")
+
+// memoryCgroup finds the launcher's memory cgroup and whether a child of it
+// with a memory limit can be created and joined: the directory and its
+// task files writable (root, or a delegated hierarchy), and for v2 the
+// memory controller enabled for its children.
+func memoryCgroup() (MemoryCgroup, error) {
+	own, err := ownCgroups("/proc/self/cgroup")
+	if err != nil {
+		return MemoryCgroup{}, err
+	}
+	mounts, err := cgroupMounts("/proc/self/mountinfo")
+	if err != nil {
+		return MemoryCgroup{}, err
+	}
+	for _, m := range mounts {
+		var rel string
+		var ok bool
+		switch {
+		case !m.v2 && m.memory:
+			rel, ok = own["memory"]
+		case m.v2:
+			rel, ok = own[""]
+		}
+		if !ok {
+			continue
+		}
+		sub, err := filepath.Rel(m.root, rel)
+		if err != nil || strings.HasPrefix(sub, "..") {
+			// Our cgroup lies outside what this mount shows.
+			continue
+		}
+		dir := filepath.Join(m.point, sub)
+		if m.v2 {
+			// A child gets memory.max only when the controller is
+			// enabled below dir, which v2 allows only where dir holds no
+			// process (or is the root): this launcher is in dir.
+			b, err := os.ReadFile(filepath.Join(dir, "cgroup.subtree_control"))
+			if err != nil || !containsWord(strings.TrimSpace(string(b)), "memory") {
+				continue
+			}
+		}
+		if unix.Access(dir, unix.W_OK) != nil {
+			continue
+		}
+		join := "tasks"
+		if m.v2 {
+			join = "cgroup.procs"
+		}
+		if unix.Access(filepath.Join(dir, join), unix.W_OK) != nil {
+			continue
+		}
+		return MemoryCgroup{Parent: dir, V2: m.v2}, nil
+	}
+	return MemoryCgroup{}, ErrNoMemoryCgroup
+}
+
+// ownCgroups reads /proc/self/cgroup: controller -> path ("" for v2).
+func ownCgroups(path string) (map[string]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.SplitN(l, ":", 3)
+		if len(f) != 3 {
+			continue
+		}
+		if f[1] == "" {
+			out[""] = f[2]
+			continue
+		}
+		for _, c := range strings.Split(f[1], ",") {
+			out[c] = f[2]
+		}
+	}
+	return out, nil
+}
+
+type cgroupMount struct {
+	root, point string
+	v2, memory  bool
+}
+
+// cgroupMounts lists the cgroup mounts of mountinfo: v1 mounts with the
+// memory controller, and cgroup2 mounts.
+func cgroupMounts(path string) ([]cgroupMount, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []cgroupMount
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// id parent major:minor root point options [optional...] - fstype source superoptions
+		pre, post, ok := strings.Cut(sc.Text(), " - ")
+		if !ok {
+			continue
+		}
+		a, b := strings.Fields(pre), strings.Fields(post)
+		if len(a) < 5 || len(b) < 3 {
+			continue
+		}
+		m := cgroupMount{root: unescapeMount(a[3]), point: unescapeMount(a[4])}
+		switch b[0] {
+		case "cgroup2":
+			m.v2 = true
+		case "cgroup":
+			for _, o := range strings.Split(b[2], ",") {
+				m.memory = m.memory || o == "memory"
+			}
+			if !m.memory {
+				continue
+			}
+		default:
+			continue
+		}
+		out = append(out, m)
+	}
+	return out, sc.Err()
+}
+
+// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+4 <= len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// CreateMemoryCgroup creates the per-run memory cgroup dir (a child of
+// mc.Parent) bounded at max bytes, swap included: memory.max and
+// memory.swap.max 0 on v2; memory.limit_in_bytes and, where swap is
+// accounted, memory.memsw.limit_in_bytes on v1.
+func CreateMemoryCgroup(mc MemoryCgroup, dir string, max int64) error {
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return err
+	}
+	v := []byte(strconv.FormatInt(max, 10))
+	set := func(name string, val []byte, optional bool) error {
+		err := os.WriteFile(filepath.Join(dir, name), val, 0)
+		if err != nil && optional && errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("set %s: %w", name, err)
+		}
+		return nil
+	}
+	var err error
+	if mc.V2 {
+		if err = set("memory.max", v, false); err == nil {
+			err = set("memory.swap.max", []byte("0"), true)
+		}
+	} else if err = set("memory.limit_in_bytes", v, false); err == nil {
+		err = set("memory.memsw.limit_in_bytes", v, true)
+	}
+	if err != nil {
+		_ = os.Remove(dir)
+		return err
+	}
+	return nil
+}
+
+// MemoryStats is what a run's memory cgroup recorded.
+type MemoryStats struct {
+	// Peak is the highest memory use of the tree, in bytes (0 where the
+	// kernel does not record it: v2 before Linux 5.19).
+	Peak int64
+	// OOMKills counts processes the kernel killed for reaching the bound.
+	OOMKills int64
+}
+
+// ReadMemoryStats reads the peak and the OOM kills of a run's memory
+// cgroup.
+func ReadMemoryStats(mc MemoryCgroup, dir string) (MemoryStats, error) {
+	var s MemoryStats
+	peak, events, key := "memory.max_usage_in_bytes", "memory.oom_control", "oom_kill"
+	if mc.V2 {
+		peak, events = "memory.peak", "memory.events"
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, peak)); err == nil {
+		s.Peak, _ = strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, events))
+	if err != nil {
+		return s, err
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, key+" "); ok {
+			s.OOMKills, _ = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		}
+	}
+	return s, nil
+}
