@@ -4,6 +4,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,23 +15,24 @@ import (
 	"github.com/confine-sandbox/confine/spec"
 )
 
-// memoryHolder takes 8 MiB, registers in "held", waits until 64 have
-// registered (all holding at once) and then says "all". A holder the
-// kernel killed never says it, so 64 "all" lines mean 512 MiB were held at
-// the same time.
-const memoryHolder = `import time
-b = bytearray(8 << 20)
-with open("held", "a") as f:
-    f.write("h\n")
-for _ in range(300):
-    with open("held") as f:
-        if len(f.readlines()) >= 64:
-            print("all", flush=True)
-            break
-    time.sleep(0.05)
+// memoryBomb starts 64 holders that each take 8 MiB (every page written),
+// say "h" and hold it until their stdin reaches EOF. Once every holder has
+// either said "h" or died, it lets them go and prints how many held to the
+// end (all of those held at once) and how many the kernel killed. Nothing
+// in it waits on a clock, so a slow or loaded host changes only how long
+// it takes, never what it prints; "held 64" means 512 MiB were held at the
+// same time.
+const memoryBomb = `import subprocess, sys
+hold = "b = bytearray(8 << 20)\nimport sys\nsys.stdout.write('h')\nsys.stdout.flush()\nsys.stdin.read()\n"
+ps = [subprocess.Popen([sys.executable, "-c", hold], stdin=subprocess.PIPE, stdout=subprocess.PIPE) for _ in range(64)]
+said = [p.stdout.read(1) == b"h" for p in ps]
+for p in ps:
+    p.stdin.close()
+codes = [p.wait() for p in ps]
+held = sum(1 for s, c in zip(said, codes) if s and c == 0)
+killed = sum(1 for c in codes if c == -9)
+print("held %d killed %d" % (held, killed), flush=True)
 `
-
-const memoryBomb = `i=0; while [ $i -lt 64 ]; do python3 holder.py >> all & i=$((i+1)); done; wait; echo "held $(grep -c all all)"`
 
 // Where a run gets a memory cgroup, --memory bounds the whole tree: 64
 // processes of 8 MiB do not fit in 256 MiB, the kernel kills some, the
@@ -52,9 +54,9 @@ func TestMemoryBoundsTheTree(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			u := testutil.Users(t)[0]
 			wd := testutil.Workdir(t, u.UID)
-			writeOwned(t, u, filepath.Join(wd, "holder.py"), memoryHolder)
+			writeOwned(t, u, filepath.Join(wd, "bomb.py"), memoryBomb)
 			r := testutil.CLI{Bin: testutil.SelfBinary(t), UID: u.UID, Dir: wd, Env: tc.env,
-				Args: []string{"run", "--json", "--memory", "256MiB", "--", "sh", "-c", memoryBomb}}.Run(t)
+				Args: []string{"run", "--json", "--memory", "256MiB", "--", "python3", "bomb.py"}}.Run(t)
 			var res spec.CommandResult
 			if err := json.Unmarshal([]byte(r.Stdout), &res); err != nil {
 				t.Fatalf("exit %d, not a result: %v\nstdout: %s\nstderr: %s", r.Code, err, r.Stdout, r.Stderr)
@@ -72,18 +74,21 @@ func TestMemoryBoundsTheTree(t *testing.T) {
 					mech = g.Mechanism
 				}
 			}
+			// Everything a failure needs to be understood from a CI log.
+			diag := fmt.Sprintf("exit %d, oom_killed %v, peak %d, backend %s, mechanism %q, stdout %q, stderr %q, swap %q",
+				res.ExitCode, res.OOMKilled, res.Usage.PeakMemoryBytes, res.Backend, mech, out, res.Stderr.Text(), swaps())
 			switch tc.bound {
 			case "memory-cgroup":
-				if !res.OOMKilled || strings.Contains(out, "held 64") {
-					t.Fatalf("the tree was not stopped at 256 MiB: oom_killed %v, stdout %q", res.OOMKilled, out)
+				if !res.OOMKilled || strings.Contains(out, "held 64") || !strings.Contains(out, "killed") {
+					t.Fatalf("the tree was not stopped at 256 MiB by an OOM kill: %s", diag)
 				}
 				// The kernel lets a task it is killing charge past the
 				// limit (it must be able to exit): a few pages over.
 				if res.Usage.PeakMemoryBytes <= 0 || res.Usage.PeakMemoryBytes > 256<<20+1<<20 {
-					t.Fatalf("peak_memory_bytes %d, want within (0, 256 MiB + 1 MiB]", res.Usage.PeakMemoryBytes)
+					t.Fatalf("peak_memory_bytes out of (0, 256 MiB + 1 MiB]: %s", diag)
 				}
 				if !strings.HasPrefix(mech, "memory cgroup") {
-					t.Fatalf("bounded-resources says %q", mech)
+					t.Fatalf("bounded-resources does not name the memory cgroup: %s", diag)
 				}
 				t.Logf("stopped: %s; peak %d MiB", strings.TrimSpace(out), res.Usage.PeakMemoryBytes>>20)
 				// Without --json a person is told why the run died.
@@ -95,8 +100,8 @@ func TestMemoryBoundsTheTree(t *testing.T) {
 			case "rlimit-data":
 				// Per process: every holder fits, and the result says the
 				// bound is per process rather than claiming the tree.
-				if res.OOMKilled || !strings.Contains(out, "held 64") {
-					t.Fatalf("oom_killed %v, stdout %q: the per-process bound should let 64 x 8 MiB through", res.OOMKilled, out)
+				if res.OOMKilled || !strings.Contains(out, "held 64 killed 0") {
+					t.Fatalf("the per-process bound should let 64 x 8 MiB through: %s", diag)
 				}
 				if !strings.Contains(mech, "RLIMIT_DATA") || !strings.Contains(mech, "per process") {
 					t.Fatalf("bounded-resources says %q: it must name RLIMIT_DATA and say it is per process", mech)
@@ -104,6 +109,15 @@ func TestMemoryBoundsTheTree(t *testing.T) {
 			}
 		})
 	}
+}
+
+// swaps is /proc/swaps: a bound that let the tree swap would not stop it.
+func swaps() string {
+	b, err := os.ReadFile("/proc/swaps")
+	if err != nil {
+		return err.Error()
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // writeOwned writes a file into u's work directory, owned by u.

@@ -68,6 +68,12 @@ func memoryCgroup() (MemoryCgroup, error) {
 			if err != nil || !containsWord(strings.TrimSpace(string(b)), "memory") {
 				continue
 			}
+			// Its children get memory.swap.max where dir has it (the
+			// root has none); without it a run could not be kept out
+			// of the host's swap (see CreateMemoryCgroup).
+			if _, err := os.Stat(filepath.Join(dir, "memory.swap.max")); err != nil && swapActive("/proc/swaps") {
+				continue
+			}
 		}
 		if unix.Access(dir, unix.W_OK) != nil {
 			continue
@@ -171,31 +177,67 @@ func unescapeMount(s string) string {
 }
 
 // CreateMemoryCgroup creates the per-run memory cgroup dir (a child of
-// mc.Parent) bounded at max bytes, swap included: memory.max and
-// memory.swap.max 0 on v2; memory.limit_in_bytes and, where swap is
-// accounted, memory.memsw.limit_in_bytes on v1.
+// mc.Parent) bounded at max bytes, with no swap: memory.max and
+// memory.swap.max 0 on v2; memory.limit_in_bytes and
+// memory.memsw.limit_in_bytes on v1. Where the kernel does not account
+// swap (no memsw or swap.max file) and the host has swap, a tree at its
+// bound would be swapped out rather than stopped: on v1 memory.swappiness
+// 0 keeps the cgroup's own reclaim from swapping; on v2 there is no such
+// knob, and the cgroup is refused (ErrSwapUnbounded).
 func CreateMemoryCgroup(mc MemoryCgroup, dir string, max int64) error {
+	return createMemoryCgroup(mc, dir, max, swapActive("/proc/swaps"))
+}
+
+// ErrSwapUnbounded says a memory cgroup here could not keep a run out of
+// the host's swap.
+var ErrSwapUnbounded = errors.New("the host has swap and the kernel does not account it per cgroup (no memory.swap.max)")
+
+// swapActive says whether the swaps file lists a device or file in use.
+// Unreadable counts as active: the bound must not be assumed.
+func swapActive(path string) bool {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return true
+	}
+	return len(strings.Split(strings.TrimSpace(string(b)), "\n")) > 1
+}
+
+func createMemoryCgroup(mc MemoryCgroup, dir string, max int64, swap bool) error {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return err
 	}
 	v := []byte(strconv.FormatInt(max, 10))
-	set := func(name string, val []byte, optional bool) error {
+	set := func(name string, val []byte) error {
 		err := os.WriteFile(filepath.Join(dir, name), val, 0)
-		if err != nil && optional && errors.Is(err, os.ErrNotExist) {
-			return nil
-		}
 		if err != nil {
 			return fmt.Errorf("set %s: %w", name, err)
 		}
 		return nil
 	}
+	exists := func(name string) bool {
+		_, err := os.Stat(filepath.Join(dir, name))
+		return err == nil
+	}
 	var err error
-	if mc.V2 {
-		if err = set("memory.max", v, false); err == nil {
-			err = set("memory.swap.max", []byte("0"), true)
+	switch {
+	case mc.V2:
+		if err = set("memory.max", v); err != nil {
+			break
 		}
-	} else if err = set("memory.limit_in_bytes", v, false); err == nil {
-		err = set("memory.memsw.limit_in_bytes", v, true)
+		if exists("memory.swap.max") {
+			err = set("memory.swap.max", []byte("0"))
+		} else if swap {
+			err = ErrSwapUnbounded
+		}
+	default:
+		if err = set("memory.limit_in_bytes", v); err != nil {
+			break
+		}
+		if exists("memory.memsw.limit_in_bytes") {
+			err = set("memory.memsw.limit_in_bytes", v)
+		} else if swap {
+			err = set("memory.swappiness", []byte("0"))
+		}
 	}
 	if err != nil {
 		_ = os.Remove(dir)

@@ -3,6 +3,7 @@
 package host
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -83,5 +84,57 @@ func TestCreateMemoryCgroup(t *testing.T) {
 	st, err := ReadMemoryStats(mc, dir)
 	if err != nil || st.OOMKills != 0 {
 		t.Fatalf("stats %+v, %v", st, err)
+	}
+}
+
+// Where the kernel does not account swap per cgroup (on a plain directory
+// no memsw or swap.max file exists) and the host has swap, v1 turns the
+// cgroup's swappiness to 0 and v2 refuses: a tree at its bound must be
+// stopped, not swapped out.
+func TestCreateMemoryCgroupSwap(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		v2, swap       bool
+		err            error
+		wantSwappiness bool
+	}{
+		{"v1 no swap", false, false, nil, false},
+		{"v1 swap unaccounted", false, true, nil, true},
+		{"v2 no swap", true, false, nil, false},
+		{"v2 swap unaccounted", true, true, ErrSwapUnbounded, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "run")
+			err := createMemoryCgroup(MemoryCgroup{V2: tc.v2}, dir, 64<<20, tc.swap)
+			if !errors.Is(err, tc.err) {
+				t.Fatalf("err %v, want %v", err, tc.err)
+			}
+			b, err := os.ReadFile(filepath.Join(dir, "memory.swappiness"))
+			if got := err == nil && string(b) == "0"; got != tc.wantSwappiness {
+				t.Fatalf("swappiness 0 written: %v, want %v", got, tc.wantSwappiness)
+			}
+		})
+	}
+}
+
+func TestSwapActive(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, body string
+		want       bool
+	}{
+		{"header only", "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n", false},
+		{"one swap file", "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n/swapfile file 1048572 0 -2\n", true},
+	} {
+		p := filepath.Join(dir, tc.name)
+		if err := os.WriteFile(p, []byte(tc.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := swapActive(p); got != tc.want {
+			t.Errorf("%s: swapActive %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if !swapActive(filepath.Join(dir, "missing")) {
+		t.Error("an unreadable swaps file must count as swap in use")
 	}
 }
