@@ -189,7 +189,10 @@ func child(p *Program) {
 	// Only the command may hold these: the parent waits for EOF on the
 	// status pipe and the output pipes.
 	syscall.RawSyscall(unix.SYS_CLOSE_RANGE, 0, FDStatus, 0)
-	syscall.RawSyscall(unix.SYS_CLOSE_RANGE, FDNotify, FDRuleset, 0)
+	// Not FDSync: the janitor waits on it for the launcher to have read
+	// the memory cgroup (EOF), and would otherwise remove it first.
+	syscall.RawSyscall(unix.SYS_CLOSE, FDNotify, 0, 0)
+	syscall.RawSyscall(unix.SYS_CLOSE, FDRuleset, 0, 0)
 
 	gone := false
 	for !p.cmdDone && !gone {

@@ -272,6 +272,71 @@ func TestSubreaper(t *testing.T) {
 	}
 }
 
+// TestJanitorAfterReportKeepsSync: after its report, init's janitor still
+// holds FDSync, so it can wait there for the launcher (which reads the
+// run's memory cgroup before the janitor removes it). A janitor that found
+// it closed would run at once, racing the launcher.
+func TestJanitorAfterReportKeepsSync(t *testing.T) {
+	p := &Program{Subreaper: true, JanitorAfterReport: true}
+	if err := p.SetExec("/bin/true", []string{"true"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	exitR, exitW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer exitR.Close()
+	syncR, syncW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	obsR, obsW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obsR.Close()
+	// The janitor reads one byte from FDSync and passes on what it read:
+	// "X" from the test, or the zero it started with if the read failed.
+	buf := new([1]byte)
+	p.Keep(buf)
+	p.Init = []Op{
+		Call(1, unix.SYS_DUP3, exitW.Fd(), FDExit, 0),
+		Call(2, unix.SYS_DUP3, syncR.Fd(), FDSync, 0),
+		Call(3, unix.SYS_DUP3, obsW.Fd(), FDFree, 0),
+	}
+	p.Janitor = []Op{
+		Call(0, unix.SYS_READ, FDSync, uintptr(unsafe.Pointer(&buf[0])), 1).Ignore(),
+		Call(0, unix.SYS_WRITE, FDFree, uintptr(unsafe.Pointer(&buf[0])), 1).Ignore(),
+	}
+	runtime.LockOSThread()
+	pid, err := p.Start()
+	runtime.UnlockOSThread()
+	exitW.Close()
+	syncR.Close()
+	obsW.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var b [StatusSize]byte
+	if _, err := io.ReadFull(exitR, b[:]); err != nil {
+		t.Fatalf("no report: %v", err)
+	}
+	// Only now, after the report, does the janitor get its byte.
+	if _, err := syncW.Write([]byte("X")); err != nil {
+		t.Fatal(err)
+	}
+	syncW.Close()
+	got := make([]byte, 1)
+	if _, err := io.ReadFull(obsR, got); err != nil || got[0] != 'X' {
+		t.Fatalf("janitor read %q (%v): FDSync was closed before it ran", got, err)
+	}
+	var ws syscall.WaitStatus
+	if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // onlyChild waits for pid to have exactly one child and returns it.
 func onlyChild(t *testing.T, pid int) int {
 	t.Helper()
