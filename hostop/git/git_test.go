@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -302,5 +303,26 @@ func TestAsUsers(t *testing.T) {
 				t.Fatalf("as %s: %v\n%s", u.Name, err, out)
 			}
 		})
+	}
+}
+
+// The validators compile on first use; every pattern must compile (a bad
+// one would panic only when a git operation first met it).
+func TestPatternsCompile(t *testing.T) {
+	all := map[string]func() *regexp.Regexp{"rev": revRE, "bool": boolRE, "head": headRE}
+	for k, re := range inert {
+		all[k] = re
+	}
+	for name, re := range all {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("%s: %v", name, r)
+				}
+			}()
+			if re() == nil {
+				t.Errorf("%s: nil", name)
+			}
+		}()
 	}
 }

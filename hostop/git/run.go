@@ -123,23 +123,23 @@ type shadow struct {
 // inert are the repository configuration keys copied into the shadow,
 // each with the values it may take. Nothing else is copied: no key that
 // names a program, no include.
-var inert = map[string]*regexp.Regexp{
-	"core.repositoryformatversion": regexp.MustCompile(`^[01]$`),
+var inert = map[string]func() *regexp.Regexp{
+	"core.repositoryformatversion": lazyRE(`^[01]$`),
 	"core.filemode":                boolRE,
 	"core.symlinks":                boolRE,
 	"core.ignorecase":              boolRE,
 	"core.precomposeunicode":       boolRE,
-	"core.logallrefupdates":        regexp.MustCompile(`^(?i:true|false|yes|no|on|off|1|0|always)$`),
-	"core.autocrlf":                regexp.MustCompile(`^(?i:true|false|input)$`),
-	"core.eol":                     regexp.MustCompile(`^(?i:lf|crlf|native)$`),
-	"extensions.objectformat":      regexp.MustCompile(`^(?i:sha1|sha256)$`),
-	"user.name":                    regexp.MustCompile(`^[^\x00-\x1f<>"\\]{1,200}$`),
-	"user.email":                   regexp.MustCompile(`^[^\x00-\x1f<>"\\\s]{1,200}$`),
+	"core.logallrefupdates":        lazyRE(`^(?i:true|false|yes|no|on|off|1|0|always)$`),
+	"core.autocrlf":                lazyRE(`^(?i:true|false|input)$`),
+	"core.eol":                     lazyRE(`^(?i:lf|crlf|native)$`),
+	"extensions.objectformat":      lazyRE(`^(?i:sha1|sha256)$`),
+	"user.name":                    lazyRE(`^[^\x00-\x1f<>"\\]{1,200}$`),
+	"user.email":                   lazyRE(`^[^\x00-\x1f<>"\\\s]{1,200}$`),
 }
 
-var boolRE = regexp.MustCompile(`^(?i:true|false|yes|no|on|off|1|0)$`)
+var boolRE = lazyRE(`^(?i:true|false|yes|no|on|off|1|0)$`)
 
-var headRE = regexp.MustCompile(`^(ref: refs/heads/[A-Za-z0-9._/+-]{1,200}|[0-9a-f]{40}|[0-9a-f]{64})\n?$`)
+var headRE = lazyRE(`^(ref: refs/heads/[A-Za-z0-9._/+-]{1,200}|[0-9a-f]{40}|[0-9a-f]{64})\n?$`)
 
 func newShadow(root *hostop.Root, rootPath string) (*shadow, error) {
 	// .git must be a directory of the root, not a symlink. (The shadow's
@@ -155,7 +155,7 @@ func newShadow(root *hostop.Root, rootPath string) (*shadow, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: HEAD: %w", ErrNotRepo, err)
 	}
-	if !headRE.Match(h.Content.Head) {
+	if !headRE().Match(h.Content.Head) {
 		return nil, fmt.Errorf("%w: HEAD holds %q", ErrNotRepo, h.Content.Head)
 	}
 	sh.head = h.Content.Head
@@ -272,7 +272,7 @@ func parseConfig(b []byte) map[string]string {
 		if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
 			v = v[1 : len(v)-1]
 		}
-		if re, ok := inert[k]; ok && re.MatchString(v) {
+		if re, ok := inert[k]; ok && re().MatchString(v) {
 			out[k] = v
 		}
 	}
@@ -294,7 +294,7 @@ func (r *Repo) identity(sh *shadow) (string, string) {
 	if a := strings.TrimSpace(r.Author); a != "" {
 		name, rest, ok := strings.Cut(a, "<")
 		email := strings.TrimSuffix(strings.TrimSpace(rest), ">")
-		if ok && inert["user.name"].MatchString(strings.TrimSpace(name)) && inert["user.email"].MatchString(email) {
+		if ok && inert["user.name"]().MatchString(strings.TrimSpace(name)) && inert["user.email"]().MatchString(email) {
 			return strings.TrimSpace(name), email
 		}
 		return "", ""
@@ -309,7 +309,7 @@ func (sh *shadow) syncHead() error {
 	if err != nil || string(b) == string(sh.head) {
 		return nil
 	}
-	if !headRE.Match(b) || strings.HasPrefix(string(b), "ref:") {
+	if !headRE().Match(b) || strings.HasPrefix(string(b), "ref:") {
 		return nil
 	}
 	p, err := sh.root.WritePath(".git/HEAD")
