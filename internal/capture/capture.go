@@ -168,8 +168,11 @@ func Drain(r io.Reader, b *Buffer) error {
 		dst := b.ringSpace()
 		ring := dst != nil
 		if !ring {
+			// Start small and grow when reads fill it: most commands
+			// write little, and 128 KiB per stream were a cost of
+			// every launch.
 			if scratch == nil {
-				scratch = make([]byte, 128<<10)
+				scratch = make([]byte, 4<<10)
 			}
 			dst = scratch
 		}
@@ -179,6 +182,9 @@ func Drain(r io.Reader, b *Buffer) error {
 				b.commitRing(n)
 			} else {
 				_, _ = b.Write(dst[:n])
+				if n == len(scratch) && len(scratch) < 128<<10 {
+					scratch = make([]byte, 2*len(scratch))
+				}
 			}
 		}
 		if err != nil {
