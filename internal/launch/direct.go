@@ -174,6 +174,11 @@ func (d *direct) open() error {
 		if f, err := os.OpenFile(filepath.Dir(p.PidsCgroup), unix.O_PATH|unix.O_DIRECTORY, 0); err == nil {
 			d.closers = append(d.closers, f)
 			d.fds.Cgroup = int(f.Fd())
+			// A v1 hierarchy (it has tasks files), without namespaces:
+			// init joins by itself (program.FDs.JoinPids).
+			if _, err := os.Stat(filepath.Join(p.PidsCgroup, "tasks")); err == nil && !d.ns {
+				d.fds.JoinPids = true
+			}
 		}
 	}
 	// The flags for calls that name another process apply only without a
@@ -287,7 +292,7 @@ func (d *direct) start() (*Outcome, error) {
 			return nil, &errNamespaces{host.ExplainNamespaceFailure("namespace set-up failed: " + err.Error())}
 		}
 	}
-	if d.joined {
+	if d.joined && !d.fds.JoinPids {
 		// Init waits for the go-ahead below, so it is counted before it
 		// can fork anything.
 		if err := os.WriteFile(p.PidsCgroup+"/cgroup.procs", []byte(strconv.Itoa(pid)), 0); err != nil {

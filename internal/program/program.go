@@ -74,6 +74,13 @@ func (b *Built) InInit(s spawn.Step) bool {
 // numbers of package spawn (-1: absent).
 type FDs struct {
 	Stdin, Stdout, Stderr, Status, Exit, Notify, Sync, Ruleset, Janitor, Cgroup, MemCgroup int
+	// JoinPids: init moves itself into the run's pids cgroup (a v1
+	// hierarchy, Cgroup its parent) by writing "0" to the cgroup's tasks
+	// file, and out again the same way. Written by the launcher, the pid
+	// of another process makes the kernel take the global threadgroup
+	// lock, whose RCU grace period cost 6-15 ms of every root run here;
+	// a single thread moving itself is exempt.
+	JoinPids bool
 }
 
 // fdMsg is a prepared sendmsg(2) of one descriptor with SCM_RIGHTS.
@@ -341,11 +348,16 @@ func (b *Built) janitor(p *plan.Plan, fds FDs, rmRuns func(string) bool) error {
 	}
 	if p.PidsCgroup != "" && fds.Cgroup >= 0 {
 		// Init is in the cgroup itself: out first ("0": the writer), then
-		// remove it.
+		// remove it. Into the parent's tasks where init joined that way
+		// (see JoinPids: no global lock for the janitor either).
 		zero := []byte("0")
 		prog.Keep(zero)
+		out := "cgroup.procs"
+		if fds.JoinPids {
+			out = "tasks"
+		}
 		prog.Janitor = append(prog.Janitor,
-			spawn.Call(0, unix.SYS_OPENAT, spawn.FDCgroup, str("cgroup.procs"), unix.O_WRONLY|unix.O_CLOEXEC).ToSlot(0).Ignore(),
+			spawn.Call(0, unix.SYS_OPENAT, spawn.FDCgroup, str(out), unix.O_WRONLY|unix.O_CLOEXEC).ToSlot(0).Ignore(),
 			spawn.Call(0, unix.SYS_WRITE, 0, uintptr(unsafe.Pointer(&zero[0])), 1).FromSlot(0, 0).Ignore(),
 			spawn.Call(0, unix.SYS_UNLINKAT, spawn.FDCgroup, str(path.Base(p.PidsCgroup)), unix.AT_REMOVEDIR).Ignore())
 	}
@@ -413,6 +425,17 @@ func Subreaped(p *plan.Plan, fds FDs, filter []bpf.RawInstruction, privileged bo
 		return nil, fmt.Errorf("%s: %w", p.Path, err)
 	}
 	init := b.initStart(fds)
+	if fds.JoinPids && p.PidsCgroup != "" && fds.Cgroup >= 0 {
+		// Before anything forks: the command and all it starts are
+		// counted from their first process.
+		zero := []byte("0")
+		prog.Keep(zero)
+		tasks := path.Base(p.PidsCgroup) + "/tasks"
+		init = append(init,
+			b.call("open "+p.PidsCgroup+"/tasks", unix.SYS_OPENAT, spawn.FDCgroup, prog.Str(tasks), unix.O_WRONLY|unix.O_CLOEXEC).ToSlot(3),
+			b.call("join pids cgroup "+p.PidsCgroup, unix.SYS_WRITE, 0, uintptr(unsafe.Pointer(&zero[0])), 1).FromSlot(3, 0).Want(1),
+			b.call("close the pids cgroup's file", unix.SYS_CLOSE, 0).FromSlot(3, 0))
+	}
 	init = append(init,
 		b.call("set child subreaper", unix.SYS_PRCTL, unix.PR_SET_CHILD_SUBREAPER, 1),
 		b.call("setsid", unix.SYS_SETSID),
