@@ -174,9 +174,9 @@ func (d *direct) open() error {
 		if f, err := os.OpenFile(filepath.Dir(p.PidsCgroup), unix.O_PATH|unix.O_DIRECTORY, 0); err == nil {
 			d.closers = append(d.closers, f)
 			d.fds.Cgroup = int(f.Fd())
-			// A v1 hierarchy (it has tasks files), without namespaces:
-			// init joins by itself (program.FDs.JoinPids).
-			if _, err := os.Stat(filepath.Join(p.PidsCgroup, "tasks")); err == nil && !d.ns {
+			// A v1 hierarchy (it has tasks files): init joins by itself
+			// (program.FDs.JoinPids).
+			if _, err := os.Stat(filepath.Join(p.PidsCgroup, "tasks")); err == nil {
 				d.fds.JoinPids = true
 			}
 		}

@@ -120,7 +120,7 @@ func Namespaced(p *plan.Plan, fds FDs, rs *landlock.Ruleset, layout nsinit.Layou
 	var init []spawn.Op
 	add := func(o spawn.Op) { init = append(init, o) }
 
-	init = b.initStart(fds)
+	init = append(b.initStart(fds), b.joinPids(p, fds)...)
 	add(b.call("setsid", unix.SYS_SETSID))
 	add(b.call("make / private", unix.SYS_MOUNT, str(""), str("/"), str(""), unix.MS_REC|unix.MS_PRIVATE, 0))
 	// Each root's mounts are cloned before the new root exists; with
@@ -256,6 +256,24 @@ func (b *Built) initStart(fds FDs) []spawn.Op {
 	one := new([1]byte)
 	add(b.call("wait for the launcher", unix.SYS_READ, spawn.FDSync, b.P.Ptr(unsafe.Pointer(one), one), 1).Want(1))
 	return ops
+}
+
+// joinPids moves init into the run's pids cgroup where it joins by
+// itself (FDs.JoinPids), right after the go-ahead and before anything
+// forks: the command and all it starts are counted from their first
+// process.
+func (b *Built) joinPids(p *plan.Plan, fds FDs) []spawn.Op {
+	if !fds.JoinPids || p.PidsCgroup == "" || fds.Cgroup < 0 {
+		return nil
+	}
+	zero := []byte("0")
+	b.P.Keep(zero)
+	tasks := path.Base(p.PidsCgroup) + "/tasks"
+	return []spawn.Op{
+		b.call("open "+p.PidsCgroup+"/tasks", unix.SYS_OPENAT, spawn.FDCgroup, b.P.Str(tasks), unix.O_WRONLY|unix.O_CLOEXEC).ToSlot(3),
+		b.call("join pids cgroup "+p.PidsCgroup, unix.SYS_WRITE, 0, uintptr(unsafe.Pointer(&zero[0])), 1).FromSlot(3, 0).Want(1),
+		b.call("close the pids cgroup's file", unix.SYS_CLOSE, 0).FromSlot(3, 0),
+	}
 }
 
 // arrange moves fds to the fixed numbers of package spawn, then closes
@@ -424,18 +442,7 @@ func Subreaped(p *plan.Plan, fds FDs, filter []bpf.RawInstruction, privileged bo
 	if err := prog.SetExec(p.Path, p.Argv, p.Env); err != nil {
 		return nil, fmt.Errorf("%s: %w", p.Path, err)
 	}
-	init := b.initStart(fds)
-	if fds.JoinPids && p.PidsCgroup != "" && fds.Cgroup >= 0 {
-		// Before anything forks: the command and all it starts are
-		// counted from their first process.
-		zero := []byte("0")
-		prog.Keep(zero)
-		tasks := path.Base(p.PidsCgroup) + "/tasks"
-		init = append(init,
-			b.call("open "+p.PidsCgroup+"/tasks", unix.SYS_OPENAT, spawn.FDCgroup, prog.Str(tasks), unix.O_WRONLY|unix.O_CLOEXEC).ToSlot(3),
-			b.call("join pids cgroup "+p.PidsCgroup, unix.SYS_WRITE, 0, uintptr(unsafe.Pointer(&zero[0])), 1).FromSlot(3, 0).Want(1),
-			b.call("close the pids cgroup's file", unix.SYS_CLOSE, 0).FromSlot(3, 0))
-	}
+	init := append(b.initStart(fds), b.joinPids(p, fds)...)
 	init = append(init,
 		b.call("set child subreaper", unix.SYS_PRCTL, unix.PR_SET_CHILD_SUBREAPER, 1),
 		b.call("setsid", unix.SYS_SETSID),
