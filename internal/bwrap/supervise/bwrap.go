@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -90,23 +91,45 @@ func startBwrap(p *plan.Plan) (pid, notifyFD int, exitPipe *os.File, err error) 
 		// providers.
 		sys.Credential = &syscall.Credential{Uid: uint32(p.UID), Gid: uint32(p.GID), Groups: []uint32{}}
 	}
-	var back string
+	var back, join string
+	var self []byte
 	if p.PidsCgroup != "" {
 		// bwrap forks at once, so it must start inside the cgroup:
 		// the supervisor steps in for the fork and out again
-		// (CLONE_INTO_CGROUP would need cgroup v2).
+		// (CLONE_INTO_CGROUP would need cgroup v2). On v1 only the
+		// thread that forks moves ("0" into tasks: no global lock and
+		// RCU wait, as a pid written to cgroup.procs costs); v2 has
+		// only cgroup.procs, and moves the process.
+		join = "cgroup.procs"
+		if _, err := os.Stat(filepath.Join(p.PidsCgroup, "tasks")); err == nil {
+			join = "tasks"
+			// Unlocked once it is out again, below.
+			runtime.LockOSThread()
+		}
+		self = []byte(strconv.Itoa(os.Getpid()))
+		if join == "tasks" {
+			self = []byte("0")
+		}
 		if back, err = ownCgroup(p.PidsCgroup); err == nil {
-			err = os.WriteFile(p.PidsCgroup+"/cgroup.procs", []byte(strconv.Itoa(os.Getpid())), 0)
+			err = os.WriteFile(filepath.Join(p.PidsCgroup, join), self, 0)
 		}
 		if err != nil {
+			if join == "tasks" {
+				runtime.UnlockOSThread()
+			}
 			return fail("join pids cgroup %s: %v", p.PidsCgroup, err)
 		}
 	}
 	args := append([]string{"bwrap"}, bwrap.Args(p)...)
 	proc, err := os.StartProcess(p.Namespaces.Bwrap, args, &os.ProcAttr{Files: files, Env: []string{}, Sys: sys})
 	if back != "" {
-		if werr := os.WriteFile(back+"/cgroup.procs", []byte(strconv.Itoa(os.Getpid())), 0); werr != nil && err == nil {
+		// Out at once: the supervisor's threads must not count against
+		// (or be refused by) the run's bound.
+		if werr := os.WriteFile(filepath.Join(back, join), self, 0); werr != nil && err == nil {
 			fmt.Fprintf(os.Stderr, "confine: supervisor: leave the run's pids cgroup: %v\n", werr)
+		}
+		if join == "tasks" {
+			runtime.UnlockOSThread()
 		}
 	}
 	// Only bwrap's side may hold these now, so EOF means it is done with
