@@ -72,7 +72,7 @@ func (b *Built) InInit(s spawn.Step) bool {
 
 // FDs are the parent's descriptors the child arranges at the fixed
 // numbers of package spawn (-1: absent). Start from NoFDs, never from a
-// literal: the zero value of a field is descriptor 0, not absent.
+// literal: a descriptor's zero value is descriptor 0, not absent.
 type FDs struct {
 	Stdin, Stdout, Stderr, Status, Exit, Notify, Sync, Ruleset, Janitor, Cgroup, MemCgroup int
 	// JoinPids: init moves itself into the run's pids cgroup (a v1

@@ -165,9 +165,9 @@ func TestStartFailure(t *testing.T) {
 	}
 }
 
-// TestNoFDs walks FDs' fields: NoFDs marks every one absent, so that a
-// field added later cannot default to descriptor 0 at a site built from
-// it.
+// TestNoFDs walks FDs' fields: NoFDs marks every descriptor absent (and
+// leaves every switch off), so that a descriptor added later cannot
+// default to descriptor 0 at a site built from it.
 func TestNoFDs(t *testing.T) {
 	v := reflect.ValueOf(NoFDs())
 	if v.NumField() == 0 {
@@ -175,12 +175,17 @@ func TestNoFDs(t *testing.T) {
 	}
 	for i := range v.NumField() {
 		f := v.Type().Field(i)
-		if f.Type.Kind() != reflect.Int {
-			t.Errorf("FDs.%s is a %s, want int (a descriptor)", f.Name, f.Type)
-			continue
-		}
-		if got := v.Field(i).Int(); got != -1 {
-			t.Errorf("NoFDs().%s = %d, want -1 (absent)", f.Name, got)
+		switch f.Type.Kind() {
+		case reflect.Int: // a descriptor
+			if got := v.Field(i).Int(); got != -1 {
+				t.Errorf("NoFDs().%s = %d, want -1 (absent)", f.Name, got)
+			}
+		case reflect.Bool: // a switch: off unless set
+			if v.Field(i).Bool() {
+				t.Errorf("NoFDs().%s is set, want false", f.Name)
+			}
+		default:
+			t.Errorf("FDs.%s is a %s: decide what NoFDs sets it to, and test it here", f.Name, f.Type)
 		}
 	}
 }
