@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/confine-sandbox/confine/internal/eventlog"
 	"github.com/confine-sandbox/confine/internal/ledger"
 	"github.com/confine-sandbox/confine/internal/seatbelt"
 	"github.com/confine-sandbox/confine/internal/tmpdir"
@@ -21,60 +20,51 @@ import (
 // Backends names the backends this build can run.
 func Backends() []string { return []string{seatbelt.Name} }
 
-// RunCommand runs s under sandbox-exec with a profile generated from s and
-// its profile (internal/seatbelt). It refuses, before anything runs, what
-// it refuses on Linux, and also: a host without /usr/bin/sandbox-exec, a
-// profile with a network allowlist (no egress proxy on macOS yet), a tier
-// 3 profile (no microVM), a path it cannot canonicalise, and every
+// hostileTier refuses a tier 3 profile: it needs a microVM, and macOS
+// has none.
+func hostileTier() error {
+	return fmt.Errorf("%w: tier 3 (hostile) needs a microVM backend; macOS has none", spec.ErrUnavailable)
+}
+
+// landlockABI is the event log's Landlock ABI: none on macOS.
+func landlockABI() int { return 0 }
+
+// launch runs s under sandbox-exec with a profile generated from s and
+// its profile (internal/seatbelt), filling in res. It refuses, before
+// anything runs, what it refuses on Linux, and also: a host without
+// /usr/bin/sandbox-exec, a profile with a network allowlist (no egress
+// proxy on macOS yet), a path it cannot canonicalise, and every
 // guarantee Seatbelt cannot enforce that the profile does not waive.
-func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.CommandSpec) (res spec.CommandResult, err error) {
-	res.RunID = eventlog.NewRunID()
-	var prof policy.Profile
-	if l.EventLog != "" {
-		defer func() { l.record(c, prof, s, res, err) }()
-	}
-	if prof, err = policy.Authorize(c, s.Profile); err != nil {
-		return res, err
-	}
-	if prof.Tier == policy.TierHostile {
-		return res, fmt.Errorf("%w: tier 3 (hostile) needs a microVM backend; macOS has none", spec.ErrUnavailable)
-	}
-	if err := policy.CheckTier(prof.Tier); err != nil {
-		return res, err
-	}
-	if err := s.Validate(); err != nil {
-		return res, err
-	}
+func (l *Launcher) launch(ctx context.Context, c *policy.Cap, prof policy.Profile, s spec.CommandSpec, limits spec.Limits, res *spec.CommandResult) error {
 	if l.Backend != "" && l.Backend != "auto" && l.Backend != seatbelt.Name {
-		return res, fmt.Errorf("%w: backend %q does not exist on macOS (only %s)", spec.ErrUnavailable, l.Backend, seatbelt.Name)
+		return fmt.Errorf("%w: backend %q does not exist on macOS (only %s)", spec.ErrUnavailable, l.Backend, seatbelt.Name)
 	}
 	if prof.Network != "" && prof.Network != spec.DenyAll {
-		return res, fmt.Errorf("%w: profile %q asks for network %q; an allowlist is refused on macOS until the egress proxy runs there", spec.ErrUnavailable, prof.Name, prof.Network)
+		return fmt.Errorf("%w: profile %q asks for network %q; an allowlist is refused on macOS until the egress proxy runs there", spec.ErrUnavailable, prof.Name, prof.Network)
 	}
 	if err := seatbelt.Available(); err != nil {
-		return res, err
+		return err
 	}
 	gs, err := ledger.Resolve(seatbelt.Decide(os.Geteuid() == 0), prof.Waive)
 	if err != nil {
-		return res, err
+		return err
 	}
-	limits := mergeLimits(prof.Limits, s.Limits)
 	canon := seatbelt.Canon{}
 	lay, err := canon.Layout(seatbelt.Roots{Worktree: s.Worktree, Dir: s.Dir,
 		ReadOnly: append(slices.Clone(prof.ReadExec), s.ReadOnly...), ReadWrite: append(slices.Clone(prof.Writable), s.ReadWrite...)})
 	if err != nil {
-		return res, err
+		return err
 	}
 	dir, ro, rw := lay.Dir, lay.ReadExec, lay.Writable
 	// The same rules as on Linux, for every writable root.
 	for _, r := range rw {
 		if !slices.Contains(prof.Waive, policy.GFSWrite) {
 			if err := policy.CheckWritableRoot(r); err != nil {
-				return res, err
+				return err
 			}
 		}
 		if found := policy.FindCredentials(r); len(found) > 0 && !slices.Contains(prof.Waive, policy.GCredentials) {
-			return res, fmt.Errorf("%w: %s: %s is inside writable root %s, where it cannot be hidden from the command; move it out or waive %s in the profile",
+			return fmt.Errorf("%w: %s: %s is inside writable root %s, where it cannot be hidden from the command; move it out or waive %s in the profile",
 				spec.ErrUnavailable, policy.GCredentials, strings.Join(found, ", "), r, policy.GCredentials)
 		}
 	}
@@ -83,10 +73,10 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 	}
 	env, err := policy.SanitizeEnv(s.Env, prof.Env.Waive)
 	if err != nil {
-		return res, err
+		return err
 	}
 	if err := policy.ValidateEnvPaths(env, ro, rw); err != nil {
-		return res, err
+		return err
 	}
 	if !hasEnv(env, "PATH") {
 		var path string
@@ -99,27 +89,23 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 	}
 	prog, err := lookPath(s.Program, dir, env)
 	if err != nil {
-		return res, err
+		return err
 	}
-	if l.sem != nil {
-		select {
-		case l.sem <- struct{}{}:
-			defer func() { <-l.sem }()
-		case <-ctx.Done():
-			return res, fmt.Errorf("waiting for a run slot: %w", ctx.Err())
-		}
+	if err := l.acquire(ctx); err != nil {
+		return err
 	}
+	defer l.release()
 	td, err := tmpdir.Create(-1, -1)
 	if err != nil {
-		return res, fmt.Errorf("%w: %v", spec.ErrLaunch, err)
+		return fmt.Errorf("%w: %v", spec.ErrLaunch, err)
 	}
 	defer td.Remove()
 	if err := td.Wait(); err != nil {
-		return res, fmt.Errorf("%w: %v", spec.ErrLaunch, err)
+		return fmt.Errorf("%w: %v", spec.ErrLaunch, err)
 	}
 	scratch, err := canon.Path(td.Root)
 	if err != nil {
-		return res, fmt.Errorf("%w: private temp dir: %v", spec.ErrLaunch, err)
+		return fmt.Errorf("%w: private temp dir: %v", spec.ErrLaunch, err)
 	}
 	if !hasEnv(env, "HOME") {
 		env = append(env, "HOME="+scratch+"/"+tmpdir.HomeName)
@@ -129,7 +115,7 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 	}
 	profile, err := seatbelt.Generate(lay.Spec(scratch, append(slices.Clone(seatbelt.Devices), prof.Devices...)))
 	if err != nil {
-		return res, fmt.Errorf("%w: %v", spec.ErrInvalidSpec, err)
+		return fmt.Errorf("%w: %v", spec.ErrInvalidSpec, err)
 	}
 	res.Backend, res.Layers, res.Guarantees = seatbelt.Name, []string{"seatbelt", "process-group"}, gs
 	run := seatbelt.Run{Profile: profile, Path: prog, Argv: append([]string{s.Program}, s.Args...), Env: env, Dir: dir,
@@ -145,39 +131,10 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 	res.Duration = time.Since(start)
 	res.Stdout, res.Stderr = out.Stdout, out.Stderr
 	if err != nil {
-		return res, err
+		return err
 	}
 	res.ExitCode, res.Signal = out.ExitCode, out.Signal
 	res.TimedOut, res.Cancelled, res.Killed, res.Survivors = out.TimedOut, out.Cancelled, out.Killed, out.Survivors
 	res.Usage = out.Usage
-	if out.Cancelled && ctx.Err() != nil {
-		return res, fmt.Errorf("run cancelled: %w", ctx.Err())
-	}
-	return res, nil
-}
-
-// record appends the run, or its refusal, to the event log.
-func (l *Launcher) record(c *policy.Cap, prof policy.Profile, s spec.CommandSpec, res spec.CommandResult, runErr error) {
-	e := eventlog.Event{RunID: res.RunID, Backend: res.Backend, Layers: res.Layers}
-	if c != nil {
-		e.CapabilityID, e.Scope = c.ID(), c.Scope()
-	}
-	e.SetSpec(s)
-	e.SetResult(res)
-	if prof.Name != "" {
-		e.Profile, e.Tier = prof.Name, int(prof.Tier)
-	} else if c != nil {
-		e.Profile = c.Profile()
-	}
-	if runErr != nil {
-		e.Error = eventlog.RedactEnv(runErr.Error(), s.Env)
-	}
-	lg, err := eventlog.Open(l.EventLog, eventlog.DefaultMaxBytes, eventlog.DefaultKeep)
-	if err == nil {
-		err = lg.Record(e)
-		lg.Close()
-	}
-	if err != nil && l.EventLogError != nil {
-		l.EventLogError(fmt.Errorf("event log %s: %w", l.EventLog, err))
-	}
+	return nil
 }

@@ -38,23 +38,13 @@ run_timeout=${CONFINE_CI_DOCKER_TIMEOUT:-1200}
 mkdir -p "$work"
 work=$(cd "$work" && pwd -P)
 
-# Debian's docker.io (dockerd, containerd, runc). Its postinst must not
-# start a daemon of its own: policy-rc.d refuses service starts during the
-# install when no policy exists already.
+# Debian's docker.io (dockerd, containerd, runc).
 if ! [ -x /usr/sbin/dockerd ] || ! [ -x /usr/bin/docker ]; then
-  made_policy=
-  if ! [ -e /usr/sbin/policy-rc.d ]; then
-    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod 755 /usr/sbin/policy-rc.d; made_policy=1
-  fi
-  ok=1
-  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker.io; } || ok=
-  [ -n "$made_policy" ] && rm -f /usr/sbin/policy-rc.d
-  if [ -z "$ok" ]; then
+  if ! apt_install_no_start docker.io; then
     echo "docker matrix: FAIL: cannot install docker.io (no network to Debian's archive?)"
     exit 1
   fi
 fi
-docker=(/usr/bin/docker -H "unix://$work/docker.sock")
 
 export PATH="/usr/local/go/bin:$PATH"
 echo "docker matrix: building the test binaries"
@@ -65,30 +55,8 @@ CGO_ENABLED=0 go build -o "$work/bin/probe" ./escape/probe
 goroot=$(go env GOROOT)
 
 # dockerd: started here, stopped by its pid on every exit path.
-dpid=
-stop_dockerd() {
-  if [ -n "$dpid" ] && kill -0 "$dpid" 2>/dev/null; then
-    kill "$dpid" 2>/dev/null || true
-    for _ in $(seq 1 30); do kill -0 "$dpid" 2>/dev/null || break; sleep 1; done
-    kill -9 "$dpid" 2>/dev/null || true
-  fi
-}
 trap stop_dockerd EXIT
-rm -f "$work/docker.sock" "$work/dockerd.pid"
-/usr/sbin/dockerd --iptables=false --ip6tables=false --bridge=none --ip-forward=false --ip-masq=false \
-  --storage-driver=vfs --data-root "$work/data" --exec-root "$work/exec" \
-  --pidfile "$work/dockerd.pid" -H "unix://$work/docker.sock" > "$work/dockerd.log" 2>&1 &
-dpid=$!
-for _ in $(seq 1 60); do
-  "${docker[@]}" info >/dev/null 2>&1 && break
-  kill -0 "$dpid" 2>/dev/null || break
-  sleep 1
-done
-if ! "${docker[@]}" info >/dev/null 2>&1; then
-  echo "docker matrix: FAIL: dockerd did not come up; its log:"
-  tail -n 20 "$work/dockerd.log" | sed 's/^/    /'
-  exit 1
-fi
+start_dockerd "docker matrix" "$work" || exit 1
 echo "docker matrix: $("${docker[@]}" version --format 'docker {{.Server.Version}}'), seccomp: $("${docker[@]}" info --format '{{.SecurityOptions}}')"
 
 # The image: the host's top-level layout (merged-/usr symlinks as they

@@ -30,6 +30,7 @@ if [ "$(id -u)" != 0 ]; then
   echo "image: FAIL: must run as root (to start dockerd)"
   exit 1
 fi
+. .ci/matrix-lib.sh
 start=$SECONDS
 work=${CONFINE_CI_IMAGE_WORK:-/var/tmp/confine-ci-image}
 mkdir -p "$work"
@@ -40,44 +41,16 @@ need=()
 { [ -x /usr/sbin/dockerd ] && [ -x /usr/bin/docker ]; } || need+=(docker.io)
 [ -x /bin/busybox ] || need+=(busybox-static)
 if [ "${#need[@]}" -gt 0 ]; then
-  # docker.io's postinst must not start a daemon of its own.
-  made_policy=
-  if ! [ -e /usr/sbin/policy-rc.d ]; then
-    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod 755 /usr/sbin/policy-rc.d; made_policy=1
-  fi
-  ok=1
-  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"; } || ok=
-  [ -n "$made_policy" ] && rm -f /usr/sbin/policy-rc.d
-  [ -n "$ok" ] || { echo "image: FAIL: cannot install ${need[*]}"; exit 1; }
+  apt_install_no_start "${need[@]}" || { echo "image: FAIL: cannot install ${need[*]}"; exit 1; }
 fi
-docker=(/usr/bin/docker -H "unix://$work/docker.sock")
 
-dpid=
 cleanup() {
-  if [ -n "$dpid" ] && kill -0 "$dpid" 2>/dev/null; then
-    kill "$dpid" 2>/dev/null || true
-    for _ in $(seq 1 30); do kill -0 "$dpid" 2>/dev/null || break; sleep 1; done
-    kill -9 "$dpid" 2>/dev/null || true
-  fi
+  stop_dockerd
   # The images (vfs: every layer a full copy, 1.8 GB) are not kept.
   rm -rf "$work/ctx" "$work/rootfs" "$work"/*.tar "$work/data" "$work/exec"
 }
 trap cleanup EXIT
-rm -f "$work/docker.sock" "$work/dockerd.pid"
-/usr/sbin/dockerd --iptables=false --ip6tables=false --bridge=none --ip-forward=false --ip-masq=false \
-  --storage-driver=vfs --data-root "$work/data" --exec-root "$work/exec" \
-  --pidfile "$work/dockerd.pid" -H "unix://$work/docker.sock" > "$work/dockerd.log" 2>&1 &
-dpid=$!
-for _ in $(seq 1 60); do
-  "${docker[@]}" info >/dev/null 2>&1 && break
-  kill -0 "$dpid" 2>/dev/null || break
-  sleep 1
-done
-if ! "${docker[@]}" info >/dev/null 2>&1; then
-  echo "image: FAIL: dockerd did not come up; its log:"
-  tail -n 20 "$work/dockerd.log" | sed 's/^/    /'
-  exit 1
-fi
+start_dockerd image "$work" || exit 1
 t_dockerd=$((SECONDS - start))
 
 # The base: busybox-static as every tool, merged-/usr layout, users root

@@ -1,6 +1,7 @@
-# Shared by .ci/kernel-matrix.sh and .ci/docker-matrix.sh (sourced, not run).
-# Kernel fetching and the guest's initramfs, and the matrix table built from
-# the `-test.v` logs of the test binaries.
+# Shared by .ci/kernel-matrix.sh, .ci/docker-matrix.sh and .ci/image.sh
+# (sourced, not run). Kernel fetching and the guest's initramfs, the matrix
+# table built from the `-test.v` logs of the test binaries, and a dockerd
+# of the caller's own.
 
 # The CI-sized selection (CONFINE_CI_MATRIX_SCOPE=ci, the default): the
 # escape rows (not the bubblewrap backend's pass), the functional tests
@@ -322,4 +323,56 @@ print_refusals() {
     echo "-- refusals in ${d##*/} (count, reason):"
     echo "$r" | sed 's/^/   /'
   done
+}
+
+# apt_install_no_start PACKAGE...: installs Debian packages; a package's
+# postinst (docker.io's) must not start a daemon of its own, so
+# policy-rc.d refuses service starts during the install when no policy
+# exists already. Returns 1 when the install failed.
+apt_install_no_start() {
+  local made_policy= ok=1
+  if ! [ -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod 755 /usr/sbin/policy-rc.d; made_policy=1
+  fi
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@"; } || ok=
+  [ -n "$made_policy" ] && rm -f /usr/sbin/policy-rc.d
+  [ -n "$ok" ]
+}
+
+# start_dockerd WHO WORK: starts a dockerd of the caller's own, without
+# networking (--iptables=false --bridge=none), its socket, data, exec root,
+# pid file and log under WORK; sets docker (the client command for it) and
+# dpid, and waits until it answers. The caller traps stop_dockerd on EXIT
+# first. When it does not come up: prints "WHO: FAIL" and its log's tail,
+# and returns 1.
+docker=()
+dpid=
+start_dockerd() {
+  local who=$1 work=$2
+  docker=(/usr/bin/docker -H "unix://$work/docker.sock")
+  rm -f "$work/docker.sock" "$work/dockerd.pid"
+  /usr/sbin/dockerd --iptables=false --ip6tables=false --bridge=none --ip-forward=false --ip-masq=false \
+    --storage-driver=vfs --data-root "$work/data" --exec-root "$work/exec" \
+    --pidfile "$work/dockerd.pid" -H "unix://$work/docker.sock" > "$work/dockerd.log" 2>&1 &
+  dpid=$!
+  for _ in $(seq 1 60); do
+    "${docker[@]}" info >/dev/null 2>&1 && break
+    kill -0 "$dpid" 2>/dev/null || break
+    sleep 1
+  done
+  if ! "${docker[@]}" info >/dev/null 2>&1; then
+    echo "$who: FAIL: dockerd did not come up; its log:"
+    tail -n 20 "$work/dockerd.log" | sed 's/^/    /'
+    return 1
+  fi
+}
+
+# stop_dockerd: stops start_dockerd's daemon by its pid (SIGTERM, 30 s,
+# then SIGKILL), if it runs.
+stop_dockerd() {
+  if [ -n "$dpid" ] && kill -0 "$dpid" 2>/dev/null; then
+    kill "$dpid" 2>/dev/null || true
+    for _ in $(seq 1 30); do kill -0 "$dpid" 2>/dev/null || break; sleep 1; done
+    kill -9 "$dpid" 2>/dev/null || true
+  fi
 }

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	fx "github.com/confine-sandbox/confine/internal/fixture"
 	"github.com/confine-sandbox/confine/internal/testutil"
 	"github.com/confine-sandbox/confine/spec"
 )
@@ -224,7 +225,7 @@ func testBackend(t *testing.T, u testutil.User, container bool) {
 		if o.code != 125 || !strings.Contains(o.stderr, "bubblewrap") {
 			t.Errorf("--backend bwrap without bwrap or user namespaces: exit %d, want 125 naming bubblewrap: %s", o.code, o.stderr)
 		}
-		t.Logf("--backend bwrap refused as expected: %s", oneLine(o.stderr, 300))
+		t.Logf("--backend bwrap refused as expected: %s", fx.OneLine(o.stderr, 300))
 	default:
 		res = spec.CommandResult{}
 		if err := json.Unmarshal([]byte(o.stdout), &res); err != nil || res.ExitCode != 0 || res.Backend != "bubblewrap" {
@@ -274,7 +275,7 @@ func TestPythonPoolPrivateShm(t *testing.T) {
 		ok := res.ExitCode == 0 && strings.TrimSpace(string(res.Stdout.Head)) == "100"
 		switch {
 		case res.Backend == "landlock+namespaces" && !ok:
-			t.Errorf("multiprocessing.Pool under namespaces: exit %d, stdout %q, stderr %s", res.ExitCode, res.Stdout.Head, oneLine(string(res.Stderr.Text()), 300))
+			t.Errorf("multiprocessing.Pool under namespaces: exit %d, stdout %q, stderr %s", res.ExitCode, res.Stdout.Head, fx.OneLine(string(res.Stderr.Text()), 300))
 		case res.Backend == "landlock+namespaces":
 			t.Logf("namespaces: multiprocessing.Pool works (private /dev/shm)")
 		default:
@@ -299,7 +300,7 @@ func requireBwrap(t *testing.T, u testutil.User) {
 		wd := testutil.Workdir(t, u.UID)
 		o := cliRun(t, u, wd, nil, "run", "--backend", "bwrap", "--", "true")
 		if o.code != 0 {
-			why = fmt.Sprintf("exit %d: %s", o.code, oneLine(o.stderr, 400))
+			why = fmt.Sprintf("exit %d: %s", o.code, fx.OneLine(o.stderr, 400))
 		}
 		bwrapReason[u.UID] = &why
 	}

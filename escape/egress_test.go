@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"testing"
 
+	fx "github.com/confine-sandbox/confine/internal/fixture"
 	"github.com/confine-sandbox/confine/internal/testutil"
 )
 
@@ -47,7 +48,7 @@ special_addresses = ["127.0.0.1/32"]
 func egressVectors() []vcase {
 	// through is a request through the proxy (or, in the control,
 	// straight to the stand-in listener); the harness's listener decides.
-	through := func(mode, host string, port func(e *env) (string, *recorder), sni ...string) func(e *env) fixture {
+	through := func(mode, host string, port func(e *env) (string, *fx.Recorder), sni ...string) func(e *env) fixture {
 		return func(e *env) fixture {
 			p, r := port(e)
 			args := append([]string{mode, host, p, "127.0.0.1:" + p}, sni...)
@@ -56,7 +57,7 @@ func egressVectors() []vcase {
 			return fixture{args: args, cliArgs: e.egressProfile(p), effect: e.await(r), probeMayEscape: true, mustReport: len(sni) == 0}
 		}
 	}
-	tcp4 := func(e *env) (string, *recorder) { return e.tcp4() }
+	tcp4 := func(e *env) (string, *fx.Recorder) { return e.tcp4() }
 	return []vcase{
 		// A program that ignores the proxy variables (the probe is a
 		// static Go binary) connecting to the allowed host's address.
@@ -78,7 +79,7 @@ func egressVectors() []vcase {
 			if err != nil {
 				e.t.Fatal(err)
 			}
-			r := e.packetListener(pc)
+			r := fx.PacketListener(pc, e.t.Cleanup)
 			p := strconv.Itoa(pc.LocalAddr().(*net.UDPAddr).Port)
 			return fixture{args: []string{p}, cliArgs: e.egressProfile(p), effect: e.await(r)}
 		}},

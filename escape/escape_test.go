@@ -4,7 +4,6 @@ package escape
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/confine-sandbox/confine"
@@ -20,6 +19,7 @@ import (
 	"time"
 
 	"github.com/confine-sandbox/confine/internal/cli"
+	fx "github.com/confine-sandbox/confine/internal/fixture"
 	"github.com/confine-sandbox/confine/internal/testutil"
 )
 
@@ -163,11 +163,7 @@ func copyFile(src, dst string) error {
 }
 
 // probeReport is the probe's JSON line.
-type probeReport struct {
-	Vector  string `json:"vector"`
-	Outcome string `json:"outcome"`
-	Detail  string `json:"detail"`
-}
+type probeReport = fx.Report
 
 // outcome is one finished run, of the probe directly or of the CLI.
 type outcome struct {
@@ -192,22 +188,14 @@ func (o outcome) brief() string {
 		fmt.Fprintf(&b, "exit %d", o.code)
 	}
 	if o.hasReport {
-		fmt.Fprintf(&b, ", %s: %s", o.report.Outcome, oneLine(o.report.Detail, 400))
+		fmt.Fprintf(&b, ", %s: %s", o.report.Outcome, fx.OneLine(o.report.Detail, 400))
 	} else {
 		fmt.Fprintf(&b, ", no probe report")
 		if s := strings.TrimSpace(o.stderr); s != "" {
-			fmt.Fprintf(&b, "; stderr: %s", oneLine(s, 400))
+			fmt.Fprintf(&b, "; stderr: %s", fx.OneLine(s, 400))
 		}
 	}
 	return b.String()
-}
-
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > n {
-		s = s[:n] + "..."
-	}
-	return s
 }
 
 // execute runs cmd to completion (at most runLimit) and parses the last
@@ -245,26 +233,9 @@ func execute(t *testing.T, cmd *exec.Cmd) outcome {
 	if err != nil && !errors.As(err, &ee) && !errors.Is(err, exec.ErrWaitDelay) {
 		t.Fatalf("wait %v: %v", cmd.Args, err)
 	}
-	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
-	if ws.Signaled() {
-		o.signal = ws.Signal()
-		o.code = 128 + int(o.signal)
-	} else {
-		o.code = ws.ExitStatus()
-	}
-	o.report, o.hasReport = lastReport(o.stdout)
+	o.code, o.signal = fx.ExitStatus(cmd.ProcessState)
+	o.report, o.hasReport = fx.LastReport(o.stdout)
 	return o
-}
-
-func lastReport(stdout string) (probeReport, bool) {
-	lines := strings.Split(stdout, "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		var r probeReport
-		if json.Unmarshal([]byte(lines[i]), &r) == nil && r.Outcome != "" {
-			return r, true
-		}
-	}
-	return probeReport{}, false
 }
 
 // env is one phase (control or confined) of one vector for one user.
@@ -508,10 +479,10 @@ func runVector(t *testing.T, u testutil.User, vc vcase, backend string) {
 	cell.confined = "blocked: " + shortDetail(fo)
 	if ff.probeMayEscape && ff.effect != nil {
 		_, d := ff.effect()
-		cell.confined = "blocked: " + oneLine(d, 60)
+		cell.confined = "blocked: " + fx.OneLine(d, 60)
 	}
 	if stderr != "" {
-		t.Logf("confined stderr: %s", oneLine(stderr, 300))
+		t.Logf("confined stderr: %s", fx.OneLine(stderr, 300))
 	}
 	t.Logf("control: escaped (%s); confined: blocked (%s)", why, fo.brief())
 }
@@ -520,11 +491,11 @@ func runVector(t *testing.T, u testutil.User, vc vcase, backend string) {
 func shortDetail(o outcome) string {
 	switch {
 	case o.hasReport:
-		return oneLine(strings.ReplaceAll(o.report.Detail, sharedPrefix, "$S/"), 70)
+		return fx.OneLine(strings.ReplaceAll(o.report.Detail, sharedPrefix, "$S/"), 70)
 	case o.signal != 0:
 		return fmt.Sprintf("killed by %v", o.signal)
 	default:
-		return fmt.Sprintf("exit %d: %s", o.code, oneLine(o.stderr, 50))
+		return fmt.Sprintf("exit %d: %s", o.code, fx.OneLine(o.stderr, 50))
 	}
 }
 
@@ -582,7 +553,7 @@ func printMatrix(w io.Writer) {
 			case strings.HasPrefix(conf, "ESCAPED"):
 				counts["ESCAPED"]++
 			}
-			parts = append(parts, fmt.Sprintf("%s: %s -> %s", u, oneLine(ctl, 50), conf))
+			parts = append(parts, fmt.Sprintf("%s: %s -> %s", u, fx.OneLine(ctl, 50), conf))
 		}
 		fmt.Fprintf(w, "  %-28s %s\n", v, strings.Join(parts, " | "))
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	fx "github.com/confine-sandbox/confine/internal/fixture"
 	"github.com/confine-sandbox/confine/internal/host"
 	"github.com/confine-sandbox/confine/internal/testutil"
 )
@@ -136,7 +137,7 @@ for p in (".", os.environ["TMPDIR"], "/usr/bin"):
 				args := append([]string{"run", "--workdir", wd, "--backend", backend}, waiveMissing(t, u)...)
 				o := cliRun(t, u, wd, nil, append(args, "--", "python3", "-c", script)...)
 				if o.code == 125 && strings.Contains(o.stderr, "unavailable") {
-					t.Skipf("not applicable here as %s (%s): %s", u.Name, testutil.Mode(), oneLine(o.stderr, 300))
+					t.Skipf("not applicable here as %s (%s): %s", u.Name, testutil.Mode(), fx.OneLine(o.stderr, 300))
 				}
 				want := ". nosuid\ntmp nosuid\n/usr/bin nosuid\n"
 				if o.code != 0 || o.stdout != want {

@@ -6,12 +6,12 @@ import (
 	"bufio"
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	fx "github.com/confine-sandbox/confine/internal/fixture"
 )
 
 // Calls that act on another process by pid, process group, uid or pidfd
@@ -31,45 +31,19 @@ import (
 // the run sees the ABI this test process sees.
 const simABIEnv = "CONFINE_SIM_LANDLOCK_ABI"
 
-// victim is a process outside the run, started by the test.
-type victim struct {
-	*target
-	cmd *exec.Cmd
-}
-
 // startVictim starts `sleep 300` as uid, in a process group of its own
 // when pgrp is set (so that a group signal can reach nothing else of the
 // test's).
-func (e *env) startVictim(uid int, pgrp bool) *victim {
+func (e *env) startVictim(uid int, pgrp bool) *fx.Victim {
 	e.t.Helper()
-	sleep, err := exec.LookPath("sleep")
+	if os.Geteuid() != 0 {
+		uid = -1
+	}
+	v, err := fx.StartSleep([]string{controlPATH}, uid, pgrp, e.t.Cleanup)
 	if err != nil {
-		e.t.Fatalf("sleep: %v", err)
+		e.t.Fatal(err)
 	}
-	cmd := exec.Command(sleep, "300")
-	cmd.Env = []string{controlPATH}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: pgrp}
-	if os.Geteuid() == 0 && uid != 0 {
-		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}
-	}
-	if err := cmd.Start(); err != nil {
-		e.t.Fatalf("start sleep: %v", err)
-	}
-	tg := &target{pid: cmd.Process.Pid, done: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait()
-		tg.state = cmd.ProcessState
-		close(tg.done)
-	}()
-	e.t.Cleanup(func() {
-		select {
-		case <-tg.done:
-		default:
-			_ = unix.Kill(tg.pid, unix.SIGKILL) // our child, not yet reaped
-			<-tg.done
-		}
-	})
-	return &victim{tg, cmd}
+	return v
 }
 
 // procFixture completes a fixture for these rows with coreRun and
@@ -146,7 +120,7 @@ func changed(what string, before string, read func() (string, error)) func() (bo
 
 // procTargetVectors are the rows; vectors() appends them.
 func procTargetVectors() []vcase {
-	pidArg := func(v *victim) []string { return []string{strconv.Itoa(v.pid)} }
+	pidArg := func(v *fx.Victim) []string { return []string{strconv.Itoa(v.Pid)} }
 	// attribute rows: the victim's state before, and how to read it. The
 	// "-auto" twin runs under the backend confine picks (namespaces where
 	// they work), the plain row under the core.
@@ -154,12 +128,12 @@ func procTargetVectors() []vcase {
 		row := func(name string, auto bool) vcase {
 			return vcase{name: name, vector: vector, setup: func(e *env) fixture {
 				v := e.startVictim(e.user.UID, false)
-				r := func() (string, error) { return read(v.pid) }
+				r := func() (string, error) { return read(v.Pid) }
 				before, err := r()
 				if err != nil {
 					e.t.Fatalf("%s of the target: %v", what, err)
 				}
-				f := fixture{args: pidArg(v), effect: changed(what, before, r), intact: v.check, mustReport: true}
+				f := fixture{args: pidArg(v), effect: changed(what, before, r), intact: v.Check, mustReport: true}
 				if auto {
 					return f
 				}
@@ -172,7 +146,7 @@ func procTargetVectors() []vcase {
 	signal := func(name, vector string, pgrp bool, mayEscape bool) vcase {
 		return vcase{name: name, vector: vector, setup: func(e *env) fixture {
 			v := e.startVictim(e.user.UID, pgrp)
-			return procFixture(e, fixture{args: pidArg(v), effect: v.ended(e.settle()), intact: v.check, probeMayEscape: mayEscape})
+			return procFixture(e, fixture{args: pidArg(v), effect: v.Ended(e.settle()), intact: v.Check, probeMayEscape: mayEscape})
 		}}
 	}
 	// PRIO_USER renices every process of a uid. Only root can aim it at a
@@ -184,12 +158,12 @@ func procTargetVectors() []vcase {
 			}
 			const lonely = 61234
 			v := e.startVictim(lonely, false)
-			r := func() (string, error) { n, err := nice(v.pid); return strconv.Itoa(n), err }
+			r := func() (string, error) { n, err := nice(v.Pid); return strconv.Itoa(n), err }
 			before, err := r()
 			if err != nil {
 				e.t.Fatal(err)
 			}
-			f := fixture{args: []string{strconv.Itoa(lonely)}, effect: changed("nice value of a uid-61234 process", before, r), intact: v.check, mustReport: true}
+			f := fixture{args: []string{strconv.Itoa(lonely)}, effect: changed("nice value of a uid-61234 process", before, r), intact: v.Check, mustReport: true}
 			if auto {
 				return f
 			}

@@ -3,34 +3,23 @@
 package escape
 
 import (
-	"bufio"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	fx "github.com/confine-sandbox/confine/internal/fixture"
 	"github.com/confine-sandbox/confine/internal/testutil"
 )
 
 // original is the content of every fixture file the attacks try to change.
 const original = "original fixture content\n"
-
-func randName(prefix string) string {
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	return prefix + hex.EncodeToString(b)
-}
 
 // own gives path to the user (uid:gid) when the test runs as root.
 func (e *env) own(path string, gid int) {
@@ -117,36 +106,7 @@ func (e *env) symlink(target, link string) {
 func (e *env) outsideFile(name string) string { return e.file(e.outside(), name, 0o644) }
 
 // contentChanged is the effect "the file no longer holds original".
-func contentChanged(path string) func() (bool, string) {
-	return func() (bool, string) {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return true, fmt.Sprintf("%s is gone or unreadable: %v", path, err)
-		}
-		if string(b) != original {
-			return true, fmt.Sprintf("%s now holds %q", path, oneLine(string(b), 60))
-		}
-		return false, path + " unchanged"
-	}
-}
-
-// exists is the effect "path was created".
-func exists(path string) func() (bool, string) {
-	return func() (bool, string) {
-		var st unix.Stat_t
-		if err := unix.Lstat(path, &st); err != nil {
-			return false, fmt.Sprintf("%s does not exist", path)
-		}
-		return true, fmt.Sprintf("%s exists (mode %#o)", path, st.Mode)
-	}
-}
-
-func gone(path string) func() (bool, string) {
-	return func() (bool, string) {
-		ok, d := exists(path)()
-		return !ok, d
-	}
-}
+func contentChanged(path string) fx.Effect { return fx.ContentChanged(path, original) }
 
 func statOf(path string) (unix.Stat_t, error) {
 	var st unix.Stat_t
@@ -154,85 +114,20 @@ func statOf(path string) (unix.Stat_t, error) {
 	return st, err
 }
 
-// recorder collects events seen by a listener the test runs.
-type recorder struct {
-	mu     sync.Mutex
-	events []string
-}
-
-func (r *recorder) add(format string, a ...any) {
-	r.mu.Lock()
-	r.events = append(r.events, fmt.Sprintf(format, a...))
-	r.mu.Unlock()
-}
-
-func (r *recorder) seen() (bool, string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.events) == 0 {
-		return false, "listener received nothing"
-	}
-	return true, strings.Join(r.events, "; ")
-}
-
 // await is the effect "the listener got something", polled for the
 // phase's settle time.
-func (e *env) await(r *recorder) func() (bool, string) {
-	return func() (bool, string) {
-		testutil.WaitFor(e.settle(), func() bool { ok, _ := r.seen(); return ok })
-		return r.seen()
-	}
-}
-
-// streamListener accepts on ln in the test process and records every
-// connection and the bytes it sends.
-func (e *env) streamListener(ln net.Listener) *recorder {
-	r := &recorder{}
-	e.t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func(c net.Conn) {
-				defer c.Close()
-				_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
-				buf := make([]byte, 16)
-				n, _ := c.Read(buf)
-				r.add("accepted a connection on %s, read %d byte(s) %q", ln.Addr(), n, buf[:n])
-			}(c)
-		}
-	}()
-	return r
-}
-
-func (e *env) packetListener(pc net.PacketConn) *recorder {
-	r := &recorder{}
-	e.t.Cleanup(func() { pc.Close() })
-	go func() {
-		buf := make([]byte, 64)
-		for {
-			n, _, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			r.add("received a %d-byte datagram %q on %s", n, buf[:n], pc.LocalAddr())
-		}
-	}()
-	return r
-}
+func (e *env) await(r *fx.Recorder) fx.Effect { return r.Await(e.settle()) }
 
 // tcpListener listens on 127.0.0.1 (or [::1]) and returns the port.
-func (e *env) tcpListener(network, addr string) (int, *recorder, error) {
+func (e *env) tcpListener(network, addr string) (int, *fx.Recorder, error) {
 	ln, err := net.Listen(network, addr)
 	if err != nil {
 		return 0, nil, err
 	}
-	return ln.Addr().(*net.TCPAddr).Port, e.streamListener(ln), nil
+	return ln.Addr().(*net.TCPAddr).Port, fx.StreamListener(ln, e.t.Cleanup), nil
 }
 
-func (e *env) tcp4() (string, *recorder) {
+func (e *env) tcp4() (string, *fx.Recorder) {
 	e.t.Helper()
 	port, r, err := e.tcpListener("tcp4", "127.0.0.1:0")
 	if err != nil {
@@ -243,7 +138,7 @@ func (e *env) tcp4() (string, *recorder) {
 
 // unixListener makes a pathname (or, with "@name", abstract) stream socket
 // the user may connect to.
-func (e *env) unixListener(path string) *recorder {
+func (e *env) unixListener(path string) *fx.Recorder {
 	e.t.Helper()
 	ln, err := net.Listen("unix", path)
 	if err != nil {
@@ -254,189 +149,41 @@ func (e *env) unixListener(path string) *recorder {
 			e.t.Fatal(err)
 		}
 	}
-	return e.streamListener(ln)
+	return fx.StreamListener(ln, e.t.Cleanup)
 }
 
-// target is a process the test started as the user, for the process
-// vectors. Only its pid is ever signalled.
-type target struct {
-	pid   int
-	uid   int // the uid it runs as
-	done  chan struct{}
-	state *os.ProcessState
-}
-
-// canary is the secret planted in target processes' environments.
+// canary is the secret planted in victim processes' environments.
 const canary = "CONFINE_CANARY_SECRET=canary-5f3d1c0e"
 
-func (e *env) startSleep() *target {
+// startSleep starts a victim as the user, with the canary.
+func (e *env) startSleep() *fx.Victim {
 	e.t.Helper()
-	sleep, err := exec.LookPath("sleep")
-	if err != nil {
-		e.t.Fatalf("sleep: %v", err)
-	}
-	cmd := exec.Command(sleep, "300")
-	cmd.Env = []string{controlPATH, canary}
-	if os.Geteuid() == 0 && e.user.UID != 0 {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(e.user.UID), Gid: uint32(e.user.UID)}}
-	}
-	if err := cmd.Start(); err != nil {
-		e.t.Fatalf("start sleep: %v", err)
-	}
-	tg := &target{pid: cmd.Process.Pid, uid: os.Geteuid(), done: make(chan struct{})}
-	if cmd.SysProcAttr != nil {
-		tg.uid = e.user.UID
-	}
-	go func() {
-		_ = cmd.Wait()
-		tg.state = cmd.ProcessState
-		close(tg.done)
-	}()
-	e.t.Cleanup(func() {
-		select {
-		case <-tg.done:
-		default:
-			_ = unix.Kill(tg.pid, unix.SIGKILL) // our child, not yet reaped: the pid is still ours
-			<-tg.done
-		}
-	})
-	return tg
-}
-
-// ended is the effect "the target was terminated".
-func (tg *target) ended(d time.Duration) func() (bool, string) {
-	return func() (bool, string) {
-		select {
-		case <-tg.done:
-			return true, fmt.Sprintf("target pid %d ended: %v", tg.pid, tg.state)
-		case <-time.After(d):
-			return false, fmt.Sprintf("target pid %d still running", tg.pid)
-		}
-	}
-}
-
-// check says the target is alive, running and untraced.
-func (tg *target) check() error {
-	select {
-	case <-tg.done:
-		return fmt.Errorf("target pid %d ended: %v", tg.pid, tg.state)
-	default:
-	}
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", tg.pid))
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, _ := strings.Cut(sc.Text(), ":")
-		v = strings.TrimSpace(v)
-		switch k {
-		case "State":
-			if strings.HasPrefix(v, "T") || strings.HasPrefix(v, "t") || strings.HasPrefix(v, "Z") {
-				return fmt.Errorf("target pid %d is in state %s", tg.pid, v)
-			}
-		case "TracerPid":
-			if v != "0" {
-				return fmt.Errorf("target pid %d is traced by %s", tg.pid, v)
-			}
-		case "SigPnd", "ShdPnd":
-			if strings.Trim(v, "0") != "" {
-				return fmt.Errorf("target pid %d has pending signals %s=%s", tg.pid, k, v)
-			}
-		}
-	}
-	return sc.Err()
-}
-
-// firstMapping is the start address of the target's first mapping.
-func (tg *target) firstMapping() (string, error) {
-	maps := fmt.Sprintf("/proc/%d/maps", tg.pid)
-	b, err := os.ReadFile(maps)
-	if errors.Is(err, os.ErrPermission) && os.Geteuid() == 0 && tg.uid != 0 {
-		// Root without CAP_SYS_PTRACE (a real Docker container) may not
-		// read another uid's maps; the target's own uid may.
-		cmd := exec.Command("cat", maps)
-		cmd.Env = []string{controlPATH}
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(tg.uid), Gid: uint32(tg.uid)}}
-		b, err = cmd.Output()
-	}
-	if err != nil {
-		return "", fmt.Errorf("read %s: %w", maps, err)
-	}
-	start, _, ok := strings.Cut(string(b), "-")
-	if !ok {
-		return "", fmt.Errorf("no mapping in /proc/%d/maps", tg.pid)
-	}
-	return start, nil
-}
-
-// pty is a pseudo-terminal the test opened: the master stays with the
-// test, the slave is the "caller's terminal".
-type pty struct {
-	master int
-	slave  *os.File
-	path   string
-}
-
-// openPTY opens /dev/ptmx (posix_openpt), unlocks the slave (unlockpt),
-// finds its path (ptsname) and opens it, owned by the user. Echo stays on:
-// a byte injected into the slave's input queue is echoed to the master,
-// where the test sees it whoever reads the slave afterwards.
-func (e *env) openPTY() *pty {
-	e.t.Helper()
-	m, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
-	if err != nil {
-		e.t.Skipf("not applicable on this host as %s: open /dev/ptmx: %v", e.user.Name, err)
-	}
-	if err := unix.IoctlSetPointerInt(m, unix.TIOCSPTLCK, 0); err != nil {
-		unix.Close(m)
-		e.t.Fatalf("unlockpt: %v", err)
-	}
-	n, err := unix.IoctlGetUint32(m, unix.TIOCGPTN)
-	if err != nil {
-		unix.Close(m)
-		e.t.Fatalf("ptsname: %v", err)
-	}
-	path := fmt.Sprintf("/dev/pts/%d", n)
-	s, err := unix.Open(path, unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		unix.Close(m)
-		e.t.Fatalf("open %s: %v", path, err)
-	}
+	uid := -1
 	if os.Geteuid() == 0 {
-		_ = unix.Fchown(s, e.user.UID, -1)
-		_ = unix.Fchmod(s, 0o620)
+		uid = e.user.UID
 	}
-	p := &pty{master: m, slave: os.NewFile(uintptr(s), path), path: path}
-	e.t.Cleanup(func() {
-		p.slave.Close()
-		unix.Close(p.master)
-	})
-	return p
+	v, err := fx.StartSleep([]string{controlPATH, canary}, uid, false, e.t.Cleanup)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return v
 }
 
-// injected is the effect "something was pushed into the terminal's input"
-// (seen as its echo on the master).
-func (e *env) injected(p *pty) func() (bool, string) {
-	var got []byte
-	return func() (bool, string) {
-		testutil.WaitFor(e.settle(), func() bool {
-			buf := make([]byte, 256)
-			for {
-				n, err := unix.Read(p.master, buf)
-				if n <= 0 || err != nil {
-					break
-				}
-				got = append(got, buf[:n]...)
-			}
-			return strings.Contains(string(got), "x")
-		})
-		if strings.Contains(string(got), "x") {
-			return true, fmt.Sprintf("the terminal %s echoed injected input %q", p.path, got)
-		}
-		return false, fmt.Sprintf("nothing injected into %s (master read %q)", p.path, got)
+// openPTY opens a pseudo-terminal whose slave the user owns.
+func (e *env) openPTY() *fx.PTY {
+	e.t.Helper()
+	owner := -1
+	if os.Geteuid() == 0 {
+		owner = e.user.UID
 	}
+	p, err := fx.OpenPTY(owner, e.t.Cleanup)
+	if u := (*fx.Unavailable)(nil); errors.As(err, &u) {
+		e.t.Skipf("not applicable on this host as %s: %s", e.user.Name, u.Reason)
+	}
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return p
 }
 
 // envJudge parses an env-dump report: escaped when a loader variable is
@@ -511,7 +258,7 @@ func vectors() []vcase {
 			if err != nil {
 				e.t.Fatal(err)
 			}
-			r := e.packetListener(pc)
+			r := fx.PacketListener(pc, e.t.Cleanup)
 			return fixture{args: []string{strconv.Itoa(pc.LocalAddr().(*net.UDPAddr).Port)}, effect: e.await(r)}
 		}},
 		{name: "tcp-listen", vector: "tcp-listen", setup: func(*env) fixture { return fixture{} }},
@@ -541,7 +288,7 @@ func vectors() []vcase {
 			return fixture{args: []string{port}, effect: e.await(r)}
 		}},
 		{name: "abstract-unix", vector: "abstract-unix", setup: func(e *env) fixture {
-			name := randName("confine-escape-")
+			name := fx.RandName("confine-escape-")
 			r := e.unixListener("@" + name)
 			return fixture{args: []string{name}, effect: e.await(r)}
 		}},
@@ -560,7 +307,7 @@ func vectors() []vcase {
 			if err := os.Chmod(path, 0o777); err != nil {
 				e.t.Fatal(err)
 			}
-			r := e.packetListener(pc)
+			r := fx.PacketListener(pc, e.t.Cleanup)
 			return fixture{args: []string{path}, effect: e.await(r)}
 		}},
 	}
@@ -605,34 +352,34 @@ func vectors() []vcase {
 	cases = append(cases,
 		vcase{name: "kill", vector: "kill", setup: func(e *env) fixture {
 			tg := e.startSleep()
-			return fixture{args: []string{strconv.Itoa(tg.pid)}, effect: tg.ended(e.settle()), intact: tg.check}
+			return fixture{args: []string{strconv.Itoa(tg.Pid)}, effect: tg.Ended(e.settle()), intact: tg.Check}
 		}},
 		vcase{name: "ptrace", vector: "ptrace", setup: func(e *env) fixture {
 			tg := e.startSleep()
-			return fixture{args: []string{strconv.Itoa(tg.pid)}, intact: tg.check}
+			return fixture{args: []string{strconv.Itoa(tg.Pid)}, intact: tg.Check}
 		}},
 		vcase{name: "process-vm-readv", vector: "process-vm-readv", setup: func(e *env) fixture {
 			tg := e.startSleep()
-			addr, err := tg.firstMapping()
+			addr, err := tg.FirstMapping(controlPATH)
 			if err != nil {
 				e.t.Fatal(err)
 			}
-			return fixture{args: []string{strconv.Itoa(tg.pid), addr}, intact: tg.check}
+			return fixture{args: []string{strconv.Itoa(tg.Pid), addr}, intact: tg.Check}
 		}},
 	)
 	cases = append(cases, procTargetVectors()...)
 	for _, f := range []string{"environ", "cmdline", "maps", "status", "mem"} {
 		cases = append(cases, vcase{name: "proc-read-" + f, vector: "proc-read", setup: func(e *env) fixture {
 			tg := e.startSleep()
-			args := []string{fmt.Sprintf("/proc/%d/%s", tg.pid, f)}
+			args := []string{fmt.Sprintf("/proc/%d/%s", tg.Pid, f)}
 			if f == "mem" {
-				addr, err := tg.firstMapping()
+				addr, err := tg.FirstMapping(controlPATH)
 				if err != nil {
 					e.t.Fatal(err)
 				}
 				args = append(args, addr)
 			}
-			return fixture{args: args, intact: tg.check}
+			return fixture{args: args, intact: tg.Check}
 		}})
 	}
 	cases = append(cases, vcase{name: "proc-read-launcher-parent-environ", vector: "proc-read", setup: func(*env) fixture {
@@ -733,7 +480,7 @@ func vectors() []vcase {
 		}},
 		vcase{name: "write-file-new-outside", vector: "write-file", setup: func(e *env) fixture {
 			p := filepath.Join(e.outside(), "planted")
-			return fixture{args: []string{p}, effect: exists(p)}
+			return fixture{args: []string{p}, effect: fx.Exists(p)}
 		}},
 		vcase{name: "write-file-ro-root", vector: "write-file", setup: func(e *env) fixture {
 			ro := e.freshDir("ro-")
@@ -860,16 +607,16 @@ func vectors() []vcase {
 		vcase{name: "rename-out", vector: "rename-out", setup: func(e *env) fixture {
 			src := e.file(e.wd, "loot", 0o644)
 			dst := filepath.Join(e.outside(), "loot")
-			return fixture{args: []string{src, dst}, effect: exists(dst)}
+			return fixture{args: []string{src, dst}, effect: fx.Exists(dst)}
 		}},
 		vcase{name: "rename-in", vector: "rename-out", setup: func(e *env) fixture {
 			src := e.outsideFile("victim")
-			return fixture{args: []string{src, filepath.Join(e.wd, "stolen")}, effect: gone(src)}
+			return fixture{args: []string{src, filepath.Join(e.wd, "stolen")}, effect: fx.Gone(src)}
 		}},
 		vcase{name: "link-out", vector: "link-out", setup: func(e *env) fixture {
 			src := e.file(e.wd, "loot", 0o644)
 			dst := filepath.Join(e.outside(), "loot")
-			return fixture{args: []string{src, dst}, effect: exists(dst)}
+			return fixture{args: []string{src, dst}, effect: fx.Exists(dst)}
 		}},
 		vcase{name: "link-in-then-write", vector: "link-out", setup: func(e *env) fixture {
 			// Hard-link an outside file into the work directory, then write
@@ -886,33 +633,33 @@ func vectors() []vcase {
 		}},
 		vcase{name: "symlink-write-new", vector: "symlink-write", setup: func(e *env) fixture {
 			victim := filepath.Join(e.outside(), "planted")
-			return fixture{args: []string{filepath.Join(e.wd, "innocent"), victim}, effect: exists(victim)}
+			return fixture{args: []string{filepath.Join(e.wd, "innocent"), victim}, effect: fx.Exists(victim)}
 		}},
 		vcase{name: "mknod-in-workdir", vector: "mknod", setup: func(e *env) fixture {
 			p := filepath.Join(e.wd, "null")
-			return fixture{args: []string{p}, effect: exists(p)}
+			return fixture{args: []string{p}, effect: fx.Exists(p)}
 		}},
 		vcase{name: "mknod-outside", vector: "mknod", setup: func(e *env) fixture {
 			p := filepath.Join(e.outside(), "null")
-			return fixture{args: []string{p}, effect: exists(p)}
+			return fixture{args: []string{p}, effect: fx.Exists(p)}
 		}},
 		vcase{name: "mknod-fifo-outside", vector: "mknod-fifo", setup: func(e *env) fixture {
 			p := filepath.Join(e.outside(), "fifo")
-			return fixture{args: []string{p}, effect: exists(p)}
+			return fixture{args: []string{p}, effect: fx.Exists(p)}
 		}},
 		vcase{name: "tmp-write", vector: "tmp-write", setup: func(e *env) fixture {
-			p := filepath.Join("/tmp", randName("confine-escape-"))
+			p := filepath.Join("/tmp", fx.RandName("confine-escape-"))
 			e.t.Cleanup(func() { _ = os.Remove(p) })
-			return fixture{args: []string{p}, effect: exists(p)}
+			return fixture{args: []string{p}, effect: fx.Exists(p)}
 		}},
 		vcase{name: "shm-write", vector: "shm-write", setup: func(e *env) fixture {
-			name := randName("confine-escape-")
+			name := fx.RandName("confine-escape-")
 			p := filepath.Join("/dev/shm", name)
 			e.t.Cleanup(func() { _ = os.Remove(p) })
 			// Under landlock+namespaces the probe's write succeeds in the
 			// run's private /dev/shm (a tmpfs of its own, gone with it):
 			// only the host's /dev/shm counts.
-			return fixture{args: []string{name}, effect: exists(p), probeMayEscape: true}
+			return fixture{args: []string{name}, effect: fx.Exists(p), probeMayEscape: true}
 		}},
 		vcase{name: "open-by-handle", vector: "open-by-handle", setup: func(e *env) fixture {
 			return fixture{args: []string{e.outsideFile("secret.txt")}}
@@ -932,15 +679,15 @@ func vectors() []vcase {
 	// Terminals: the launched process (probe or CLI) is a session leader
 	// whose controlling terminal and stdin is a pty the test opened: the
 	// caller's terminal.
-	ttyCase := func(name, vector string, arg func(p *pty) string) vcase {
+	ttyCase := func(name, vector string, arg func(p *fx.PTY) string) vcase {
 		return vcase{name: name, vector: vector, setup: func(e *env) fixture {
 			p := e.openPTY()
-			return fixture{args: []string{arg(p)}, stdin: p.slave, ctty: true, effect: e.injected(p)}
+			return fixture{args: []string{arg(p)}, stdin: p.Slave, ctty: true, effect: p.Injected(e.settle())}
 		}}
 	}
-	slavePath := func(p *pty) string { return p.path }
-	stdinPath := func(*pty) string { return "/proc/self/fd/0" }
-	devTTY := func(*pty) string { return "/dev/tty" }
+	slavePath := func(p *fx.PTY) string { return p.Path }
+	stdinPath := func(*fx.PTY) string { return "/proc/self/fd/0" }
+	devTTY := func(*fx.PTY) string { return "/dev/tty" }
 	cases = append(cases,
 		ttyCase("tiocsti-pts-path", "tiocsti", slavePath),
 		ttyCase("tiocsti-hi-pts-path", "tiocsti-hi", slavePath),

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	fx "github.com/confine-sandbox/confine/internal/fixture"
 	"github.com/confine-sandbox/confine/internal/landlock"
 	"github.com/confine-sandbox/confine/internal/testutil"
 )
@@ -63,7 +64,7 @@ for r in 1 2 3 4 5 6 7 8 9 10; do for i in 1 2 3 4 5 6 7 8; do sh -c "echo job" 
 			if o.stdout != want {
 				t.Fatalf("as %s: stdout %q, want %q (EINTR from fork, a lost background job, or SA_RESTART where it was not asked for)\nstderr: %s", u.Name, o.stdout, want, o.stderr)
 			}
-			t.Logf("ok: %s", oneLine(o.stdout, 200))
+			t.Logf("ok: %s", fx.OneLine(o.stdout, 200))
 		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	fx "github.com/confine-sandbox/confine/internal/fixture"
 	"github.com/confine-sandbox/confine/internal/testutil"
 )
 
@@ -42,7 +43,7 @@ func TestFunctionalOwnProcesses(t *testing.T) {
 					if strings.Contains(o.stderr, "denied") {
 						t.Errorf("denials reported for the run's own processes:\n%s", o.stderr)
 					}
-					t.Logf("ok: %s", oneLine(o.stdout, 200))
+					t.Logf("ok: %s", fx.OneLine(o.stdout, 200))
 				})
 			}
 		})

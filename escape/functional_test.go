@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	fx "github.com/confine-sandbox/confine/internal/fixture"
 	"github.com/confine-sandbox/confine/internal/testutil"
 )
 
@@ -175,7 +176,7 @@ func TestFunctional(t *testing.T) {
 						t.Fatalf("real work failed in the sandbox as %s (too strict?): exit %d, want stdout containing %q\nstdout: %s\nstderr: %s",
 							u.Name, o.code, j.want, o.stdout, o.stderr)
 					}
-					t.Logf("ok in %v: %s", o.elapsed.Round(1e6), oneLine(o.stdout, 120))
+					t.Logf("ok in %v: %s", o.elapsed.Round(1e6), fx.OneLine(o.stdout, 120))
 				})
 			}
 		})

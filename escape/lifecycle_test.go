@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	fx "github.com/confine-sandbox/confine/internal/fixture"
 	"github.com/confine-sandbox/confine/internal/testutil"
 	"github.com/confine-sandbox/confine/spec"
 )
@@ -247,7 +248,7 @@ func launcherSIGKILL(t *testing.T, u testutil.User, backend string) {
 	}
 	checkPrivateTmpRemoved(t, wd)
 	t.Logf("confined: blocked (before the kill: %s; daemon and sleep %v gone %v after the launcher's SIGKILL)",
-		oneLine(out.String(), 200), pids, time.Since(start).Round(time.Millisecond))
+		fx.OneLine(out.String(), 200), pids, time.Since(start).Round(time.Millisecond))
 }
 
 // controlLauncherSIGKILL runs the script unconfined under a plain parent

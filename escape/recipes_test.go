@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"testing"
 
+	fx "github.com/confine-sandbox/confine/internal/fixture"
 	"github.com/confine-sandbox/confine/internal/testutil"
 )
 
@@ -71,7 +72,7 @@ func needTool(t *testing.T, u testutil.User, env []string, prog string, args ...
 	cmd.Env = append(cmd.Env, env...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Skipf("not applicable to %s: %s %s fails unconfined as uid %d (the toolchain is not usable by that user): %v: %s",
-			u.Name, p, strings.Join(args, " "), u.UID, err, oneLine(string(out), 200))
+			u.Name, p, strings.Join(args, " "), u.UID, err, fx.OneLine(string(out), 200))
 	}
 	return p
 }
@@ -139,7 +140,7 @@ func recipeRun(t *testing.T, u testutil.User, wd, profile string, env []string, 
 		t.Fatalf("recipe %s failed in the sandbox as %s (too strict?): exit %d, want stdout containing %q\nstdout: %s\nstderr: %s",
 			profile, u.Name, o.code, want, o.stdout, o.stderr)
 	}
-	t.Logf("ok in %v: %s", o.elapsed.Round(1e6), oneLine(o.stdout, 200))
+	t.Logf("ok in %v: %s", o.elapsed.Round(1e6), fx.OneLine(o.stdout, 200))
 	return o
 }
 
@@ -424,7 +425,7 @@ func cargoHomeCopy(t *testing.T, u testutil.User, dir, cargo string) {
 		t.Fatal(err)
 	}
 	if err := os.Link(real, filepath.Join(bin, "rustup")); err != nil {
-		if err := copyExecutable(real, filepath.Join(bin, "rustup")); err != nil {
+		if err := fx.CopyExecutable(real, filepath.Join(bin, "rustup")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -434,23 +435,6 @@ func cargoHomeCopy(t *testing.T, u testutil.User, dir, cargo string) {
 		}
 	}
 	chownTree(t, u, dir)
-}
-
-func copyExecutable(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o755)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }
 
 // leakScript tries to read every planted secret and list the home
@@ -574,7 +558,7 @@ func TestRecipeCredentials(t *testing.T) {
 					t.Fatalf("want exit 125 refusing the home directory as npm's cache; got exit %d\nstdout: %s\nstderr: %s", o.code, o.stdout, o.stderr)
 				}
 				checkNoLeak(t, o)
-				t.Logf("refused: %s", oneLine(o.stderr, 200))
+				t.Logf("refused: %s", fx.OneLine(o.stderr, 200))
 			})
 		})
 	}

@@ -358,21 +358,10 @@ func reportDenials(w io.Writer, ds []spec.Denial) {
 // caller's token against the configured key: tampered, expired, revoked or
 // mismatched tokens are refused.
 func (o *runOpts) capability(prof policy.Profile) (*policy.Cap, error) {
-	var eng *policy.Engine
-	var err error
-	if o.capToken == "" && len(o.approvals) == 0 {
-		eng, err = policy.NewEngine()
-	} else {
-		// Grants are signed with the capability key too.
-		eng, err = engineFromKey(o.capKey)
-	}
+	// Grants are signed with the capability key too.
+	eng, err := engineFor(prof, o.capToken != "" || len(o.approvals) > 0, o.capKey)
 	if err != nil {
 		return nil, err
-	}
-	if prof.Source != "" {
-		if err := eng.Register(prof); err != nil {
-			return nil, err
-		}
 	}
 	if o.capToken == "" {
 		return eng.Mint(prof.Name, "cli", 0)
@@ -441,6 +430,29 @@ func DefaultKeyPath() (string, error) {
 		dir = filepath.Join(home, ".config")
 	}
 	return filepath.Join(dir, "confine", "cap.key"), nil
+}
+
+// engineFor returns the engine a command mints or verifies its capability
+// with: a fresh one, or, when keyed (there is a token or a grant to
+// verify), the one of the key file at capKey. A profile from a file is
+// registered with it.
+func engineFor(prof policy.Profile, keyed bool, capKey string) (*policy.Engine, error) {
+	var eng *policy.Engine
+	var err error
+	if keyed {
+		eng, err = engineFromKey(capKey)
+	} else {
+		eng, err = policy.NewEngine()
+	}
+	if err != nil {
+		return nil, err
+	}
+	if prof.Source != "" {
+		if err := eng.Register(prof); err != nil {
+			return nil, err
+		}
+	}
+	return eng, nil
 }
 
 func engineFromKey(path string) (*policy.Engine, error) {

@@ -49,19 +49,9 @@ func (o *hostOpts) host(stderr io.Writer) (*hostop.Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	var eng *policy.Engine
-	if o.capToken == "" {
-		eng, err = policy.NewEngine()
-	} else {
-		eng, err = engineFromKey(o.capKey)
-	}
+	eng, err := engineFor(prof, o.capToken != "", o.capKey)
 	if err != nil {
 		return nil, err
-	}
-	if prof.Source != "" {
-		if err := eng.Register(prof); err != nil {
-			return nil, err
-		}
 	}
 	var c *policy.HostOpCap
 	if o.capToken == "" {
@@ -108,6 +98,30 @@ func (o *hostOpts) fail(stdout io.Writer, err error) error {
 	return &exitError{ExitConfine, err.Error()}
 }
 
+// hostRun is one Tier 1 operation from end to end: it opens the root
+// under the profile's capability, runs op on it (the Host checks the
+// operation against the capability and records it in the event log), and
+// prints the result: as JSON with --json, else with text (nil: nothing).
+// A refusal or failure goes through fail.
+func hostRun[R any](o *hostOpts, stdout, stderr io.Writer, op func(*hostop.Host) (R, error), text func(R) error) error {
+	h, err := o.host(stderr)
+	if err != nil {
+		return o.fail(stdout, err)
+	}
+	defer h.Close()
+	res, err := op(h)
+	if err != nil {
+		return o.fail(stdout, err)
+	}
+	if o.json {
+		return writeJSON(stdout, res)
+	}
+	if text == nil {
+		return nil
+	}
+	return text(res)
+}
+
 // readInput reads at most limit bytes from r; more is an error.
 func readInput(r io.Reader, limit int64, what string) ([]byte, error) {
 	b, err := io.ReadAll(io.LimitReader(r, limit+1))
@@ -139,20 +153,12 @@ operation is refused or fails.`,
 		Short: "Print a file (bounded: head and tail beyond --limit)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			h, err := o.host(stderr)
-			if err != nil {
-				return o.fail(stdout, err)
-			}
-			defer h.Close()
-			res, err := h.ReadFile(args[0], limit)
-			if err != nil {
-				return o.fail(stdout, err)
-			}
-			if o.json {
-				return writeJSON(stdout, res)
-			}
-			_, err = io.WriteString(stdout, res.Content.Text())
-			return err
+			return hostRun(o, stdout, stderr, func(h *hostop.Host) (hostop.ReadResult, error) {
+				return h.ReadFile(args[0], limit)
+			}, func(res hostop.ReadResult) error {
+				_, err := io.WriteString(stdout, res.Content.Text())
+				return err
+			})
 		},
 	}
 	read.Flags().Var(sizeFlag{&limit}, "limit", "bytes returned at most, half head and half tail (default 1MiB)")
@@ -170,19 +176,9 @@ operation is refused or fails.`,
 			if err != nil {
 				return o.fail(stdout, err)
 			}
-			h, err := o.host(stderr)
-			if err != nil {
-				return o.fail(stdout, err)
-			}
-			defer h.Close()
-			res, err := h.WriteFile(args[0], data, hostop.WriteOptions{Limit: lim})
-			if err != nil {
-				return o.fail(stdout, err)
-			}
-			if o.json {
-				return writeJSON(stdout, res)
-			}
-			return nil
+			return hostRun(o, stdout, stderr, func(h *hostop.Host) (hostop.WriteResult, error) {
+				return h.WriteFile(args[0], data, hostop.WriteOptions{Limit: lim})
+			}, nil)
 		},
 	}
 	write.Flags().Var(sizeFlag{&wlimit}, "limit", "largest content accepted (default 64MiB)")
@@ -195,22 +191,14 @@ operation is refused or fails.`,
 			if err != nil {
 				return o.fail(stdout, err)
 			}
-			h, err := o.host(stderr)
-			if err != nil {
-				return o.fail(stdout, err)
-			}
-			defer h.Close()
-			res, err := h.ApplyPatch(diff, 0)
-			if err != nil {
-				return o.fail(stdout, err)
-			}
-			if o.json {
-				return writeJSON(stdout, res)
-			}
-			for _, f := range res.Files {
-				fmt.Fprintf(stdout, "%s %s\n", f.Action, f.Path)
-			}
-			return nil
+			return hostRun(o, stdout, stderr, func(h *hostop.Host) (hostop.PatchResult, error) {
+				return h.ApplyPatch(diff, 0)
+			}, func(res hostop.PatchResult) error {
+				for _, f := range res.Files {
+					fmt.Fprintf(stdout, "%s %s\n", f.Action, f.Path)
+				}
+				return nil
+			})
 		},
 	}
 	var so hostop.SearchOptions
@@ -223,20 +211,12 @@ operation is refused or fails.`,
 			if len(args) == 2 {
 				rel = args[1]
 			}
-			h, err := o.host(stderr)
-			if err != nil {
-				return o.fail(stdout, err)
-			}
-			defer h.Close()
-			res, err := h.Search(cmd.Context(), rel, args[0], so)
-			if err != nil {
-				return o.fail(stdout, err)
-			}
-			if o.json {
-				if err := writeJSON(stdout, res); err != nil {
-					return err
-				}
-			} else {
+			matched := false
+			err := hostRun(o, stdout, stderr, func(h *hostop.Host) (hostop.SearchResult, error) {
+				res, err := h.Search(cmd.Context(), rel, args[0], so)
+				matched = len(res.Matches) > 0
+				return res, err
+			}, func(res hostop.SearchResult) error {
 				var b bytes.Buffer
 				for _, m := range res.Matches {
 					fmt.Fprintf(&b, "%s:%d:%s\n", m.Path, m.Line, m.Text)
@@ -247,11 +227,12 @@ operation is refused or fails.`,
 				if res.Truncated {
 					fmt.Fprintln(stderr, "confine: search stopped at its bound (--max-matches or --max-files)")
 				}
-			}
-			if len(res.Matches) == 0 {
+				return nil
+			})
+			if err == nil && !matched {
 				return &exitError{1, ""}
 			}
-			return nil
+			return err
 		},
 	}
 	search.Flags().IntVar(&so.MaxMatches, "max-matches", 0, "stop after this many matching lines (default 1000)")
@@ -267,26 +248,18 @@ operation is refused or fails.`,
 			if len(args) == 1 {
 				rel = args[0]
 			}
-			h, err := o.host(stderr)
-			if err != nil {
-				return o.fail(stdout, err)
-			}
-			defer h.Close()
-			res, err := h.List(rel, llimit)
-			if err != nil {
-				return o.fail(stdout, err)
-			}
-			if o.json {
-				return writeJSON(stdout, res)
-			}
-			for _, e := range res.Entries {
-				if e.Target != "" {
-					fmt.Fprintf(stdout, "%-8s %10d %s -> %s\n", e.Type, e.Size, e.Name, e.Target)
-				} else {
-					fmt.Fprintf(stdout, "%-8s %10d %s\n", e.Type, e.Size, e.Name)
+			return hostRun(o, stdout, stderr, func(h *hostop.Host) (hostop.ListResult, error) {
+				return h.List(rel, llimit)
+			}, func(res hostop.ListResult) error {
+				for _, e := range res.Entries {
+					if e.Target != "" {
+						fmt.Fprintf(stdout, "%-8s %10d %s -> %s\n", e.Type, e.Size, e.Name, e.Target)
+					} else {
+						fmt.Fprintf(stdout, "%-8s %10d %s\n", e.Type, e.Size, e.Name)
+					}
 				}
-			}
-			return nil
+				return nil
+			})
 		},
 	}
 	ls.Flags().IntVar(&llimit, "limit", 0, "entries listed at most (default 10000)")

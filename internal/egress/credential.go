@@ -1,7 +1,6 @@
 package egress
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -50,9 +49,7 @@ func (s *session) forwardWithCredential(ctx context.Context, req *http.Request, 
 	s.rec.Protocol = ProtoCredential
 	up, err := s.dialChecked(ctx)
 	if err != nil {
-		s.rec.Reason += "; " + err.Error()
-		s.allow()
-		s.forbid(http.StatusBadGateway)
+		s.badGateway("; " + err.Error())
 		return
 	}
 	defer up.Close()
@@ -62,9 +59,7 @@ func (s *session) forwardWithCredential(ctx context.Context, req *http.Request, 
 	err = tc.HandshakeContext(hctx)
 	cancel()
 	if err != nil {
-		s.rec.Reason += "; TLS to " + s.rec.Domain + ": " + err.Error()
-		s.allow()
-		s.forbid(http.StatusBadGateway)
+		s.badGateway("; TLS to " + s.rec.Domain + ": " + err.Error())
 		return
 	}
 	s.client.SetReadDeadline(time.Time{})
@@ -82,28 +77,5 @@ func (s *session) forwardWithCredential(ctx context.Context, req *http.Request, 
 	req.URL.Scheme, req.URL.Host = "https", req.Host
 	req.Close = true
 	s.rec.Reason += "; credential from $" + cred.Env + " added over TLS"
-	if err := req.Write(tc); err != nil {
-		s.rec.BytesOut, s.rec.BytesIn = cu.out, cu.in
-		s.rec.Reason += "; forwarding the request: " + err.Error()
-		s.allow()
-		return
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(tc), req)
-	if err != nil {
-		s.rec.BytesOut, s.rec.BytesIn = cu.out, cu.in
-		s.rec.Reason += "; reading the response: " + err.Error()
-		s.allow()
-		s.forbid(http.StatusBadGateway)
-		return
-	}
-	for _, h := range hopHeaders {
-		if h != "Transfer-Encoding" {
-			resp.Header.Del(h)
-		}
-	}
-	resp.Close = true
-	resp.Write(s.client)
-	resp.Body.Close()
-	s.rec.BytesOut, s.rec.BytesIn = cu.out, cu.in
-	s.allow()
+	s.relay(req, tc, cu)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -165,9 +166,7 @@ func (s *session) plain(ctx context.Context, req *http.Request) {
 	}
 	up, err := s.dialChecked(ctx)
 	if err != nil {
-		s.rec.Reason += "; " + err.Error()
-		s.allow()
-		s.forbid(http.StatusBadGateway)
+		s.badGateway("; " + err.Error())
 		return
 	}
 	defer up.Close()
@@ -180,18 +179,24 @@ func (s *session) plain(ctx context.Context, req *http.Request) {
 	req.Host = hostport
 	req.Close = true
 	cu := &countConn{Conn: up}
-	if err := req.Write(cu); err != nil {
-		s.rec.BytesOut = cu.out
+	s.relay(req, cu, cu)
+}
+
+// relay writes req, its headers already prepared, to up, reads the
+// answer, and writes it back to the client without its hop-by-hop
+// headers. cu is the counted connection beneath up (up itself, or the
+// one under the TLS session): the record's byte counts come from it.
+func (s *session) relay(req *http.Request, up io.ReadWriter, cu *countConn) {
+	if err := req.Write(up); err != nil {
+		s.rec.BytesOut, s.rec.BytesIn = cu.out, cu.in
 		s.rec.Reason += "; forwarding the request: " + err.Error()
 		s.allow()
 		return
 	}
-	resp, err := http.ReadResponse(bufio.NewReader(cu), req)
+	resp, err := http.ReadResponse(bufio.NewReader(up), req)
 	if err != nil {
 		s.rec.BytesOut, s.rec.BytesIn = cu.out, cu.in
-		s.rec.Reason += "; reading the response: " + err.Error()
-		s.allow()
-		s.forbid(http.StatusBadGateway)
+		s.badGateway("; reading the response: " + err.Error())
 		return
 	}
 	for _, h := range hopHeaders {
@@ -204,6 +209,14 @@ func (s *session) plain(ctx context.Context, req *http.Request) {
 	resp.Body.Close()
 	s.rec.BytesOut, s.rec.BytesIn = cu.out, cu.in
 	s.allow()
+}
+
+// badGateway records why the allowed request got no answer from the
+// host (reason starts with "; ") and answers the client 502.
+func (s *session) badGateway(reason string) {
+	s.rec.Reason += reason
+	s.allow()
+	s.forbid(http.StatusBadGateway)
 }
 
 // dialChecked dials the address check chose, never the name again (a

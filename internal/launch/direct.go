@@ -151,8 +151,9 @@ func (d *direct) open() error {
 	if d.stdin == nil {
 		return fmt.Errorf("%w: stdin", spec.ErrLaunch)
 	}
-	d.fds = program.FDs{Stdin: int(d.stdin.Fd()), Stdout: int(d.outW.Fd()), Stderr: int(d.errW.Fd()),
-		Status: int(d.statusW.Fd()), Exit: int(d.exitW.Fd()), Notify: -1, Sync: int(d.syncR.Fd()), Janitor: -1, Cgroup: -1, MemCgroup: -1}
+	d.fds = program.NoFDs()
+	d.fds.Stdin, d.fds.Stdout, d.fds.Stderr = int(d.stdin.Fd()), int(d.outW.Fd()), int(d.errW.Fd())
+	d.fds.Status, d.fds.Exit, d.fds.Sync = int(d.statusW.Fd()), int(d.exitW.Fd()), int(d.syncR.Fd())
 	if p.PrivateTmp != "" {
 		// The janitor reaches the private directory through its parent
 		// (see program.Built.janitor), which the namespace's covers hide.

@@ -8,20 +8,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// File calls the supervisor handles on old Landlock ABIs (the seccomp
-// filter routes them here only there; see seccomp.Config.NotifyTruncate and
-// NotifyRename): truncate(2) on ABI < 3, which has no TRUNCATE right, and
-// rename and link on ABI 1, which has no REFER right and refuses every
-// reparenting, even inside one writable root.
-const (
-	sysTruncate sysKind = iota + 1000
-	sysRename
-	sysRenameat
-	sysRenameat2
-	sysLink
-	sysLinkat
-)
-
+// isFileKind says k is a file call the supervisor handles on old Landlock
+// ABIs (the seccomp filter routes them here only there; see
+// seccomp.Config.NotifyTruncate and NotifyRename): truncate(2) on ABI < 3,
+// which has no TRUNCATE right, and rename and link on ABI 1, which has no
+// REFER right and refuses every reparenting, even inside one writable
+// root.
 func isFileKind(k sysKind) bool { return k >= sysTruncate && k <= sysLinkat }
 
 func init() {

@@ -10,77 +10,16 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/confine-sandbox/confine/internal/probe"
 )
 
 // envFork makes the test filter send clone, fork and vfork too.
 const envFork = "NOTIFY_TEST_FORK"
-
-// forker runs in a child made by a raw clone, where the Go runtime must not
-// be touched (nosplit, raw system calls only): it waits for the go-ahead on
-// gate, forks up to limit children that block forever (SIGKILL when it
-// dies), writes how many it made and the error that stopped it to report,
-// and blocks forever itself.
-//
-//go:nosplit
-func forker(parent uintptr, gate, report, limit int) {
-	var b [16]byte
-	dieWith(parent)
-	self, _, _ := syscall.RawSyscall(syscall.SYS_GETPID, 0, 0, 0)
-	syscall.RawSyscall(syscall.SYS_READ, uintptr(gate), uintptr(unsafe.Pointer(&b[0])), 1)
-	n, errno := 0, uintptr(0)
-	for n < limit {
-		r, _, e := syscall.RawSyscall6(syscall.SYS_CLONE, uintptr(syscall.SIGCHLD), 0, 0, 0, 0, 0)
-		if e != 0 {
-			errno = uintptr(e)
-			break
-		}
-		if r == 0 {
-			dieWith(self)
-			for {
-				syscall.RawSyscall6(syscall.SYS_PPOLL, 0, 0, 0, 0, 0, 0)
-			}
-		}
-		n++
-	}
-	*(*uint64)(unsafe.Pointer(&b[0])) = uint64(n)
-	*(*uint64)(unsafe.Pointer(&b[8])) = uint64(errno)
-	syscall.RawSyscall(syscall.SYS_WRITE, uintptr(report), uintptr(unsafe.Pointer(&b[0])), 16)
-	for {
-		syscall.RawSyscall6(syscall.SYS_PPOLL, 0, 0, 0, 0, 0, 0)
-	}
-}
-
-// dieWith makes the calling child die with its parent: SIGKILL when the
-// parent dies, or at once if it is already gone (then it was reparented).
-//
-//go:nosplit
-func dieWith(parent uintptr) {
-	syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_SET_PDEATHSIG, uintptr(syscall.SIGKILL), 0)
-	if pp, _, _ := syscall.RawSyscall(syscall.SYS_GETPPID, 0, 0, 0); pp != parent {
-		syscall.RawSyscall(syscall.SYS_EXIT_GROUP, 1, 0, 0)
-	}
-}
-
-// rawFork starts forker in a child made by a raw clone.
-//
-//go:nosplit
-func rawFork(gate, report, limit int) (int, unix.Errno) {
-	self, _, _ := syscall.RawSyscall(syscall.SYS_GETPID, 0, 0, 0)
-	r, _, e := syscall.RawSyscall6(syscall.SYS_CLONE, uintptr(syscall.SIGCHLD), 0, 0, 0, 0, 0)
-	if e != 0 {
-		return 0, unix.Errno(e)
-	}
-	if r == 0 {
-		forker(self, gate, report, limit)
-	}
-	return int(r), 0
-}
 
 // runForks is the probe's "forks" call: op.Flags processes (at least one)
 // fork, all at once, children that block, each until a fork fails or it
@@ -106,7 +45,7 @@ func runForks(op probeOp) probeResult {
 	var pids []int
 	var first unix.Errno
 	for range workers {
-		pid, e := rawFork(gate[0], report[1], op.Iter)
+		pid, e := probe.RawFork(gate[0], report[1], op.Iter)
 		if e != 0 {
 			first = e
 			break

@@ -12,34 +12,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// sysKind identifies a handled system call independently of its number.
-type sysKind int
-
-const (
-	sysChmod sysKind = iota
-	sysFchmod
-	sysFchmodat
-	sysFchmodat2
-	sysChown
-	sysLchown
-	sysFchown
-	sysFchownat
-	sysUtime
-	sysUtimes
-	sysFutimesat
-	sysUtimensat
-	sysSetxattr
-	sysLsetxattr
-	sysFsetxattr
-	sysSetxattrat
-	sysRemovexattr
-	sysLremovexattr
-	sysFremovexattr
-	sysRemovexattrat
-	sysConnect
-	sysFork // clone, fork, vfork: see fork.go
-)
-
 type sysEntry struct {
 	name string
 	kind sysKind

@@ -44,10 +44,6 @@ type Egress struct {
 	Refused func(dst netip.AddrPort, tid int)
 }
 
-// sysSocket is socket(2); outside handle.go's list so that this file
-// stays the whole of the feature (files.go, proc_targets.go and sigaction.go number theirs from 100, 1000 and 2000).
-const sysSocket sysKind = 3000
-
 func init() {
 	sysTable[int32(unix.SYS_SOCKET)] = sysEntry{"socket", sysSocket}
 }

@@ -55,23 +55,6 @@ type Init struct {
 	Pidfd int
 }
 
-// Kinds of the calls handled here; they continue handle.go's sysKind
-// numbering at a distance so that neither list has to know the other.
-const (
-	sysPrlimit  sysKind = 100 + iota
-	sysSchedPid         // sched_setaffinity, sched_setscheduler, sched_setparam, sched_setattr
-	sysMemPid           // migrate_pages, move_pages
-	sysSetpriority
-	sysIoprioSet
-	sysKill
-	sysTkill
-	sysTgkill
-	sysRtSigqueueinfo
-	sysRtTgsigqueueinfo
-	sysPidfdSendSignal
-	sysFcntl
-)
-
 func isProcKind(k sysKind) bool { return k >= sysPrlimit && k <= sysFcntl }
 
 // Constants the handlers compare against (asm-generic values, the same on

@@ -15,10 +15,6 @@ import (
 // handler lacks SA_RESTART, and SIGCHLD is the signal a forking process
 // keeps getting.
 
-// sysSigaction is apart from the kinds of handle.go (0...), proc_targets.go
-// (100...) and files.go (1000...).
-const sysSigaction sysKind = 2000
-
 // saRestart is SA_RESTART on amd64 and arm64 (asm-generic and x86 agree).
 const saRestart = 0x10000000
 

@@ -51,7 +51,7 @@ func vForkRace(args []string) result {
 	var pids []int
 	var first unix.Errno
 	for range workers {
-		pid, e := raceFork(gate[0], rep[1], share)
+		pid, e := RawFork(gate[0], rep[1], share)
 		if e != 0 {
 			first = e
 			break
@@ -120,10 +120,17 @@ func ownThreads() int {
 	return 0
 }
 
-// raceFork starts raceForker in a child made by a raw clone.
+// RawFork starts, in a child made by a raw clone (outside the Go
+// runtime, so that a limit reached halfway cannot abort it), a forking
+// process. It dies with the caller. It waits for one byte on gate, forks
+// up to limit children that block forever (each dies with it), writes to
+// report 16 bytes, the children it made and the errno that stopped it
+// (two little-endian uint64), and blocks forever itself. It returns the
+// forking process's pid, or the errno of the clone. notify's fork tests
+// use it too.
 //
 //go:nosplit
-func raceFork(gate, report, limit int) (int, unix.Errno) {
+func RawFork(gate, report, limit int) (int, unix.Errno) {
 	self, _, _ := syscall.RawSyscall(syscall.SYS_GETPID, 0, 0, 0)
 	r, _, e := syscall.RawSyscall6(syscall.SYS_CLONE, uintptr(syscall.SIGCHLD), 0, 0, 0, 0, 0)
 	if e != 0 {

@@ -71,7 +71,8 @@ func (b *Built) InInit(s spawn.Step) bool {
 }
 
 // FDs are the parent's descriptors the child arranges at the fixed
-// numbers of package spawn (-1: absent).
+// numbers of package spawn (-1: absent). Start from NoFDs, never from a
+// literal: a descriptor's zero value is descriptor 0, not absent.
 type FDs struct {
 	Stdin, Stdout, Stderr, Status, Exit, Notify, Sync, Ruleset, Janitor, Cgroup, MemCgroup int
 	// JoinPids: init moves itself into the run's pids cgroup (a v1
@@ -81,6 +82,12 @@ type FDs struct {
 	// lock, whose RCU grace period cost 6-15 ms of every root run here;
 	// a single thread moving itself is exempt.
 	JoinPids bool
+}
+
+// NoFDs returns FDs with every descriptor absent (-1).
+func NoFDs() FDs {
+	return FDs{Stdin: -1, Stdout: -1, Stderr: -1, Status: -1, Exit: -1, Notify: -1, Sync: -1, Ruleset: -1,
+		Janitor: -1, Cgroup: -1, MemCgroup: -1}
 }
 
 // fdMsg is a prepared sendmsg(2) of one descriptor with SCM_RIGHTS.

@@ -3,6 +3,10 @@
 package program
 
 import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
@@ -37,7 +41,8 @@ func TestSubreapedSteps(t *testing.T) {
 		{false, []string{"set child subreaper", "capset", "no_new_privs", "landlock_restrict_self", "seccomp"},
 			[]string{"set securebits", "drop bounding capability 0"}},
 	} {
-		fds := FDs{Stdin: 0, Stdout: 1, Stderr: 2, Status: 3, Exit: 4, Notify: 5, Sync: 6, Ruleset: 7, Janitor: -1}
+		fds := NoFDs()
+		fds.Stdin, fds.Stdout, fds.Stderr, fds.Status, fds.Exit, fds.Notify, fds.Sync, fds.Ruleset = 0, 1, 2, 3, 4, 5, 6, 7
 		b, err := Subreaped(testPlan(), fds, prog, tc.privileged, "/proc/self/exe")
 		if err != nil {
 			t.Fatal(err)
@@ -72,7 +77,8 @@ func TestBwrappedSteps(t *testing.T) {
 	}
 	p := testPlan()
 	p.Namespaces = &plan.Namespaces{Bwrap: "/usr/bin/bwrap"}
-	fds := FDs{Stdin: 0, Stdout: 1, Stderr: 2, Status: 9, Exit: -1, Notify: 5, Sync: -1, Ruleset: 7, Janitor: -1, Cgroup: -1}
+	fds := NoFDs()
+	fds.Stdin, fds.Stdout, fds.Stderr, fds.Status, fds.Notify, fds.Ruleset = 0, 1, 2, 9, 5, 7
 	b, err := Bwrapped(p, fds, filter, false)
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +118,8 @@ func TestNamespacedSteps(t *testing.T) {
 	p.Landlock = plan.Landlock{ReadExec: []string{"/usr", "/bin"}, Devices: []string{"/dev/null"}}
 	layout := nsinit.PlanLayout(ns, nsinit.PlanRoots(p), nil)
 	layout.Stage = "/tmp"
-	fds := FDs{Stdin: 0, Stdout: 1, Stderr: 2, Status: 3, Exit: 4, Notify: 5, Sync: 6, Ruleset: 7, Janitor: -1, Cgroup: -1}
+	fds := NoFDs()
+	fds.Stdin, fds.Stdout, fds.Stderr, fds.Status, fds.Exit, fds.Notify, fds.Sync, fds.Ruleset = 0, 1, 2, 3, 4, 5, 6, 7
 	b, err := Namespaced(p, fds, &landlock.Ruleset{FD: 7}, layout, filter)
 	if err != nil {
 		t.Fatal(err)
@@ -155,5 +162,68 @@ func TestStartFailure(t *testing.T) {
 		if code != tc.code || !strings.HasPrefix(msg, tc.msg) {
 			t.Errorf("%+v: got %d %q, want %d %q", tc.f, code, msg, tc.code, tc.msg)
 		}
+	}
+}
+
+// TestNoFDs walks FDs' fields: NoFDs marks every descriptor absent (and
+// leaves every switch off), so that a descriptor added later cannot
+// default to descriptor 0 at a site built from it.
+func TestNoFDs(t *testing.T) {
+	v := reflect.ValueOf(NoFDs())
+	if v.NumField() == 0 {
+		t.Fatal("FDs has no fields")
+	}
+	for i := range v.NumField() {
+		f := v.Type().Field(i)
+		switch f.Type.Kind() {
+		case reflect.Int: // a descriptor
+			if got := v.Field(i).Int(); got != -1 {
+				t.Errorf("NoFDs().%s = %d, want -1 (absent)", f.Name, got)
+			}
+		case reflect.Bool: // a switch: off unless set
+			if v.Field(i).Bool() {
+				t.Errorf("NoFDs().%s is set, want false", f.Name)
+			}
+		default:
+			t.Errorf("FDs.%s is a %s: decide what NoFDs sets it to, and test it here", f.Name, f.Type)
+		}
+	}
+}
+
+// TestNoFDsLiterals: outside NoFDs no code builds FDs from a literal,
+// where a field left out would be descriptor 0.
+func TestNoFDsLiterals(t *testing.T) {
+	root := filepath.Join("..", "..")
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Fatalf("module root not at %s: %v", root, err)
+	}
+	files := 0
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		files++
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, "FDs{") && !strings.Contains(line, "return FDs{Stdin: -1") && !strings.Contains(line, "type FDs struct") {
+				t.Errorf("%s:%d: an FDs literal; start from program.NoFDs()", path, i+1)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files < 10 {
+		t.Fatalf("walked %d Go files under %s: not the module", files, root)
 	}
 }

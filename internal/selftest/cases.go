@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/confine-sandbox/confine/internal/fixture"
 	"github.com/confine-sandbox/confine/policy"
 )
 
@@ -40,7 +41,7 @@ type Fixture struct {
 	Extra []*os.File
 	// TTY, when set, is the launched process's stdin and controlling
 	// terminal (in a new session): the caller's terminal.
-	TTY *pty
+	TTY *fixture.PTY
 	// Effect reports whether the attack's side effect happened. A control
 	// that reports escaped must show it; a confined run must not.
 	Effect func() (bool, string)
@@ -129,14 +130,14 @@ func Cases() []Case {
 			if err != nil {
 				return Fixture{}, errNA{fmt.Sprintf("cannot listen on udp 127.0.0.1: %v", err)}
 			}
-			r := e.packetListener(pc)
+			r := fixture.PacketListener(pc, e.onCleanup)
 			return Fixture{Args: []string{strconv.Itoa(pc.LocalAddr().(*net.UDPAddr).Port)}, Effect: e.await(r)}, nil
 		}},
 		plain(policy.GNoNetwork, "netlink"),
 
 		// no-inherited-env
 		{Guarantee: policy.GCleanEnv, Name: "env-dump-canaries", Vector: "env-dump", Setup: func(*Env) (Fixture, error) {
-			v1, v2 := randName("canary-"), randName("aws-canary-")
+			v1, v2 := fixture.RandName("canary-"), fixture.RandName("aws-canary-")
 			return Fixture{Args: []string{v1, v2}, Env: []string{canaryName + "=" + v1, "AWS_SECRET_ACCESS_KEY=" + v2}}, nil
 		}},
 	}
@@ -179,7 +180,7 @@ func Cases() []Case {
 					if seen == nil {
 						w.Close() // ours: EOF once the run's copies are gone
 						s := ""
-						waitFor(10*time.Second, func() bool {
+						fixture.WaitFor(10*time.Second, func() bool {
 							select {
 							case s = <-got:
 								return true
@@ -208,7 +209,7 @@ func Cases() []Case {
 				return Fixture{}, err
 			}
 			p := filepath.Join(d, "planted")
-			return Fixture{Args: []string{p}, Effect: exists(p)}, nil
+			return Fixture{Args: []string{p}, Effect: fixture.Exists(p)}, nil
 		}},
 		Case{Guarantee: policy.GFSWrite, Name: "write-file-ro-root", Vector: "write-file", Setup: func(e *Env) (Fixture, error) {
 			ro, err := e.freshDir("ro-")
@@ -231,7 +232,7 @@ func Cases() []Case {
 				return Fixture{}, err
 			}
 			dst := filepath.Join(d, "loot")
-			return Fixture{Args: []string{src, dst}, Effect: exists(dst)}, nil
+			return Fixture{Args: []string{src, dst}, Effect: fixture.Exists(dst)}, nil
 		}},
 		Case{Guarantee: policy.GFSWrite, Name: "symlink-write", Vector: "symlink-write", Setup: func(e *Env) (Fixture, error) {
 			p, err := e.outsideFile("victim")
@@ -241,9 +242,9 @@ func Cases() []Case {
 			return Fixture{Args: []string{filepath.Join(e.Workdir, "innocent"), p}, Effect: contentChanged(p)}, nil
 		}},
 		Case{Guarantee: policy.GFSWrite, Name: "tmp-write", Vector: "tmp-write", Setup: func(e *Env) (Fixture, error) {
-			p := filepath.Join("/tmp", randName("confine-selftest-"))
+			p := filepath.Join("/tmp", fixture.RandName("confine-selftest-"))
 			e.onCleanup(func() { _ = os.Remove(p) })
-			return Fixture{Args: []string{p}, Effect: exists(p)}, nil
+			return Fixture{Args: []string{p}, Effect: fixture.Exists(p)}, nil
 		}},
 
 		// fs-read-confined
@@ -286,7 +287,7 @@ func Cases() []Case {
 
 		// no-foreign-unix-sockets
 		Case{Guarantee: policy.GUnixSockets, Name: "abstract-unix", Vector: "abstract-unix", Setup: func(e *Env) (Fixture, error) {
-			name := randName("confine-selftest-")
+			name := fixture.RandName("confine-selftest-")
 			r, err := e.unixListener("@" + name)
 			if err != nil {
 				return Fixture{}, errNA{err.Error()}
@@ -314,7 +315,7 @@ func Cases() []Case {
 			if err != nil {
 				return Fixture{}, fmt.Errorf("listen on %s: %w", path, err)
 			}
-			r := e.packetListener(pc)
+			r := fixture.PacketListener(pc, e.onCleanup)
 			return Fixture{Args: []string{path}, Effect: e.await(r)}, nil
 		}},
 
@@ -324,34 +325,34 @@ func Cases() []Case {
 			if err != nil {
 				return Fixture{}, err
 			}
-			return Fixture{Args: []string{strconv.Itoa(v.pid)}, Effect: v.ended(e.settle()), Intact: v.check}, nil
+			return Fixture{Args: []string{strconv.Itoa(v.Pid)}, Effect: v.Ended(e.settle()), Intact: v.Check}, nil
 		}},
 
 		// no-process-inspection
 		Case{Guarantee: policy.GProcInspect, Name: "proc-read-environ", Vector: "proc-read", Setup: func(e *Env) (Fixture, error) {
-			v, err := e.startVictim(canaryName + "=" + randName("victim-"))
+			v, err := e.startVictim(canaryName + "=" + fixture.RandName("victim-"))
 			if err != nil {
 				return Fixture{}, err
 			}
-			return Fixture{Args: []string{fmt.Sprintf("/proc/%d/environ", v.pid)}, Intact: v.check}, nil
+			return Fixture{Args: []string{fmt.Sprintf("/proc/%d/environ", v.Pid)}, Intact: v.Check}, nil
 		}},
 		Case{Guarantee: policy.GProcInspect, Name: "ptrace", Vector: "ptrace", Setup: func(e *Env) (Fixture, error) {
 			v, err := e.startVictim(canaryName + "=victim")
 			if err != nil {
 				return Fixture{}, err
 			}
-			return Fixture{Args: []string{strconv.Itoa(v.pid)}, Intact: v.check}, nil
+			return Fixture{Args: []string{strconv.Itoa(v.Pid)}, Intact: v.Check}, nil
 		}},
 		Case{Guarantee: policy.GProcInspect, Name: "process-vm-readv", Vector: "process-vm-readv", Setup: func(e *Env) (Fixture, error) {
 			v, err := e.startVictim(canaryName + "=victim")
 			if err != nil {
 				return Fixture{}, err
 			}
-			addr, err := v.firstMapping()
+			addr, err := v.FirstMapping(victimPATH)
 			if err != nil {
 				return Fixture{}, err
 			}
-			return Fixture{Args: []string{strconv.Itoa(v.pid), addr}, Intact: v.check}, nil
+			return Fixture{Args: []string{strconv.Itoa(v.Pid), addr}, Intact: v.Check}, nil
 		}},
 	)
 
@@ -370,9 +371,9 @@ func Cases() []Case {
 			}
 			path := tc.path
 			if path == "" {
-				path = p.path
+				path = p.Path
 			}
-			return Fixture{Args: []string{path}, TTY: p, Effect: e.injected(p)}, nil
+			return Fixture{Args: []string{path}, TTY: p, Effect: p.Injected(e.settle())}, nil
 		}})
 	}
 
@@ -418,7 +419,7 @@ func Cases() []Case {
 			e.onCleanup(func() { killProcessesWith(marker) })
 			return Fixture{Args: []string{marker}, ProbeMayEscape: true, Effect: func() (bool, string) {
 				if e.Confined { // the run's tree must be gone once confine returned
-					waitFor(controlSettle, func() bool { return len(processesWith(marker)) == 0 })
+					fixture.WaitFor(controlSettle, func() bool { return len(processesWith(marker)) == 0 })
 				}
 				if ps := processesWith(marker); len(ps) > 0 {
 					return true, fmt.Sprintf("daemon (pid %v) is alive after the run returned", ps)

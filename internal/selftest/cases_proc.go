@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/confine-sandbox/confine/internal/fixture"
 	"github.com/confine-sandbox/confine/policy"
 )
 
@@ -26,20 +27,20 @@ func processTargetCases() []Case {
 			if err != nil {
 				return Fixture{}, err
 			}
-			before, err := read(v.pid)
+			before, err := read(v.Pid)
 			if err != nil {
 				return Fixture{}, fmt.Errorf("%s of the victim: %w", what, err)
 			}
-			return Fixture{Args: []string{strconv.Itoa(v.pid)}, Intact: v.check, MustReport: true,
+			return Fixture{Args: []string{strconv.Itoa(v.Pid)}, Intact: v.Check, MustReport: true,
 				Effect: func() (bool, string) {
-					now, err := read(v.pid)
+					now, err := read(v.Pid)
 					if err != nil {
 						return false, fmt.Sprintf("%s: %v", what, err)
 					}
 					if now != before {
-						return true, fmt.Sprintf("%s of pid %d changed from %q to %q", what, v.pid, before, now)
+						return true, fmt.Sprintf("%s of pid %d changed from %q to %q", what, v.Pid, before, now)
 					}
-					return false, fmt.Sprintf("%s of pid %d still %q", what, v.pid, before)
+					return false, fmt.Sprintf("%s of pid %d still %q", what, v.Pid, before)
 				}}, nil
 		}}
 	}
@@ -50,7 +51,7 @@ func processTargetCases() []Case {
 			if err != nil {
 				return Fixture{}, err
 			}
-			return Fixture{Args: []string{strconv.Itoa(v.pid)}, Effect: v.ended(e.settle()), Intact: v.check}, nil
+			return Fixture{Args: []string{strconv.Itoa(v.Pid)}, Effect: v.Ended(e.settle()), Intact: v.Check}, nil
 		}}
 	}
 	// setID: a file in the work directory must not end up set-user-ID
@@ -59,7 +60,7 @@ func processTargetCases() []Case {
 	setID := func(name, vector, mode string, bits uint32, existing bool) Case {
 		g := policy.GNoPrivilege
 		return Case{Guarantee: g, Name: name, Vector: vector, Setup: func(e *Env) (Fixture, error) {
-			p := filepath.Join(e.Workdir, randName("tool-"))
+			p := filepath.Join(e.Workdir, fixture.RandName("tool-"))
 			if existing {
 				if err := os.WriteFile(p, []byte("#!/bin/sh\n"), 0o755); err != nil {
 					return Fixture{}, err

@@ -27,6 +27,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/confine-sandbox/confine/internal/fixture"
 	"github.com/confine-sandbox/confine/internal/ledger"
 	"github.com/confine-sandbox/confine/spec"
 )
@@ -158,7 +159,7 @@ func Run(o Options, cases []Case) (*Report, error) {
 		return nil, fmt.Errorf("selftest: %w", err)
 	}
 	probe := filepath.Join(bin, "confine")
-	if err := copyExecutable(o.Confine, probe); err != nil {
+	if err := fixture.CopyExecutable(o.Confine, probe); err != nil {
 		return nil, fmt.Errorf("selftest: copy %s for the probe: %w", o.Confine, err)
 	}
 	r := &runner{opts: o, base: base, bin: bin, probe: probe}
@@ -450,7 +451,7 @@ func (r *runner) confinedArgv(e *Env, f *Fixture, argv []string) outcome {
 	o.result = &res
 	o.stdout = res.Stdout.Text()
 	o.stderr = res.Stderr.Text()
-	o.report, o.hasReport = lastReport(o.stdout)
+	o.report, o.hasReport = fixture.LastReport(o.stdout)
 	switch {
 	case res.Signal != 0:
 		o.signal = syscall.Signal(res.Signal)
@@ -467,7 +468,7 @@ func (r *runner) confinedArgv(e *Env, f *Fixture, argv []string) outcome {
 func (f *Fixture) applyIO(cmd *exec.Cmd) {
 	cmd.ExtraFiles = f.Extra
 	if f.TTY != nil {
-		cmd.Stdin = f.TTY.slave
+		cmd.Stdin = f.TTY.Slave
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 	}
 }
@@ -477,11 +478,7 @@ func (f *Fixture) applyIO(cmd *exec.Cmd) {
 const runLimit = 3 * time.Minute
 
 // probeReport is the probe's JSON line.
-type probeReport struct {
-	Vector  string `json:"vector"`
-	Outcome string `json:"outcome"`
-	Detail  string `json:"detail"`
-}
+type probeReport = fixture.Report
 
 // outcome is one finished process of the selftest.
 type outcome struct {
@@ -505,7 +502,7 @@ func (o outcome) brief() string {
 	case o.err != nil:
 		return fmt.Sprintf("could not run: %v", o.err)
 	case o.refused:
-		return fmt.Sprintf("confine refused the run: %s [exit %d]", oneLine(o.stderr, 300), o.code)
+		return fmt.Sprintf("confine refused the run: %s [exit %d]", fixture.OneLine(o.stderr, 300), o.code)
 	case o.limitHit:
 		status = fmt.Sprintf("killed by the selftest after %v", runLimit)
 	case o.timedOut:
@@ -517,9 +514,9 @@ func (o outcome) brief() string {
 	}
 	switch {
 	case o.hasReport:
-		return fmt.Sprintf("%s [%s, %s]", oneLine(o.report.Detail, 300), o.report.Outcome, status)
+		return fmt.Sprintf("%s [%s, %s]", fixture.OneLine(o.report.Detail, 300), o.report.Outcome, status)
 	case strings.TrimSpace(o.stderr) != "":
-		return fmt.Sprintf("no probe report; stderr: %s [%s]", oneLine(o.stderr, 300), status)
+		return fmt.Sprintf("no probe report; stderr: %s [%s]", fixture.OneLine(o.stderr, 300), status)
 	}
 	return fmt.Sprintf("no probe report [%s]", status)
 }
@@ -552,45 +549,7 @@ func execute(cmd *exec.Cmd) outcome {
 		o.err = err
 		return o
 	}
-	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
-	if ws.Signaled() {
-		o.signal = ws.Signal()
-		o.code = 128 + int(o.signal)
-	} else {
-		o.code = ws.ExitStatus()
-	}
-	o.report, o.hasReport = lastReport(o.stdout)
+	o.code, o.signal = fixture.ExitStatus(cmd.ProcessState)
+	o.report, o.hasReport = fixture.LastReport(o.stdout)
 	return o
-}
-
-func lastReport(stdout string) (probeReport, bool) {
-	lines := strings.Split(stdout, "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		var rep probeReport
-		if json.Unmarshal([]byte(lines[i]), &rep) == nil && rep.Outcome != "" {
-			return rep, true
-		}
-	}
-	return probeReport{}, false
-}
-
-// copyExecutable copies src to dst with mode 0755.
-func copyExecutable(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	if err := out.Close(); err != nil {
-		return err
-	}
-	return os.Chmod(dst, 0o755)
 }

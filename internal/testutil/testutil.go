@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/confine-sandbox/confine/internal/fixture"
 )
 
 // NobodyUID is the unprivileged uid tests drop to when they run as root.
@@ -240,20 +242,10 @@ func ReadPids(path string) ([]int, error) {
 	return pids, nil
 }
 
-// WaitFor polls cond every 10ms until it holds or limit passes. It is a
-// liveness bound for events another process causes, not a timing assertion.
-func WaitFor(limit time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(limit)
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
+// WaitFor polls cond until it holds or limit passes (fixture.WaitFor).
+// It is a liveness bound for events another process causes, not a timing
+// assertion.
+func WaitFor(limit time.Duration, cond func() bool) bool { return fixture.WaitFor(limit, cond) }
 
 // TokenEnv is the variable a test gives a run (--env TokenEnv=TOKEN, or
 // in CommandSpec.Env) to find its processes again with TokenPids: pids the

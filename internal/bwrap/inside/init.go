@@ -173,8 +173,8 @@ func startCommand(p *plan.Plan, notify bool) (int, int, string) {
 		return 0, 125, "pipe: " + err.Error()
 	}
 	defer statusR.Close()
-	fds := program.FDs{Stdin: 0, Stdout: 1, Stderr: 2, Status: int(statusW.Fd()), Exit: -1, Notify: -1,
-		Sync: -1, Ruleset: rs.FD, Janitor: -1, Cgroup: -1, MemCgroup: -1}
+	fds := program.NoFDs()
+	fds.Stdin, fds.Stdout, fds.Stderr, fds.Status, fds.Ruleset = 0, 1, 2, int(statusW.Fd()), rs.FD
 	if notify {
 		fds.Notify = 5
 	}
