@@ -36,5 +36,19 @@ func nprocVectors() []vcase {
 			}
 			return fixture{args: []string{"64", "8"}}
 		}},
+		// The core with the cgroups as the host has them: as root a pids
+		// cgroup where one can be made, which holds the init too and so
+		// allows --max-procs + 16 tasks (build.go), the fork count where
+		// none can; RLIMIT_NPROC otherwise. On cgroup v2 the command
+		// leaves the pids cgroup for its memory cgroup (a process is in
+		// one cgroup only there), which must carry the bound with it.
+		{name: "fork-race-core", vector: "fork-race", setup: func(e *env) fixture {
+			if e.confined {
+				f := confined(e, "80", "8")
+				f.env = nil
+				return f
+			}
+			return fixture{args: []string{"80", "8"}}
+		}},
 	}
 }
