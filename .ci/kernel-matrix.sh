@@ -12,8 +12,9 @@
 # tests in system.slice/ci-root.service, uid 1000's in a user@1000.service
 # delegated to it, chowned, in app.slice/ci.scope) and runs there, as root
 # (and so uid 65534) and as uid 1000, the memory and process-count escape
-# rows, the CLI's whole-tree memory test, the host package's tests and a
-# literal `confine run --memory 64MiB` of a python3 that takes 256 MiB.
+# rows, the CLI's whole-tree memory test, the library's test that an OOM
+# kill spares the launcher, the host package's tests and a literal
+# `confine run --memory 64MiB` of a python3 that takes 256 MiB.
 #
 # The guest boots a busybox initramfs that loads the 9p modules of its own
 # kernel, switches into a tmpfs root (the initramfs root cannot be
@@ -118,6 +119,7 @@ CGO_ENABLED=0 go build -o "$work/probe" ./escape/probe
 if [ "$cgv2" != 0 ]; then
   CGO_ENABLED=0 go test -c -o "$work/cli.test" ./internal/cli
   CGO_ENABLED=0 go test -c -o "$work/host.test" ./internal/host
+  CGO_ENABLED=0 go test -c -o "$work/root.test" .
   CGO_ENABLED=0 go build -o "$work/confine" ./cmd/confine
 fi
 
