@@ -206,6 +206,9 @@ func TestCreateMemoryCgroupSwap(t *testing.T) {
 			if !errors.Is(err, tc.err) {
 				t.Fatalf("err %v, want %v", err, tc.err)
 			}
+			// On a plain directory the writes create files of mode 0,
+			// which only root could read back.
+			_ = os.Chmod(filepath.Join(dir, "memory.swappiness"), 0o600)
 			b, err := os.ReadFile(filepath.Join(dir, "memory.swappiness"))
 			if got := err == nil && string(b) == "0"; got != tc.wantSwappiness {
 				t.Fatalf("swappiness 0 written: %v, want %v", got, tc.wantSwappiness)
