@@ -215,7 +215,10 @@ for c in "${cells[@]}"; do
   IFS='|' read -r line ns variant kdir <<<"$c"
   cdir="$work/cells/$line-ns$ns${variant:+-$variant}"
   if [ "$variant" = cgv2 ]; then
-    # uid 1000's tests ran as themselves ("self") from their own logs.
+    # uid 1000's tests ran as themselves ("self"), their logs in u1000/;
+    # the boot's wall time and failure are the cell's.
+    mkdir -p "$cdir/u1000"
+    for f in wall error; do [ -f "$cdir/$f" ] && cp "$cdir/$f" "$cdir/u1000/"; done
     rows+=("$(summarize_cell "$cdir" root "$line (cgroup v2)" "$ns")")
     rows+=("$(summarize_cell "$cdir" nobody "$line (cgroup v2)" "$ns")")
     rows+=("$(summarize_cell "$cdir/u1000" self "$line (cgroup v2)" "$ns" uid1000)")

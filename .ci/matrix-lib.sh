@@ -262,6 +262,7 @@ cgv2_cell() {
   tests "$out" $G/system.slice/ci-root.service root
   tests "$out/u1000" $U/app.slice/ci.scope uid1000
   echo "escape cli host root guest" > "$out/logs"
+  echo "escape" > "$out/logs.nobody"
   echo "escape cli host root guest" > "$out/u1000/logs"
 }
 
@@ -356,22 +357,18 @@ EOF
 # summarize_cell DIR USER KERNEL NS [LABEL]: one table row,
 # "KERNEL|LABEL|NS|STATUS|DETAIL|WALL|FAILURES", from DIR's logs (the test
 # binaries DIR/logs names, by default probe and escape: NAME.log and
-# NAME.rc each). The leaves of the test tree count: a test TestX/USER/...
+# NAME.rc each; DIR/logs.USER for USER alone). The leaves of the test tree count: a test TestX/USER/...
 # belongs to USER; a test without a user component belongs to the uid the
 # binary ran as (root, or "self" when it ran unprivileged). LABEL names
 # USER in the table (default USER).
 summarize_cell() {
   local dir=$1 user=$2 kernel=$3 ns=$4 label=${5:-$2} wall="" status detail fails rc f logs=() bins
   [ -f "$dir/wall" ] && wall="$(cat "$dir/wall")s"
-  [ -f "$dir/../wall" ] && [ ! -f "$dir/wall" ] && wall="$(cat "$dir/../wall")s"
   if [ -f "$dir/error" ]; then
     echo "$kernel|$label|$ns|FAIL|$(head -n 1 "$dir/error")|$wall|"; return
   fi
-  if [ -f "$dir/../error" ] && [ ! -f "$dir/wall" ]; then
-    echo "$kernel|$label|$ns|FAIL|$(head -n 1 "$dir/../error")|$wall|"; return
-  fi
   bins="probe escape"
-  [ -f "$dir/logs" ] && bins=$(cat "$dir/logs")
+  if [ -f "$dir/logs.$user" ]; then bins=$(cat "$dir/logs.$user"); elif [ -f "$dir/logs" ]; then bins=$(cat "$dir/logs"); fi
   for f in $bins; do logs+=("$dir/$f.log"); done
   local stats
   stats=$(cat "${logs[@]}" 2>/dev/null | awk -v U="$user" -f .ci/matrix-summary.awk)

@@ -21,11 +21,16 @@ import (
 // end (all of those held at once) and how many the kernel killed. Nothing
 // in it waits on a clock, so a slow or loaded host changes only how long
 // it takes, never what it prints; "held 64" means 512 MiB were held at the
-// same time.
+// same time. It starts a holder once the one before has said "h" or died:
+// started all at once on a slow host (under qemu's emulation) the 64
+// interpreters' own start-up filled the bound before any held its 8 MiB,
+// and the kernel's OOM victim, the largest process, was the reporter.
 const memoryBomb = `import subprocess, sys
 hold = "b = bytearray(8 << 20)\nimport sys\nsys.stdout.write('h')\nsys.stdout.flush()\nsys.stdin.read()\n"
-ps = [subprocess.Popen([sys.executable, "-c", hold], stdin=subprocess.PIPE, stdout=subprocess.PIPE) for _ in range(64)]
-said = [p.stdout.read(1) == b"h" for p in ps]
+ps, said = [], []
+for _ in range(64):
+    ps.append(subprocess.Popen([sys.executable, "-c", hold], stdin=subprocess.PIPE, stdout=subprocess.PIPE))
+    said.append(ps[-1].stdout.read(1) == b"h")
 for p in ps:
     p.stdin.close()
 codes = [p.wait() for p in ps]
