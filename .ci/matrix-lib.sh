@@ -429,7 +429,7 @@ print_matrix() {
 print_refusals() {
   local d r
   for d in "$@"; do
-    r=$(grep -hoE 'confine: (sandbox unavailable|launch failed): [^"]*' "$d"/*.log 2>/dev/null \
+    r=$(grep -hoE 'confine: (sandbox unavailable|launch failed): [^"]*' "$d"/escape.log "$d"/cli.log 2>/dev/null \
       | sed 's/\\n.*//; s/(exit [0-9]*.*//' | cut -c1-600 | sort | uniq -c | sort -rn | head -n 4 || true)
     [ -n "$r" ] || continue
     echo "-- refusals in ${d##*/} (count, reason):"
