@@ -239,7 +239,7 @@ func (in *inputs) prepare(backend provider.Provider, required bool) (*run, error
 	}
 	// Without its caches a run is only slower (cold), never less confined.
 	r.caches, _ = cacheDirs(in.prof, in.dir, in.uid)
-	if in.h.MemoryCgroup.Parent != "" && in.limits.MemoryBytes > 0 {
+	if in.usesMemoryCgroup() {
 		r.memCgroup = filepath.Join(in.h.MemoryCgroup.Parent, "confine-"+randHex())
 	}
 	if r.primary, err = in.build(backend, r); err != nil {
@@ -327,7 +327,7 @@ func (in *inputs) build(backend provider.Provider, r *run) (planned, error) {
 		// The cgroup bounds the tree; a per-process RLIMIT_DATA as well
 		// would refuse runtimes whose private mappings (thread stacks,
 		// arenas) are far larger than what they touch.
-		p.MemoryCgroup, p.MemoryCgroupV2, p.MemoryMax = r.memCgroup, in.h.MemoryCgroup.V2, in.limits.MemoryBytes
+		p.MemoryCgroup, p.MemoryCgroupV2, p.MemoryMax = r.memCgroup, in.h.MemoryCgroup.V2, in.memoryMax()
 		p.Rlimits.Data = unix.RLIM_INFINITY
 	}
 	backend.Configure(p)

@@ -6,6 +6,16 @@
 # every vector as root and again as uid 65534; the table has one cell per
 # kernel x uid x namespaces.
 #
+# The cgroup v2 boots (cgv2) boot the same kernel with cgroup v1 off
+# (cgroup_no_v1=all): memory and pids on the unified hierarchy only, as on
+# a systemd host. The guest lays the hierarchy out as systemd does (root's
+# tests in system.slice/ci-root.service, uid 1000's in a user@1000.service
+# delegated to it, chowned, in app.slice/ci.scope) and runs there, as root
+# (and so uid 65534) and as uid 1000, the memory and process-count escape
+# rows, the CLI's whole-tree memory test, the library's test that an OOM
+# kill spares the launcher, the host package's tests and a literal
+# `confine run --memory 64MiB` of a python3 that takes 256 MiB.
+#
 # The guest boots a busybox initramfs that loads the 9p modules of its own
 # kernel, switches into a tmpfs root (the initramfs root cannot be
 # pivot_root()ed away, and the namespaces backend pivots), binds the host's
@@ -26,6 +36,8 @@
 #   CONFINE_CI_MATRIX_JOBS           boots at a time, default 2
 #   CONFINE_CI_MATRIX_RUN            -test.run pattern for escape.test (default: the scope's)
 #   CONFINE_CI_MATRIX_SKIP           -test.skip pattern for escape.test (default: the scope's)
+#   CONFINE_CI_MATRIX_CGV2           1 (default): the cgroup v2 boots of each kernel line too
+#                                    (user namespaces on and off); 0: none; only: those alone
 # Exit status: 0 when every cell that ran passed (a kernel that cannot be
 # fetched is skipped, saying why), 1 when any failed.
 set -euo pipefail
@@ -44,6 +56,8 @@ fi
 
 if [ "$matrix_scope" = full ]; then kernels_default="6.1 6.12"; else kernels_default="6.1"; fi
 kernels=${CONFINE_CI_MATRIX_KERNELS:-$kernels_default}
+cgv2=${CONFINE_CI_MATRIX_CGV2:-1}
+case "$cgv2" in 0|1|only) ;; *) echo "kernel matrix: FAIL: CONFINE_CI_MATRIX_CGV2=$cgv2 (want 1, 0 or only)"; exit 1 ;; esac
 work=${CONFINE_CI_MATRIX_WORK:-/var/tmp/confine-ci-matrix}
 cell_timeout=${CONFINE_CI_MATRIX_CELL_TIMEOUT:-2700}
 jobs=${CONFINE_CI_MATRIX_JOBS:-2}
@@ -102,10 +116,25 @@ echo "kernel matrix: building the test binaries"
 CGO_ENABLED=0 go test -c -o "$work/escape.test" ./escape
 CGO_ENABLED=0 go test -c -o "$work/probe.test" ./internal/probe
 CGO_ENABLED=0 go build -o "$work/probe" ./escape/probe
+if [ "$cgv2" != 0 ]; then
+  CGO_ENABLED=0 go test -c -o "$work/cli.test" ./internal/cli
+  CGO_ENABLED=0 go test -c -o "$work/host.test" ./internal/host
+  CGO_ENABLED=0 go test -c -o "$work/root.test" .
+  CGO_ENABLED=0 go build -o "$work/confine" ./cmd/confine
+fi
+
+# variant_args VARIANT: the kernel command line a boot variant adds.
+variant_args() {
+  case "$1" in
+    noia32) echo "ia32_emulation=0" ;;
+    cgv2) echo "systemd.unified_cgroup_hierarchy=1 cgroup_no_v1=all" ;;
+  esac
+}
 
 # A cell is one boot: kernel line x namespaces (on, off), plus, on 6.12, a
-# boot with ia32_emulation=0: a host without the INT $0x80 gate, where the
-# foreign-ABI tests must say "not applicable" rather than fail. Boots run
+# boot with ia32_emulation=0 (variant noia32): a host without the INT $0x80
+# gate, where the foreign-ABI tests must say "not applicable" rather than
+# fail; and the cgroup v2 boots (variant cgv2, namespaces on and off). Boots run
 # $jobs at a time: much of the suite waits (settle times, timeouts), so two
 # guests share two cores well.
 rows=()
@@ -120,23 +149,28 @@ for line in $kernels; do
   initrd="$kdir/initrd.cpio.gz"
   build_initramfs "$kdir" "$initrd"
   if [ "$accel" = auto ]; then detect_accel "$kdir" "$initrd"; fi
-  cells+=("$line|on||$kdir" "$line|off||$kdir")
-  if [ "$matrix_scope" = full ]; then
-    case "$line" in 6.1[2-9]*|6.[2-9]*|[7-9].*) cells+=("$line|on|ia32_emulation=0|$kdir") ;; esac
+  if [ "$cgv2" != only ]; then
+    cells+=("$line|on||$kdir" "$line|off||$kdir")
+    if [ "$matrix_scope" = full ]; then
+      case "$line" in 6.1[2-9]*|6.[2-9]*|[7-9].*) cells+=("$line|on|noia32|$kdir") ;; esac
+    fi
   fi
+  if [ "$cgv2" != 0 ]; then cells+=("$line|on|cgv2|$kdir" "$line|off|cgv2|$kdir"); fi
 done
 
-# run_cell LINE NS EXTRA KDIR: one boot, its files in cells/NAME.
+# run_cell LINE NS VARIANT KDIR: one boot, its files in cells/NAME.
 run_cell() {
-  local line=$1 ns=$2 extra=$3 kdir=$4 name cdir rc t0 why
-  name="$line-ns$ns${extra:+-noia32}"
+  local line=$1 ns=$2 variant=$3 kdir=$4 name cdir rc t0 why extra
+  name="$line-ns$ns${variant:+-$variant}"
+  extra=$(variant_args "$variant")
   cdir="$work/cells/$name"
   rm -rf "$cdir"; mkdir -p "$cdir"
   {
     shvar CELL "$name"; shvar NS "$ns"; shvar REPO "$repo"; shvar WORK "$work"
     shvar GOROOT "$goroot"; shvar GOMODCACHE "$gomodcache"
     shvar RUN "$ci_run"; shvar SKIP "$ci_skip"
-    shvar ONLY_FOREIGN_ABI "${extra:+1}"
+    shvar ONLY_FOREIGN_ABI "$([ "$variant" = noia32 ] && echo 1)"
+    shvar CGV2 "$([ "$variant" = cgv2 ] && echo 1)"
   } > "$cdir/config"
   echo "kernel matrix: booting $name ($accel)"
   t0=$(date +%s)
@@ -160,7 +194,7 @@ run_cell() {
     { echo "kernel matrix: $name: $why; console tail:"; tail -n 30 "$cdir/console.log" 2>/dev/null | sed 's/^/    /'; } || true
     [ -f "$cdir/error" ] || echo "$why" > "$cdir/error"
   fi
-  if [ -n "$extra" ] && [ ! -f "$cdir/error" ] && ! grep -q 'no i386 system call gate' "$cdir/probe.log" 2>/dev/null; then
+  if [ "$variant" = noia32 ] && [ ! -f "$cdir/error" ] && ! grep -q 'no i386 system call gate' "$cdir/probe.log" 2>/dev/null; then
     # The boot exists to exercise the "not applicable" path: it must have.
     echo "$extra did not take INT \$0x80 away (the foreign-ABI tests did not say not applicable)" > "$cdir/error"
   fi
@@ -169,28 +203,37 @@ run_cell() {
 
 running=0
 for c in "${cells[@]}"; do
-  IFS='|' read -r line ns extra kdir <<<"$c"
+  IFS='|' read -r line ns variant kdir <<<"$c"
   if [ "$running" -ge "$jobs" ]; then wait -n || true; running=$((running - 1)); fi
-  run_cell "$line" "$ns" "$extra" "$kdir" &
+  run_cell "$line" "$ns" "$variant" "$kdir" &
   running=$((running + 1))
 done
 wait || true
 
 status=0
 for c in "${cells[@]}"; do
-  IFS='|' read -r line ns extra kdir <<<"$c"
-  cdir="$work/cells/$line-ns$ns${extra:+-noia32}"
-  users="root nobody"
-
-  for u in $users; do
-    rows+=("$(summarize_cell "$cdir" "$u" "$line${extra:+ ($extra)}" "$ns")")
+  IFS='|' read -r line ns variant kdir <<<"$c"
+  cdir="$work/cells/$line-ns$ns${variant:+-$variant}"
+  if [ "$variant" = cgv2 ]; then
+    # uid 1000's tests ran as themselves ("self"), their logs in u1000/;
+    # the boot's wall time and failure are the cell's.
+    mkdir -p "$cdir/u1000"
+    for f in wall error; do [ -f "$cdir/$f" ] && cp "$cdir/$f" "$cdir/u1000/"; done
+    rows+=("$(summarize_cell "$cdir" root "$line (cgroup v2)" "$ns")")
+    rows+=("$(summarize_cell "$cdir" nobody "$line (cgroup v2)" "$ns")")
+    rows+=("$(summarize_cell "$cdir/u1000" self "$line (cgroup v2)" "$ns" uid1000)")
+    continue
+  fi
+  for u in root nobody; do
+    rows+=("$(summarize_cell "$cdir" "$u" "$line${variant:+ ($(variant_args "$variant"))}" "$ns")")
   done
 done
 
 dirs=()
 for c in "${cells[@]}"; do
-  IFS='|' read -r line ns extra kdir <<<"$c"
-  dirs+=("$work/cells/$line-ns$ns${extra:+-noia32}")
+  IFS='|' read -r line ns variant kdir <<<"$c"
+  dirs+=("$work/cells/$line-ns$ns${variant:+-$variant}")
+  [ "$variant" = cgv2 ] && dirs+=("$work/cells/$line-ns$ns-$variant/u1000")
 done
 [ "${#dirs[@]}" -gt 0 ] && print_refusals "${dirs[@]}"
 print_matrix "kernel matrix (${accel/auto/no kernel booted})" "${rows[@]}" || status=1

@@ -167,6 +167,108 @@ cell=$($B sed -n 's/.*confine\.cell=\([^ ]*\).*/\1/p' /proc/cmdline)
 say() { echo "CONFINE-MATRIX: [uptime $($B cut -d' ' -f1 /proc/uptime)s] $*"; }
 done_() { say "$*"; echo "CONFINE-MATRIX-DONE $cell"; $B sync; $B poweroff -f; }
 
+# cgv2_cell: the cgroup v2 boot's tests (see .ci/kernel-matrix.sh). The
+# hierarchy is laid out as systemd lays it out: controllers enabled from
+# the root down, root's tests in a service of system.slice, uid 1000's in
+# a scope of app.slice inside user@1000.service, which is delegated to it
+# (the directory and its cgroup.procs, cgroup.subtree_control and
+# cgroup.threads chowned) and below which uid 1000 makes the rest itself.
+# Each test binary's log and exit status go to NAME.log and NAME.rc, uid
+# 1000's under u1000/; guest.log holds this script's own checks in go
+# test's format (the matrix table reads them as tests).
+cgv2_cell() {
+  G=/sys/fs/cgroup
+  mkdir_cg() { $B mkdir -p "$1" && echo "+memory +pids" > "$1/cgroup.subtree_control"; }
+  if ! $B grep -qw memory $G/cgroup.controllers; then
+    echo "the memory controller is not on the unified hierarchy: $($B cat $G/cgroup.controllers)" > "$out/error"
+    done_ "FAIL: no memory controller in cgroup v2"
+  fi
+  # systemd mounts the hierarchy with nsdelegate.
+  $B mount -o remount,nsdelegate $G || say "cannot remount $G with nsdelegate"
+  U=$G/user.slice/user-1000.slice/user@1000.service
+  if ! { mkdir_cg $G && mkdir_cg $G/system.slice && $B mkdir -p $G/system.slice/ci-root.service &&
+         mkdir_cg $G/user.slice && mkdir_cg $G/user.slice/user-1000.slice && $B mkdir -p $U &&
+         $B chown 1000:1000 $U $U/cgroup.procs $U/cgroup.subtree_control $U/cgroup.threads; }; then
+    echo "cannot lay out the cgroup v2 hierarchy" > "$out/error"; done_ "FAIL: cgroup v2 layout"
+  fi
+  as1000="/usr/bin/setpriv --reuid 1000 --regid 1000 --clear-groups --inh-caps=-all"
+  if ! $as1000 $B sh -c "set -e; echo '+memory +pids' > $U/cgroup.subtree_control; $B mkdir -p $U/app.slice;
+       echo '+memory +pids' > $U/app.slice/cgroup.subtree_control; $B mkdir $U/app.slice/ci.scope"; then
+    echo "uid 1000 cannot make its cgroups in its delegated user@1000.service" > "$out/error"; done_ "FAIL: delegation"
+  fi
+  $B mkdir -p "$out/u1000" /home/ci1000 /tmp/runwd /tmp/runwd1000
+  $B chown 1000:1000 /home/ci1000 /tmp/runwd1000
+  {
+    echo "cgroup.controllers: $($B cat $G/cgroup.controllers)"
+    echo "mount: $($B grep cgroup /proc/self/mounts)"
+    echo "swaps: $($B tail -n +2 /proc/swaps | $B wc -l)"
+  } >> "$out/guest-info"
+  # tests DIR SCOPE WHO: every test binary, from a subshell that moves itself
+  # into SCOPE first (uid 1000's is moved by root: the move needs write
+  # access to the common ancestor's cgroup.procs, the root cgroup here).
+  tests() {
+    local d=$1 scope=$2 who=$3
+    say "running the cgroup v2 tests in $scope as $who"
+    (
+      echo 0 > "$scope/cgroup.procs" || exit 1
+      if [ "$who" = uid1000 ]; then
+        export HOME=/home/ci1000 GOCACHE=/tmp/gocache1000
+        pre=$as1000; wd=/tmp/runwd1000
+      else
+        pre=; wd=/tmp/runwd
+      fi
+      $B timeout 1200 $pre "$WORK/escape.test" -test.v -test.count=1 -test.run '^TestEscape$/.*/(memory-bomb.*|fork-.*)$' > "$d/escape.log" 2>&1
+      echo $? > "$d/escape.rc"
+      $B timeout 900 $pre "$WORK/cli.test" -test.v -test.count=1 -test.run '^TestMemoryBoundsTheTree$' > "$d/cli.log" 2>&1
+      echo $? > "$d/cli.rc"
+      $B timeout 300 $pre "$WORK/host.test" -test.v -test.count=1 > "$d/host.log" 2>&1
+      echo $? > "$d/host.rc"
+      $B timeout 300 $pre "$WORK/root.test" -test.v -test.count=1 -test.run '^TestMemoryBoundSparesLauncher$' > "$d/root.log" 2>&1
+      echo $? > "$d/root.rc"
+      # The command the brief names, as a user types it.
+      cd "$wd"
+      $B timeout 300 $pre "$WORK/confine" run --json --memory 64MiB -- python3 -c 'b=bytearray(256<<20)' > "$d/run.json" 2> "$d/run.err"
+      echo $? > "$d/run.exit"
+    )
+    # guest.log: what the cell itself demands. A cgroup v2 boot whose runs
+    # did not get a memory cgroup proves nothing: it fails here rather
+    # than pass on the tests' "not applicable" skips.
+    {
+      echo "=== RUN   GuestCgroupV2"
+      check() { if [ "$2" = ok ]; then echo "    --- PASS: GuestCgroupV2/$1 (0.00s)"; else echo "=== NAME  GuestCgroupV2/$1"; echo "    guest.sh:1: $2"; echo "    --- FAIL: GuestCgroupV2/$1 (0.00s)"; fi; }
+      j=$($B cat "$d/run.json" 2>/dev/null | $B tr -d ' \n')
+      case "$j" in *'"memory_bound":"memory-cgroup"'*) r=ok ;; *) r="confine run did not use a memory cgroup: exit $($B cat "$d/run.exit"), $($B head -c 300 "$d/run.err") $($B head -c 600 "$d/run.json")" ;; esac
+      check run-memory-cgroup "$r"
+      case "$j" in *'"oom_killed":true'*) r=ok ;; *) r="oom_killed is not true: $($B head -c 600 "$d/run.json")" ;; esac
+      check run-oom-killed "$r"
+      peak=$(echo "$j" | $B sed -n 's/.*"peak_memory_bytes":\([0-9]*\).*/\1/p')
+      if [ -n "$peak" ] && [ "$peak" -gt 0 ] && [ "$peak" -le $((65 << 20)) ]; then r=ok; else r="peak_memory_bytes ${peak:-missing}, want (0, 65 MiB]"; fi
+      check run-peak "$r"
+      # The tests that need the memory cgroup must have run, not skipped.
+      u=root; [ "$who" = uid1000 ] && u=self
+      # uid 0's process bound with a memory cgroup: on v2 the run leaves
+      # its pids cgroup for it.
+      [ "$u" = root ] && set -- escape:TestEscape/root/fork-race-core || set --
+      for t in cli:TestMemoryBoundsTheTree/cgroup root:TestMemoryBoundSparesLauncher \
+               escape:TestEscape/$u/memory-bomb-tree escape:TestEscape/$u/memory-bomb-shared "$@"; do
+        f=${t%%:*}; n=${t#*:}
+        if $B grep -qE "^ *--- PASS: $n " "$d/$f.log"; then r=ok; else r="$n did not pass (skipped?): $($B grep -E -B1 "^ *--- [A-Z]+: $n " "$d/$f.log" | $B tr '\n' ' ' | $B cut -c1-300)"; fi
+        check "ran-${n##*/}" "$r"
+      done
+      left=$($B find $G -name 'confine-*' -type d 2>/dev/null | $B tr '\n' ' ')
+      if [ -z "$left" ]; then r=ok; else r="cgroups left behind: $left"; fi
+      check no-cgroup-left "$r"
+      echo "--- PASS: GuestCgroupV2 (0.00s)"
+    } > "$d/guest.log"
+    echo 0 > "$d/guest.rc"
+  }
+  tests "$out" $G/system.slice/ci-root.service root
+  tests "$out/u1000" $U/app.slice/ci.scope uid1000
+  echo "escape cli host root guest" > "$out/logs"
+  echo "escape" > "$out/logs.nobody"
+  echo "escape cli host root guest" > "$out/u1000/logs"
+}
+
 # The host's root, read-only: every top-level directory but the kernel's
 # and the scratch ones; symlinks (merged /usr) as they are.
 for e in /host/* /host/.[!.]*; do
@@ -227,6 +329,11 @@ export CONFINE_TEST_RUN_LIMIT=10m
 export HOME=/tmp/home GOCACHE=/tmp/gocache GOMODCACHE GOROOT GOFLAGS=-buildvcs=false GOTOOLCHAIN=local GOPROXY=off LANG=C.UTF-8
 $B mkdir -p "$HOME"
 cd "$REPO/escape"
+if [ -n "${CGV2:-}" ]; then
+  cgv2_cell
+  $B dmesg > "$out/dmesg" 2>&1
+  done_ "finished"
+fi
 say "running probe.test (foreign ABI)"
 $B timeout 300 "$WORK/probe.test" -test.v -test.count=1 -test.run 'TestForeignABI|TestGateMissing' > "$out/probe.log" 2>&1
 echo $? > "$out/probe.rc"
@@ -250,19 +357,24 @@ done_ "finished"
 EOF
 }
 
-# summarize_cell DIR USER KERNEL NS: one table row,
-# "KERNEL|USER|NS|STATUS|DETAIL|WALL|FAILURES", from DIR's logs. The
-# leaves of the test tree count: a test TestX/USER/... belongs to USER;
-# a test without a user component belongs to the uid the binary ran as
-# (root, or "self" when the suite ran unprivileged).
+# summarize_cell DIR USER KERNEL NS [LABEL]: one table row,
+# "KERNEL|LABEL|NS|STATUS|DETAIL|WALL|FAILURES", from DIR's logs (the test
+# binaries DIR/logs names, by default probe and escape: NAME.log and
+# NAME.rc each; DIR/logs.USER for USER alone). The leaves of the test tree count: a test TestX/USER/...
+# belongs to USER; a test without a user component belongs to the uid the
+# binary ran as (root, or "self" when it ran unprivileged). LABEL names
+# USER in the table (default USER).
 summarize_cell() {
-  local dir=$1 user=$2 kernel=$3 ns=$4 wall="" status detail fails rc f
+  local dir=$1 user=$2 kernel=$3 ns=$4 label=${5:-$2} wall="" status detail fails rc f logs=() bins
   [ -f "$dir/wall" ] && wall="$(cat "$dir/wall")s"
   if [ -f "$dir/error" ]; then
-    echo "$kernel|$user|$ns|FAIL|$(head -n 1 "$dir/error")|$wall|"; return
+    echo "$kernel|$label|$ns|FAIL|$(head -n 1 "$dir/error")|$wall|"; return
   fi
+  bins="probe escape"
+  if [ -f "$dir/logs.$user" ]; then bins=$(cat "$dir/logs.$user"); elif [ -f "$dir/logs" ]; then bins=$(cat "$dir/logs"); fi
+  for f in $bins; do logs+=("$dir/$f.log"); done
   local stats
-  stats=$(cat "$dir"/probe.log "$dir"/escape.log 2>/dev/null | awk -v U="$user" -f .ci/matrix-summary.awk)
+  stats=$(cat "${logs[@]}" 2>/dev/null | awk -v U="$user" -f .ci/matrix-summary.awk)
   # stats: "pass skip fail seconds" on line 1, then failing test names, one a line
   read -r np ns_ nf secs <<<"$(echo "$stats" | head -n 1)"
   [ "${secs:-0}" != 0 ] && wall="$wall (${user}'s tests ${secs}s)"
@@ -270,7 +382,7 @@ summarize_cell() {
   fails=$(echo "$stats" | tail -n +2 | head -n 12 | paste -sd $'\x1f' -)
   if [ "${nf:-0}" -gt 12 ]; then fails="$fails"$'\x1f'"... and $((nf - 12)) more in $dir/escape.log"; fi
   status=PASS
-  for f in probe escape; do
+  for f in $bins; do
     if [ ! -f "$dir/$f.rc" ]; then
       status=FAIL; fails="${fails:+$fails$'\x1f'}$f.test did not run"
     elif rc=$(cat "$dir/$f.rc") && [ "$rc" != 0 ]; then
@@ -286,7 +398,7 @@ summarize_cell() {
   done
   [ "${nf:-0}" != 0 ] && status=FAIL
   detail="pass ${np:-0}, skip ${ns_:-0}, fail ${nf:-0}"
-  echo "$kernel|$user|$ns|$status|$detail|$wall|$fails"
+  echo "$kernel|$label|$ns|$status|$detail|$wall|$fails"
 }
 
 # print_matrix TITLE ROW...: the table, then each failing cell's failures.
@@ -317,7 +429,7 @@ print_matrix() {
 print_refusals() {
   local d r
   for d in "$@"; do
-    r=$(grep -hoE 'confine: (sandbox unavailable|launch failed): [^"]*' "$d"/escape.log 2>/dev/null \
+    r=$(grep -hoE 'confine: (sandbox unavailable|launch failed): [^"]*' "$d"/escape.log "$d"/cli.log 2>/dev/null \
       | sed 's/\\n.*//; s/(exit [0-9]*.*//' | cut -c1-600 | sort | uniq -c | sort -rn | head -n 4 || true)
     [ -n "$r" ] || continue
     echo "-- refusals in ${d##*/} (count, reason):"

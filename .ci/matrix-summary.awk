@@ -14,7 +14,8 @@ function owner(name,   p) {
 }
 # -v output streams each test's log lines after its "=== RUN" (or "=== CONT"
 # / "=== NAME" when tests interleave); the "--- FAIL" lines come later. A
-# test's last "file.go:N:" line is kept as its message (t.Fatal is last).
+# test's last "file.go:N:" line is kept as its message (t.Fatal is last);
+# "file.sh:N:" is a check of a guest's script written in the same form.
 /^=== (RUN|CONT|NAME) / { cur = $3; next }
 /^ *--- (PASS|FAIL|SKIP): / {
   st = $2; sub(":", "", st)
@@ -25,7 +26,7 @@ function owner(name,   p) {
   if (p[3] == "" && (p[2] == U)) secs += dur
   next
 }
-cur != "" && /^ +[A-Za-z0-9_]+\.go:[0-9]+: / {
+cur != "" && /^ +[A-Za-z0-9_]+\.(go|sh):[0-9]+: / {
   line = $0; sub(/^ +/, "", line)
   msg[cur] = substr(line, 1, 220)
   next

@@ -150,7 +150,12 @@ func printCheck(w io.Writer, h host.Info, sel provider.Selection, runAsRoot bool
 	fmt.Fprintf(w, "pids cgroup:      %s\n", orNone(h.PidsCgroupRoot))
 	mc := "none: each process is bounded on its own (RLIMIT_DATA)"
 	if h.MemoryCgroup.Parent != "" {
-		mc = h.MemoryCgroup.Parent + " (a child per run bounds the whole tree)"
+		mc = h.MemoryCgroup.Parent + " (a child per run bounds the whole tree"
+		if h.MemoryCgroup.Cap > 0 {
+			// v2, beside the launcher: no more than its own cgroups allow.
+			mc += fmt.Sprintf(", at most %d bytes: the launcher's own memory.max", h.MemoryCgroup.Cap)
+		}
+		mc += ")"
 	}
 	fmt.Fprintf(w, "memory cgroup:    %s\n", mc)
 	fmt.Fprintf(w, "io_uring present: %s (denied inside the sandbox)\n", yn(h.IOUring))

@@ -15,30 +15,63 @@ import (
 )
 
 // MemoryCgroup is where per-run memory cgroups are made: inside the
-// launcher's own memory cgroup, so that every bound on the caller still
-// holds for its runs (a run never leaves the caller's accounting).
+// launcher's own memory cgroup where the hierarchy allows it, so that
+// every bound on the caller still holds for its runs (a run never leaves
+// the caller's accounting). On cgroup v2 a cgroup that holds a process
+// cannot give its children a memory controller (the "no internal
+// processes" rule; only the root is exempt), so there runs are made
+// beside the launcher: in the nearest ancestor that may have them, and
+// no larger than the smallest memory.max of the cgroups between (Cap).
 type MemoryCgroup struct {
-	// Parent is the launcher's own memory cgroup directory; runs get a
-	// child of it.
+	// Parent is the directory runs get a child of: the launcher's own
+	// memory cgroup, or on v2 the nearest ancestor of it that can hold
+	// one.
 	Parent string `json:"parent"`
 	// V2 says the hierarchy is cgroup v2 (memory.max, memory.peak,
 	// memory.events), not v1 (memory.limit_in_bytes, ...).
 	V2 bool `json:"v2,omitempty"`
+	// Pids says a run's cgroup gets the pids controller too (v2: pids
+	// enabled for Parent's children). A v2 process is in one cgroup
+	// only: a run that joins its memory cgroup leaves any pids cgroup,
+	// so it is bounded there (CreateMemoryCgroup's pids).
+	Pids bool `json:"pids,omitempty"`
+	// Cap is the smallest memory.max of the launcher's cgroups that a
+	// run made in Parent leaves (0: none, or none is bounded): a run is
+	// never allowed more than the caller was.
+	Cap int64 `json:"cap,omitempty"`
 }
 
 // ErrNoMemoryCgroup says no per-run memory cgroup can be made here.
 var ErrNoMemoryCgroup = errors.New("no writable memory cgroup")
 
-// memoryCgroup finds the launcher's memory cgroup and whether a child of it
-// with a memory limit can be created and joined: the directory and its
-// task files writable (root, or a delegated hierarchy), and for v2 the
-// memory controller enabled for its children.
+// memoryCgroup finds where this launcher can make its runs' memory
+// cgroups (see MemoryCgroup).
 func memoryCgroup() (MemoryCgroup, error) {
-	own, err := ownCgroups("/proc/self/cgroup")
+	return findMemoryCgroup("/proc/self/cgroup", "/proc/self/mountinfo", swapActive("/proc/swaps"), func(p string) bool {
+		return unix.Access(p, unix.W_OK) == nil
+	})
+}
+
+// findMemoryCgroup is memoryCgroup over the given files: the process's
+// cgroup file, its mountinfo, whether the host has swap in use, and
+// which paths it may write.
+//
+// On v1 the run's cgroup is a child of the launcher's own: the directory
+// and its tasks file must be writable (root, or a delegated hierarchy).
+// On v2 it is a child of the launcher's own cgroup where that has the
+// memory controller enabled for its children (the root cgroup), or else
+// of the nearest ancestor that has: the directory and its cgroup.procs
+// writable (moving a process between two cgroups takes write access to
+// the cgroup.procs of their common ancestor). That is where systemd
+// delegates: a user's processes sit in scopes of app.slice inside
+// user@UID.service, all owned by the user, with memory enabled down to
+// the scopes.
+func findMemoryCgroup(cgroupFile, mountinfo string, swap bool, writable func(string) bool) (MemoryCgroup, error) {
+	own, err := ownCgroups(cgroupFile)
 	if err != nil {
 		return MemoryCgroup{}, err
 	}
-	mounts, err := cgroupMounts("/proc/self/mountinfo")
+	mounts, err := cgroupMounts(mountinfo)
 	if err != nil {
 		return MemoryCgroup{}, err
 	}
@@ -60,34 +93,63 @@ func memoryCgroup() (MemoryCgroup, error) {
 			continue
 		}
 		dir := filepath.Join(m.point, sub)
-		if m.v2 {
-			// A child gets memory.max only when the controller is
-			// enabled below dir, which v2 allows only where dir holds no
-			// process (or is the root): this launcher is in dir.
-			b, err := os.ReadFile(filepath.Join(dir, "cgroup.subtree_control"))
-			if err != nil || !containsWord(strings.TrimSpace(string(b)), "memory") {
-				continue
+		if !m.v2 {
+			if writable(dir) && writable(filepath.Join(dir, "tasks")) {
+				return MemoryCgroup{Parent: dir}, nil
 			}
-			// Its children get memory.swap.max where dir has it (the
-			// root has none); without it a run could not be kept out
-			// of the host's swap (see CreateMemoryCgroup).
-			if _, err := os.Stat(filepath.Join(dir, "memory.swap.max")); err != nil && swapActive("/proc/swaps") {
-				continue
-			}
-		}
-		if unix.Access(dir, unix.W_OK) != nil {
 			continue
 		}
-		join := "tasks"
-		if m.v2 {
-			join = "cgroup.procs"
+		if mc, ok := v2Parent(m.point, dir, swap, writable); ok {
+			return mc, nil
 		}
-		if unix.Access(filepath.Join(dir, join), unix.W_OK) != nil {
-			continue
-		}
-		return MemoryCgroup{Parent: dir, V2: m.v2}, nil
 	}
 	return MemoryCgroup{}, ErrNoMemoryCgroup
+}
+
+// v2Parent walks from dir (the launcher's cgroup) up to the mount point
+// for the first cgroup runs can be made in (see findMemoryCgroup).
+func v2Parent(point, dir string, swap bool, writable func(string) bool) (MemoryCgroup, bool) {
+	var limit int64
+	for d := dir; ; d = filepath.Dir(d) {
+		if mc, ok := v2Candidate(d, swap, writable); ok {
+			mc.Cap = limit
+			return mc, true
+		}
+		if d == point || !strings.HasPrefix(d, point+"/") {
+			return MemoryCgroup{}, false
+		}
+		// A run made above d leaves d: it takes d's bound with it.
+		if b, err := os.ReadFile(filepath.Join(d, "memory.max")); err == nil {
+			if v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && (limit == 0 || v < limit) {
+				limit = v
+			}
+		}
+	}
+}
+
+// v2Candidate says whether runs can be made in d: the memory controller
+// enabled for its children, d and its cgroup.procs writable, and where
+// the host has swap, memory.swap.max for the children (the root has
+// none; without it a run could not be kept out of the host's swap, see
+// CreateMemoryCgroup).
+func v2Candidate(d string, swap bool, writable func(string) bool) (MemoryCgroup, bool) {
+	b, err := os.ReadFile(filepath.Join(d, "cgroup.subtree_control"))
+	if err != nil {
+		return MemoryCgroup{}, false
+	}
+	ctl := strings.TrimSpace(string(b))
+	if !containsWord(ctl, "memory") {
+		return MemoryCgroup{}, false
+	}
+	if swap {
+		if _, err := os.Stat(filepath.Join(d, "memory.swap.max")); err != nil {
+			return MemoryCgroup{}, false
+		}
+	}
+	if !writable(d) || !writable(filepath.Join(d, "cgroup.procs")) {
+		return MemoryCgroup{}, false
+	}
+	return MemoryCgroup{Parent: d, V2: true, Pids: containsWord(ctl, "pids")}, true
 }
 
 // ownCgroups reads /proc/self/cgroup: controller -> path ("" for v2).
@@ -184,9 +246,18 @@ func unescapeMount(s string) string {
 // bound would be swapped out rather than stopped: on v1 memory.swappiness
 // 0 keeps the cgroup's own reclaim from swapping; on v2 there is no such
 // knob, and the cgroup is refused (ErrSwapUnbounded).
-func CreateMemoryCgroup(mc MemoryCgroup, dir string, max int64) error {
-	return createMemoryCgroup(mc, dir, max, swapActive("/proc/swaps"))
+//
+// pids > 0 bounds the cgroup's tasks too (v2 only, pids.max): the run
+// leaves its pids cgroup when it joins this one, since a v2 process is in
+// one cgroup only. Without the pids controller there the cgroup is
+// refused (ErrNoPidsController).
+func CreateMemoryCgroup(mc MemoryCgroup, dir string, max, pids int64) error {
+	return createMemoryCgroup(mc, dir, max, pids, swapActive("/proc/swaps"))
 }
+
+// ErrNoPidsController says a v2 memory cgroup that must bound the run's
+// tasks as well has no pids.max.
+var ErrNoPidsController = errors.New("the pids controller is not enabled for the memory cgroup (no pids.max)")
 
 // ErrSwapUnbounded says a memory cgroup here could not keep a run out of
 // the host's swap.
@@ -202,7 +273,7 @@ func swapActive(path string) bool {
 	return len(strings.Split(strings.TrimSpace(string(b)), "\n")) > 1
 }
 
-func createMemoryCgroup(mc MemoryCgroup, dir string, max int64, swap bool) error {
+func createMemoryCgroup(mc MemoryCgroup, dir string, max, pids int64, swap bool) error {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return err
 	}
@@ -229,6 +300,14 @@ func createMemoryCgroup(mc MemoryCgroup, dir string, max int64, swap bool) error
 		} else if swap {
 			err = ErrSwapUnbounded
 		}
+		if err != nil || pids <= 0 {
+			break
+		}
+		if !exists("pids.max") {
+			err = ErrNoPidsController
+			break
+		}
+		err = set("pids.max", []byte(strconv.FormatInt(pids, 10)))
 	default:
 		if err = set("memory.limit_in_bytes", v); err != nil {
 			break

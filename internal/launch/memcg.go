@@ -26,7 +26,13 @@ func createMemoryCgroup(p *plan.Plan) error {
 	if p.MemoryCgroup == "" {
 		return nil
 	}
-	err := host.CreateMemoryCgroup(memCgroup(p), p.MemoryCgroup, p.MemoryMax)
+	var pids int64
+	if p.MemoryCgroupV2 && p.PidsCgroup != "" {
+		// On v2 the command leaves the pids cgroup (init's) for this
+		// one: it takes the bound with it.
+		pids = p.PidsMax
+	}
+	err := host.CreateMemoryCgroup(memCgroup(p), p.MemoryCgroup, p.MemoryMax, pids)
 	if err == nil || errors.Is(err, fs.ErrExist) {
 		// Exists: created for a namespaces attempt this run fell back from.
 		return nil

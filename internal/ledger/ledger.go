@@ -473,7 +473,7 @@ var table = []Guarantee{
 		Mechanisms: []Mechanism{
 			// Where no cgroup can be made the memory bound is per process
 			// and counts only private writable memory: said, not hidden.
-			{Layer: Core, Sufficient: true, MemoryCgroup: true, Text: "memory cgroup of the run (a child of the launcher's own; not under bubblewrap): the whole tree's memory at --memory (anonymous, shared and tmpfs pages, page cache; swap not allowed), an OOM kill reported as oom_killed, the peak as peak_memory_bytes; rlimits: CPU, file size, open files, core=0; wall timeout; bounded capture"},
+			{Layer: Core, Sufficient: true, MemoryCgroup: true, Text: "memory cgroup of the run (a child of the launcher's own; on cgroup v2 beside it, in the nearest ancestor the launcher may write, and never above its own memory.max; not under bubblewrap): the whole tree's memory at --memory (anonymous, shared and tmpfs pages, page cache; swap not allowed), an OOM kill reported as oom_killed, the peak as peak_memory_bytes; rlimits: CPU, file size, open files, core=0; wall timeout; bounded capture"},
 			{Layer: Core, Sufficient: true, UnlessMemoryCgroup: true, Text: "RLIMIT_DATA: each process's private writable memory at --memory (per process, not the run as a whole; reservations made with PROT_NONE, shared mappings and tmpfs files are not counted); rlimits: CPU, file size, open files, core=0; wall timeout; bounded capture"},
 		},
 		Vectors: []string{"memory-bomb-*"},
@@ -483,7 +483,7 @@ var table = []Guarantee{
 		Promise: "a bounded number of processes",
 		Mechanisms: []Mechanism{
 			who(core("RLIMIT_NPROC (per uid)"), NonRoot),
-			{Layer: Core, Sufficient: true, Who: Root, PidsCgroup: true, UnlessPidMax: true, Text: "pids cgroup (uid 0 is exempt from RLIMIT_NPROC)"},
+			{Layer: Core, Sufficient: true, Who: Root, PidsCgroup: true, UnlessPidMax: true, Text: "pids cgroup, at --max-procs + 16 tasks with the run's init (uid 0 is exempt from RLIMIT_NPROC; on cgroup v2, where a process is in one cgroup only, the command's tasks are bounded in its memory cgroup)"},
 			{Layer: Namespaces, Sufficient: true, Who: Root, PidMax: true, Text: "pid_max of the run's PID namespace (uid 0 is exempt from RLIMIT_NPROC)"},
 			// A stock container run as root: no pids cgroup can be made
 			// (cgroupfs is read-only) and no namespace either. Exact:
@@ -492,7 +492,7 @@ var table = []Guarantee{
 			{Layer: Core, Sufficient: true, Who: Root, Seccomp: true, UnlessPidsCgroup: true, UnlessPidMax: true,
 				Text: "seccomp user notification: the launcher counts the run's tasks (threads included) at clone/fork/vfork and fails them with EAGAIN at --max-procs, never past it (uid 0 is exempt from RLIMIT_NPROC)"},
 		},
-		Vectors: []string{"fork-bomb", "fork-bomb-no-pids-cgroup", "fork-race-no-pids-cgroup"},
+		Vectors: []string{"fork-bomb", "fork-bomb-no-pids-cgroup", "fork-race-no-pids-cgroup", "fork-race-core"},
 	},
 	{
 		Name:    policy.GTreeKill,

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/confine-sandbox/confine/internal/host"
 	"golang.org/x/sys/unix"
 )
 
@@ -20,9 +21,12 @@ import (
 // container: no pids cgroup can be made there, so a run as uid 0 must
 // bound its processes otherwise. The simulated container (see
 // SimulateContainerEnv) does the same for every process it wraps. It
-// takes root; a process of another uid is left as it is (it cannot make
-// a pids cgroup in the root-owned hierarchies anyway). Nothing in a
-// release binary reads it: it only takes a power away from the process.
+// takes root; a process of another uid cannot remount anything, and never
+// makes a pids cgroup (RLIMIT_NPROC bounds it), but in a hierarchy
+// delegated to it (systemd's user@UID.service, cgroup v2) it could make a
+// memory cgroup: it goes without one (host.NoMemoryCgroupEnv), as it
+// would with the mounts read-only. Nothing in a release binary reads it:
+// it only takes a power away from the process.
 const ReadOnlyCgroupEnv = "CONFINE_TEST_RO_CGROUP"
 
 // wrapReadOnlyCgroup does what ReadOnlyCgroupEnv asks, or, with sim, what
@@ -30,6 +34,9 @@ const ReadOnlyCgroupEnv = "CONFINE_TEST_RO_CGROUP"
 // do (or it was done before the re-exec that got here).
 func wrapReadOnlyCgroup(sim bool) {
 	v := os.Getenv(ReadOnlyCgroupEnv)
+	if (v == "1" || sim) && os.Geteuid() != 0 {
+		_ = os.Setenv(host.NoMemoryCgroupEnv, "1")
+	}
 	if v == "done" || (v != "1" && !sim) || os.Geteuid() != 0 {
 		return
 	}
