@@ -279,9 +279,11 @@ func (in *inputs) build(backend provider.Provider, r *run) (planned, error) {
 	rw := append(slices.Clone(in.rw), r.tmp.Root)
 	for _, c := range r.caches {
 		name, dir, _ := strings.Cut(c, "=")
-		if !hasEnv(env, name) {
-			// The caller's own value wins (and is not granted here).
-			env = append(env, c)
+		if own := profileValue(in.prof, name); !hasEnv(env, name) || own != "" && getEnv(env, name) == own {
+			// The caller's own value wins (and is not granted here); the
+			// profile's own (the caller's cache, read-only) is the
+			// fallback the cache replaces.
+			env = append(slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, name+"=") }), c)
 			rw = append(rw, dir)
 		}
 	}
