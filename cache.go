@@ -7,9 +7,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 
