@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/confine-sandbox/confine/internal/gocacheprog"
 	"github.com/confine-sandbox/confine/policy"
 )
 
@@ -227,4 +228,74 @@ func copyFile(dst, src string, perm os.FileMode) error {
 		return err
 	}
 	return out.Close()
+}
+
+// goCacheProg is a run's GOCACHEPROG: the launcher-side server that
+// serves its GOCACHE and reads the caller's through (internal/gocacheprog).
+type goCacheProg struct {
+	server *gocacheprog.Server
+	// env is the GOCACHEPROG entry, the relay's symlink in the run's
+	// private directory.
+	env string
+	// exe is the launcher's executable, which the relay runs (granted
+	// read+exec as one file).
+	exe string
+}
+
+// callerGoCache is the caller's own GOCACHE as go finds it ($GOCACHE, or
+// go-build in the user cache directory; a `go env -w GOCACHE` is not
+// read), "" when there is none to read through.
+func callerGoCache() string {
+	dir := os.Getenv("GOCACHE")
+	if dir == "" {
+		d, err := os.UserCacheDir()
+		if err != nil {
+			return ""
+		}
+		dir = filepath.Join(d, "go-build")
+	}
+	if !filepath.IsAbs(dir) {
+		return "" // "off", or go would refuse it anyway
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return ""
+	}
+	return dir
+}
+
+// startGoCacheProg starts the GOCACHEPROG server of a run whose GOCACHE is
+// the cache own (a directory of caches), in the run's private directory
+// root, when there is a caller's GOCACHE to read through. A nil result
+// (and the reason) leaves the run with its own GOCACHE alone.
+func startGoCacheProg(own, root string) (*goCacheProg, error) {
+	caller := callerGoCache()
+	if caller == "" {
+		return nil, errors.New("no GOCACHE of the caller's to read through")
+	}
+	if real, err := filepath.EvalSymlinks(caller); err == nil && real == own {
+		return nil, errors.New("the caller's GOCACHE is the run's")
+	}
+	if strings.ContainsAny(root, " \t\n'\"\\") {
+		return nil, fmt.Errorf("GOCACHEPROG cannot name %q", root)
+	}
+	exe, err := os.Executable()
+	if err == nil {
+		exe, err = filepath.EvalSymlinks(exe)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the launcher's executable: %w", err)
+	}
+	if st, err := os.Stat(exe); err != nil || !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("the launcher's executable %s is not a file", exe)
+	}
+	relay := filepath.Join(root, gocacheprog.Arg0)
+	if err := os.Symlink(exe, relay); err != nil {
+		return nil, err
+	}
+	s, err := gocacheprog.Start(filepath.Join(root, gocacheprog.SocketName), own, caller)
+	if err != nil {
+		_ = os.Remove(relay)
+		return nil, err
+	}
+	return &goCacheProg{server: s, env: "GOCACHEPROG=" + relay, exe: exe}, nil
 }

@@ -365,3 +365,87 @@ func mustRead(t *testing.T, p string) []byte {
 	}
 	return b
 }
+
+// The go recipe's GOCACHEPROG reads the caller's GOCACHE through: a first
+// run in a fresh work directory, with an empty confine cache, compiles
+// only its own package (the standard library comes from the caller's
+// cache), and what it puts lands in its own cache, never in the caller's.
+func TestGoCacheReadThrough(t *testing.T) {
+	_, c, err := mintErr("go")
+	if err != nil {
+		t.Skipf("not applicable here: the go recipe: %v", err)
+	}
+	prof, err := policy.Lookup("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("go", "env", "GOCACHE").Output()
+	caller := strings.TrimSpace(string(out))
+	if err != nil || !filepath.IsAbs(caller) {
+		t.Skipf("not applicable here: no GOCACHE of the caller's to read through (%q, %v)", caller, err)
+	}
+	t.Setenv("CONFINE_CACHE_DIR", t.TempDir())
+	mod := func(dir, extra string) {
+		writeFiles(t, dir, map[string]string{"go.mod": "module example.com/hello\n\ngo 1.24\n", "main.go": "package main\n\nfunc main() {}\n" + extra})
+	}
+	// The caller has built the standard library this program needs (a
+	// no-op if it had: go test built more than that).
+	warm := t.TempDir()
+	mod(warm, "")
+	unconfined(t, warm, prof.Env.Set, "go build -o /dev/null .")
+
+	wt := worktree(t)
+	mod(wt, fmt.Sprintf("\nvar unique = %q\n", wt))
+	res := cacheRun(t, c, prof, wt, "go build -x -o out . && ./out && echo built")
+	var compiled []string
+	for _, l := range strings.Split(res.Stderr.Text(), "\n") {
+		if f := strings.Fields(l); len(f) > 0 && strings.HasSuffix(f[0], "/compile") {
+			for i := range f[:len(f)-1] {
+				if f[i] == "-p" {
+					compiled = append(compiled, f[i+1])
+				}
+			}
+		}
+	}
+	if res.ExitCode != 0 || !strings.Contains(res.Stdout.Text(), "built") || len(res.Caches) != 1 {
+		t.Fatalf("build: exit %d, caches %v\n%s", res.ExitCode, res.Caches, res.Stderr.Text())
+	}
+	if len(compiled) != 1 || compiled[0] != "main" {
+		t.Fatalf("a first run in a fresh work directory compiled %v; want only main, the rest read through from %s", compiled, caller)
+	}
+	own := strings.TrimPrefix(res.Caches[0], "GOCACHE=")
+	// What the run put is in its own cache and not in the caller's: an
+	// entry the caller lacks, and main's compiled package, whose body
+	// holds the work directory's name (no other build made it).
+	puts, unique := 0, 0
+	entries, _ := filepath.Glob(filepath.Join(own, "*", "*-a"))
+	for _, e := range entries {
+		rel, _ := filepath.Rel(own, e)
+		if _, err := os.Lstat(filepath.Join(caller, rel)); err == nil {
+			continue // read through
+		}
+		puts++
+		f := strings.Fields(string(mustRead(t, e)))
+		if len(f) != 5 || len(f[2]) < 2 {
+			t.Fatalf("entry %s: %q", e, f)
+		}
+		body := filepath.Join(f[2][:2], f[2]+"-d")
+		b, err := os.ReadFile(filepath.Join(own, body))
+		if err != nil {
+			t.Fatalf("the run's own cache lacks the body %s of %s: %v", body, rel, err)
+		}
+		if !bytes.Contains(b, []byte(wt)) {
+			continue // a body other builds make too (an empty one, say)
+		}
+		unique++
+		if _, err := os.Lstat(filepath.Join(caller, body)); err == nil {
+			t.Errorf("the run's put %s reached the caller's cache", body)
+		}
+	}
+	if unique == 0 {
+		t.Errorf("no entry of the run's own holds main's compiled package")
+	}
+	if puts == 0 || len(entries) <= puts {
+		t.Fatalf("%d entries in the run's cache, %d of them put by the run: want both read-through and put entries", len(entries), puts)
+	}
+}

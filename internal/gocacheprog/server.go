@@ -85,9 +85,9 @@ type Server struct {
 	caller  *os.File // the caller's GOCACHE; nil: none
 	ln      *net.UnixListener
 
-	mu    sync.Mutex
-	conns map[net.Conn]bool
-	wg    sync.WaitGroup
+	mu         sync.Mutex
+	conns      map[net.Conn]bool
+	wg         sync.WaitGroup
 	fromCaller int // gets the caller's cache answered
 }
 
@@ -343,7 +343,12 @@ func (s *Server) put(req *request, br *bufio.Reader, res *response) error {
 	}
 	var body io.Reader = bytes.NewReader(nil)
 	if req.BodySize > 0 {
-		if c, err := br.ReadByte(); err != nil || c != '"' {
+		// go ends the request's JSON line with a blank line.
+		c, err := br.ReadByte()
+		for err == nil && (c == '\n' || c == '\r' || c == ' ') {
+			c, err = br.ReadByte()
+		}
+		if err != nil || c != '"' {
 			return fmt.Errorf("%w: put: no body", ErrProtocol)
 		}
 		body = base64.NewDecoder(base64.StdEncoding,

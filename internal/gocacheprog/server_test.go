@@ -45,7 +45,7 @@ func (c *client) do(req request, body []byte) response {
 		req.BodySize = int64(len(body))
 	}
 	line, _ := json.Marshal(req)
-	msg := string(line) + "\n"
+	msg := string(line) + "\n\n" // as go writes it
 	if len(body) > 0 {
 		msg += `"` + base64.StdEncoding.EncodeToString(body) + "\"\n"
 	}
