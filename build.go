@@ -244,7 +244,7 @@ func (in *inputs) prepare(backend provider.Provider, required bool) (*run, error
 	r.caches, _ = cacheDirs(in.prof, in.dir, in.uid)
 	if own := getEnv(r.caches, "GOCACHE"); own != "" && !hasEnv(in.env, "GOCACHE") && !hasEnv(in.env, "GOCACHEPROG") {
 		// Without it the run's first build in a work directory is cold.
-		r.goProg, _ = startGoCacheProg(own, td.Root)
+		r.goProg, _ = startGoCacheProg(own, td.Root, in.limits.FileSizeBytes)
 	}
 	if in.h.MemoryCgroup.Parent != "" && in.limits.MemoryBytes > 0 {
 		r.memCgroup = filepath.Join(in.h.MemoryCgroup.Parent, "confine-"+randHex())

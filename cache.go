@@ -265,9 +265,10 @@ func callerGoCache() string {
 
 // startGoCacheProg starts the GOCACHEPROG server of a run whose GOCACHE is
 // the cache own (a directory of caches), in the run's private directory
-// root, when there is a caller's GOCACHE to read through. A nil result
+// root, when there is a caller's GOCACHE to read through; maxFile is the
+// run's file-size limit, which the server's writes keep. A nil result
 // (and the reason) leaves the run with its own GOCACHE alone.
-func startGoCacheProg(own, root string) (*goCacheProg, error) {
+func startGoCacheProg(own, root string, maxFile int64) (*goCacheProg, error) {
 	caller := callerGoCache()
 	if caller == "" {
 		return nil, errors.New("no GOCACHE of the caller's to read through")
@@ -292,7 +293,7 @@ func startGoCacheProg(own, root string) (*goCacheProg, error) {
 	if err := os.Symlink(exe, relay); err != nil {
 		return nil, err
 	}
-	s, err := gocacheprog.Start(filepath.Join(root, gocacheprog.SocketName), own, caller)
+	s, err := gocacheprog.Start(filepath.Join(root, gocacheprog.SocketName), own, caller, maxFile)
 	if err != nil {
 		_ = os.Remove(relay)
 		return nil, err

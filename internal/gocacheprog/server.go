@@ -48,8 +48,9 @@ const Arg0 = "confine-gocacheprog"
 // symlink.
 const SocketName = "gocacheprog.sock"
 
-// MaxBody bounds one put's body (a linked test binary is tens of MB).
-const MaxBody = 1 << 30
+// maxConns bounds the connections served at once (go opens one per go
+// command): each holds a buffer in the launcher.
+const maxConns = 64
 
 // maxLine bounds one request's JSON line.
 const maxLine = 64 << 10
@@ -84,6 +85,10 @@ type Server struct {
 	ownPath string
 	caller  *os.File // the caller's GOCACHE; nil: none
 	ln      *net.UnixListener
+	// maxBody bounds one put's body and so one file the server writes:
+	// the run's own file-size limit, which the launcher's writes are not
+	// subject to.
+	maxBody int64
 
 	mu         sync.Mutex
 	conns      map[net.Conn]bool
@@ -92,13 +97,17 @@ type Server struct {
 }
 
 // Start listens on socket and serves the run's cache ownDir, reading
-// through to callerDir ("" for none).
-func Start(socket, ownDir, callerDir string) (*Server, error) {
+// through to callerDir ("" for none). maxBody (> 0) bounds what one put
+// or one read-through writes: the run's file-size limit.
+func Start(socket, ownDir, callerDir string, maxBody int64) (*Server, error) {
+	if maxBody <= 0 {
+		return nil, errors.New("gocacheprog: no bound on a put's size")
+	}
 	own, err := openDir(ownDir)
 	if err != nil {
 		return nil, fmt.Errorf("gocacheprog: the run's cache: %w", err)
 	}
-	s := &Server{own: own, ownPath: filepath.Clean(ownDir), conns: map[net.Conn]bool{}}
+	s := &Server{own: own, ownPath: filepath.Clean(ownDir), conns: map[net.Conn]bool{}, maxBody: maxBody}
 	if callerDir != "" {
 		if s.caller, err = openDir(callerDir); err != nil {
 			own.Close()
@@ -159,8 +168,15 @@ func (s *Server) accept() {
 			return
 		}
 		s.mu.Lock()
-		s.conns[c] = true
+		full := len(s.conns) >= maxConns
+		if !full {
+			s.conns[c] = true
+		}
 		s.mu.Unlock()
+		if full {
+			c.Close()
+			continue
+		}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
@@ -331,6 +347,9 @@ func (s *Server) copyFromCaller(action []byte, e entry) error {
 	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() || st.Size() != e.size {
 		return errors.New("the caller's entry does not match its body")
 	}
+	if e.size > s.maxBody {
+		return errors.New("the caller's entry is larger than the run may write")
+	}
 	if err := s.writeOutput(e.output, e.size, f); err != nil {
 		return err
 	}
@@ -338,7 +357,7 @@ func (s *Server) copyFromCaller(action []byte, e entry) error {
 }
 
 func (s *Server) put(req *request, br *bufio.Reader, res *response) error {
-	if req.BodySize < 0 || req.BodySize > MaxBody {
+	if req.BodySize < 0 || req.BodySize > s.maxBody {
 		return fmt.Errorf("%w: put: body of %d bytes", ErrProtocol, req.BodySize)
 	}
 	var body io.Reader = bytes.NewReader(nil)

@@ -106,7 +106,7 @@ func TestServer(t *testing.T) {
 	inCaller := id("in the caller's cache")
 	callerOut := callerEntry(t, caller, inCaller, "compiled by the caller")
 	before := tree(t, caller)
-	s, err := Start(filepath.Join(t.TempDir(), SocketName), own, caller)
+	s, err := Start(filepath.Join(t.TempDir(), SocketName), own, caller, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,6 +167,20 @@ func TestServer(t *testing.T) {
 	if res := c.do(request{Command: "close"}, nil); res.Err != "" {
 		t.Fatal(res.Err)
 	}
+
+	// A put over the run's file-size limit ends the stream (the body is
+	// not read), and nothing of it is written.
+	c = newClient(t, s)
+	big := make([]byte, 1<<20+1)
+	line, _ := json.Marshal(request{ID: 1, Command: "put", ActionID: id("big"), OutputID: id(string(big)), BodySize: int64(len(big))})
+	go func() { _, _ = io.WriteString(c.w, string(line)+"\n\n\""+base64.StdEncoding.EncodeToString(big)+"\"\n") }()
+	var res response
+	if err := c.dec.Decode(&res); err == nil {
+		t.Errorf("a put over the limit was answered: %+v", res)
+	}
+	if _, err := os.Lstat(filepath.Join(own, entryName(id(string(big)), "-d"))); err == nil {
+		t.Errorf("a put over the limit was written")
+	}
 }
 
 // A run that replaces a subdirectory of its cache by a symlink into the
@@ -185,7 +199,7 @@ func TestServerPlantedSymlinks(t *testing.T) {
 	if err := os.Symlink(filepath.Join(caller, sub), filepath.Join(own, sub)); err != nil {
 		t.Fatal(err)
 	}
-	s, err := Start(filepath.Join(t.TempDir(), SocketName), own, caller)
+	s, err := Start(filepath.Join(t.TempDir(), SocketName), own, caller, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
