@@ -173,7 +173,9 @@ func TestServer(t *testing.T) {
 	c = newClient(t, s)
 	big := make([]byte, 1<<20+1)
 	line, _ := json.Marshal(request{ID: 1, Command: "put", ActionID: id("big"), OutputID: id(string(big)), BodySize: int64(len(big))})
-	go func() { _, _ = io.WriteString(c.w, string(line)+"\n\n\""+base64.StdEncoding.EncodeToString(big)+"\"\n") }()
+	go func() {
+		_, _ = io.WriteString(c.w, string(line)+"\n\n\""+base64.StdEncoding.EncodeToString(big)+"\"\n")
+	}()
 	var res response
 	if err := c.dec.Decode(&res); err == nil {
 		t.Errorf("a put over the limit was answered: %+v", res)
