@@ -38,7 +38,8 @@ import (
 //	        builds offline)
 //	        sets GOFLAGS=-mod=mod GOPROXY=off GOSUMDB=off GOTOOLCHAIN=local
 //	        GOMODCACHE=<the cache>
-//	        keeps GOCACHE across runs (Profile.Caches)
+//	        keeps GOCACHE across runs (Profile.Caches), which the launcher
+//	        serves, reading the caller's GOCACHE through (GOCACHEPROG)
 //	rust    rustc --print sysroot; $CARGO_HOME (default ~/.cargo) and
 //	        $RUSTUP_HOME (default ~/.rustup)
 //	        grants the sysroot, CARGO_HOME without credentials.toml and
