@@ -289,6 +289,11 @@ func startGoCacheProg(own, root string, maxFile int64) (*goCacheProg, error) {
 	if st, err := os.Stat(exe); err != nil || !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("the launcher's executable %s is not a file", exe)
 	}
+	// go fails outright when its GOCACHEPROG does not start.
+	var sfs unix.Statfs_t
+	if err := unix.Statfs(exe, &sfs); err != nil || sfs.Flags&unix.ST_NOEXEC != 0 {
+		return nil, fmt.Errorf("the launcher's executable %s is on a noexec mount", exe)
+	}
 	relay := filepath.Join(root, gocacheprog.Arg0)
 	if err := os.Symlink(exe, relay); err != nil {
 		return nil, err
