@@ -153,7 +153,7 @@ func TestRustCacheWarmAndUnpoisoned(t *testing.T) {
 			t.Skipf("not applicable here: no cargo beside rustc in %s", bin)
 		}
 		home := t.TempDir()
-		if inChild(t, "CARGO_HOME="+filepath.Join(home, "cargo"), "PATH="+bin+":/usr/bin:/bin",
+		if inChild(t, "CARGO_HOME="+filepath.Join(home, "cargo"), "PATH="+bin+":"+os.Getenv("PATH"),
 			"CONFINE_TEST_HOME="+home) {
 			return
 		}
@@ -222,6 +222,7 @@ func TestRustCacheWarmAndUnpoisoned(t *testing.T) {
 		for f in "$d"/*/*; do [ -f "$f" ] && echo x >> "$f" 2>/dev/null && echo "appended to $f"; done
 	done
 	echo '[build]' >> "$CARGO_HOME/config.toml" 2>/dev/null && echo "wrote config"
+	echo '[build]' > "$CARGO_HOME/config" 2>/dev/null && echo "wrote config through a dangling link"
 	touch "$CARGO_HOME/mine" && echo wrote-own`
 	res = cacheRun(t, c, prof, wt, "CALLER="+callerCargo+"; "+attack)
 	if out := res.Stdout.Text(); strings.Contains(out, "planted") || strings.Contains(out, "appended") || strings.Contains(out, "wrote config") || !strings.Contains(out, "wrote-own") {
