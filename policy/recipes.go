@@ -29,9 +29,11 @@ import (
 // directory or an ancestor of it: resolving fails instead), and sets
 // environment variables that keep the build offline and point the tool at
 // what was granted. It grants nothing writable: build outputs go to the
-// work directory, and a cache that must be writable (GOCACHE, cargo's
-// target/, pip's cache) defaults to the run's private HOME or the work
-// directory. What a recipe asks, grants and sets:
+// work directory (cargo's target/ too), and a cache that must be writable
+// (GOCACHE, pip's cache, cargo's home, npm's cache) is one of
+// Profile.Caches, a directory of the run's own that the launcher keeps,
+// with the caller's value as the fallback where a recipe sets one. What a
+// recipe asks, grants and sets:
 //
 //	go      go env -json GOROOT GOMODCACHE GOVERSION
 //	        grants GOROOT and GOMODCACHE (read-only: a pre-filled cache
