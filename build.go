@@ -222,6 +222,9 @@ type run struct {
 	memCgroup string
 	// caches are the profile's warm caches, NAME=DIR (cache.go).
 	caches []string
+	// goProg serves the GOCACHE cache, reading the caller's through; nil
+	// when there is none (cache.go).
+	goProg *goCacheProg
 }
 
 // prepare creates the run's private directory and builds the plans:
@@ -239,6 +242,10 @@ func (in *inputs) prepare(backend provider.Provider, required bool) (*run, error
 	}
 	// Without its caches a run is only slower (cold), never less confined.
 	r.caches, _ = cacheDirs(in.prof, in.dir, in.uid)
+	if own := getEnv(r.caches, "GOCACHE"); own != "" && !hasEnv(in.env, "GOCACHE") && !hasEnv(in.env, "GOCACHEPROG") {
+		// Without it the run's first build in a work directory is cold.
+		r.goProg, _ = startGoCacheProg(own, td.Root, in.limits.FileSizeBytes)
+	}
 	if in.usesMemoryCgroup() {
 		r.memCgroup = filepath.Join(in.h.MemoryCgroup.Parent, "confine-"+randHex())
 	}
@@ -277,12 +284,19 @@ func (in *inputs) build(backend provider.Provider, r *run) (planned, error) {
 		env = append(env, "TMPDIR="+r.tmp.Tmp)
 	}
 	rw := append(slices.Clone(in.rw), r.tmp.Root)
+	ro := slices.Clone(in.ro)
 	for _, c := range r.caches {
 		name, dir, _ := strings.Cut(c, "=")
-		if !hasEnv(env, name) {
-			// The caller's own value wins (and is not granted here).
-			env = append(env, c)
+		if own := profileValue(in.prof, name); !hasEnv(env, name) || own != "" && getEnv(env, name) == own {
+			// The caller's own value wins (and is not granted here); the
+			// profile's own (the caller's cache, read-only) is the
+			// fallback the cache replaces.
+			env = append(slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, name+"=") }), c)
 			rw = append(rw, dir)
+			if name == "GOCACHE" && r.goProg != nil {
+				env = append(env, r.goProg.env)
+				ro = append(ro, r.goProg.exe)
+			}
 		}
 	}
 	var pidsMax int64
@@ -299,7 +313,7 @@ func (in *inputs) build(backend provider.Provider, r *run) (planned, error) {
 		UID:     in.uid,
 		GID:     in.gid,
 		Landlock: plan.Landlock{
-			ReadExec:  slices.Clone(in.ro),
+			ReadExec:  ro,
 			ReadWrite: rw,
 			Devices:   slices.Clone(in.prof.Devices),
 			Optional:  slices.Clone(in.optional),
@@ -350,7 +364,17 @@ func (r *run) fallback() launch.Fallback {
 	return launch.Fallback{Plan: r.core.plan}
 }
 
+// stopGoProg stops the run's GOCACHEPROG server, if any; once its tree
+// is gone, nothing talks to it.
+func (r *run) stopGoProg() {
+	if r.goProg != nil {
+		_ = r.goProg.server.Close()
+		r.goProg = nil
+	}
+}
+
 func (r *run) cleanup() {
+	r.stopGoProg()
 	r.tmp.Remove()
 	if r.cgroup != "" {
 		_ = host.RemoveCgroup(r.cgroup)

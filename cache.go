@@ -7,12 +7,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/confine-sandbox/confine/internal/gocacheprog"
 	"github.com/confine-sandbox/confine/policy"
 )
 
@@ -67,8 +70,8 @@ func cacheDirs(prof policy.Profile, worktree string, uid int) ([]string, error) 
 			return nil, fmt.Errorf("%w: profile %s: bad cache entry %q", errNoCache, prof.Name, c)
 		}
 		dir := filepath.Join(root, sub)
-		if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-			return nil, fmt.Errorf("%w: %v", errNoCache, err)
+		if err := makeCache(root, dir, name, profileValue(prof, name)); err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", errNoCache, name, err)
 		}
 		var st unix.Stat_t
 		if err := unix.Lstat(dir, &st); err != nil {
@@ -80,4 +83,225 @@ func cacheDirs(prof policy.Profile, worktree string, uid int) ([]string, error) 
 		out = append(out, name+"="+dir)
 	}
 	return out, nil
+}
+
+// cacheSeeds fill a new cache, once, when it is created, from the caller's
+// own cache: the value the profile sets NAME to (its fallback when the run
+// gets no cache of its own), "" when it sets none. Keyed by NAME. A cache
+// without a seed starts empty. A seed runs before any run can reach the
+// cache (in a directory of its own, renamed into place), so the launcher
+// never writes into a directory a run could have changed.
+var cacheSeeds = map[string]func(dst, from string) error{
+	"CARGO_HOME":       seedCargoHome,
+	"npm_config_cache": copyCache,
+}
+
+// profileValue is what prof itself sets name to, "" if nothing.
+func profileValue(prof policy.Profile, name string) string {
+	return getEnv(prof.Env.Set, name)
+}
+
+// makeCache creates dir (a directory directly inside root, which no run
+// is granted) if it does not exist, filled by name's seed from from.
+func makeCache(root, dir, name, from string) error {
+	if _, err := os.Lstat(dir); err == nil || !errors.Is(err, os.ErrNotExist) {
+		return err // cacheDirs checks what is there
+	}
+	seed := cacheSeeds[name]
+	if seed == nil {
+		if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+			return err
+		}
+		return nil
+	}
+	tmp, err := os.MkdirTemp(root, ".new-"+filepath.Base(dir)+"-")
+	if err != nil {
+		return err
+	}
+	if err := seed(tmp, from); err != nil {
+		_ = os.RemoveAll(tmp)
+		return err
+	}
+	// RENAME_NOREPLACE: a launcher that made it first (for a run that may
+	// be using it already) keeps it.
+	err = unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, dir, unix.RENAME_NOREPLACE)
+	if err != nil {
+		_ = os.RemoveAll(tmp)
+		if errors.Is(err, unix.EEXIST) {
+			return nil
+		}
+	}
+	return err
+}
+
+// cargoShared are the parts of a cargo home a run's own CARGO_HOME reads
+// from the caller's through a symlink: the registry index and the .crate
+// files (and git databases) the caller downloaded, and its configuration.
+// The caller's CARGO_HOME is granted read-only (without its credentials),
+// so a run reads them and cannot change them; cargo keeps writing what
+// it derives from them (extracted sources in registry/src, git checkouts,
+// its locks and its global cache tracker) in the run's own home. A link
+// to what the caller does not have (yet) dangles until it does.
+var cargoShared = []string{"registry/index", "registry/cache", "git/db", "config.toml", "config"}
+
+// seedCargoHome makes dst a cargo home whose cargoShared parts are the
+// caller's home from.
+func seedCargoHome(dst, from string) error {
+	if from == "" || !filepath.IsAbs(from) {
+		return nil // nothing to read through: an empty home
+	}
+	if real, err := filepath.EvalSymlinks(from); err == nil {
+		from = real
+	}
+	for _, rel := range cargoShared {
+		p := filepath.Join(dst, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			return err
+		}
+		if err := os.Symlink(filepath.Join(from, rel), p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// maxSeedCopy bounds what copyCache copies. A larger cache is not copied:
+// the run then reads the caller's cache read-only, as without a cache.
+const maxSeedCopy = 1 << 30
+
+var errSeedTooLarge = errors.New("the caller's cache is larger than 1 GiB; not copied")
+
+// copyCache copies the caller's cache from into dst: directories and
+// regular files only (a symlink or device in it is left out, so the copy
+// holds nothing that leads back into the caller's cache), as files of
+// their own (never hard links: a run may write its copy).
+func copyCache(dst, from string) error {
+	if from == "" || !filepath.IsAbs(from) {
+		return nil
+	}
+	real, err := filepath.EvalSymlinks(from)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var total int64
+	return filepath.WalkDir(real, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(real, p)
+		if err != nil || rel == "." {
+			return err
+		}
+		out := filepath.Join(dst, rel)
+		switch {
+		case d.IsDir():
+			return os.Mkdir(out, 0o700)
+		case d.Type().IsRegular():
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			if total += info.Size(); total > maxSeedCopy {
+				return errSeedTooLarge
+			}
+			return copyFile(out, p, info.Mode().Perm()&0o700)
+		}
+		return nil
+	})
+}
+
+func copyFile(dst, src string, perm os.FileMode) error {
+	in, err := os.OpenFile(src, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, perm|0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// goCacheProg is a run's GOCACHEPROG: the launcher-side server that
+// serves its GOCACHE and reads the caller's through (internal/gocacheprog).
+type goCacheProg struct {
+	server *gocacheprog.Server
+	// env is the GOCACHEPROG entry, the relay's symlink in the run's
+	// private directory.
+	env string
+	// exe is the launcher's executable, which the relay runs (granted
+	// read+exec as one file).
+	exe string
+}
+
+// callerGoCache is the caller's own GOCACHE as go finds it ($GOCACHE, or
+// go-build in the user cache directory; a `go env -w GOCACHE` is not
+// read), "" when there is none to read through.
+func callerGoCache() string {
+	dir := os.Getenv("GOCACHE")
+	if dir == "" {
+		d, err := os.UserCacheDir()
+		if err != nil {
+			return ""
+		}
+		dir = filepath.Join(d, "go-build")
+	}
+	if !filepath.IsAbs(dir) {
+		return "" // "off", or go would refuse it anyway
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return ""
+	}
+	return dir
+}
+
+// startGoCacheProg starts the GOCACHEPROG server of a run whose GOCACHE is
+// the cache own (a directory of caches), in the run's private directory
+// root, when there is a caller's GOCACHE to read through; maxFile is the
+// run's file-size limit, which the server's writes keep. A nil result
+// (and the reason) leaves the run with its own GOCACHE alone.
+func startGoCacheProg(own, root string, maxFile int64) (*goCacheProg, error) {
+	caller := callerGoCache()
+	if caller == "" {
+		return nil, errors.New("no GOCACHE of the caller's to read through")
+	}
+	if real, err := filepath.EvalSymlinks(caller); err == nil && real == own {
+		return nil, errors.New("the caller's GOCACHE is the run's")
+	}
+	if strings.ContainsAny(root, " \t\n'\"\\") {
+		return nil, fmt.Errorf("GOCACHEPROG cannot name %q", root)
+	}
+	exe, err := os.Executable()
+	if err == nil {
+		exe, err = filepath.EvalSymlinks(exe)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the launcher's executable: %w", err)
+	}
+	if st, err := os.Stat(exe); err != nil || !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("the launcher's executable %s is not a file", exe)
+	}
+	// go fails outright when its GOCACHEPROG does not start.
+	var sfs unix.Statfs_t
+	if err := unix.Statfs(exe, &sfs); err != nil || sfs.Flags&unix.ST_NOEXEC != 0 {
+		return nil, fmt.Errorf("the launcher's executable %s is on a noexec mount", exe)
+	}
+	relay := filepath.Join(root, gocacheprog.Arg0)
+	if err := os.Symlink(exe, relay); err != nil {
+		return nil, err
+	}
+	s, err := gocacheprog.Start(filepath.Join(root, gocacheprog.SocketName), own, caller, maxFile)
+	if err != nil {
+		_ = os.Remove(relay)
+		return nil, err
+	}
+	return &goCacheProg{server: s, env: "GOCACHEPROG=" + relay, exe: exe}, nil
 }

@@ -5,8 +5,11 @@ package confine
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/confine-sandbox/confine/policy"
 )
@@ -64,5 +67,86 @@ func TestCacheDirs(t *testing.T) {
 	// Another uid cannot reach the launcher's cache directory.
 	if c, err := cacheDirs(goProf, "/w/a", os.Geteuid()+1); !errors.Is(err, errNoCache) {
 		t.Errorf("command as another uid: %v, %v; want errNoCache", c, err)
+	}
+}
+
+// A seeded cache is made once, before any run reaches it: the cargo home
+// links the caller's shared parts, the npm copy holds files of its own
+// and nothing that leads back into the caller's cache.
+func TestCacheSeeds(t *testing.T) {
+	base := t.TempDir()
+	t.Setenv(cacheRootEnv, base)
+	caller := t.TempDir()
+	for name, body := range map[string]string{"_cacache/index-v5/aa/entry": "index", "_cacache/content-v2/bb": "content"} {
+		p := filepath.Join(caller, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("/etc", filepath.Join(caller, "_cacache", "link")); err != nil {
+		t.Fatal(err)
+	}
+	node := policy.Profile{Name: "node", Caches: []string{"npm_config_cache=npm"},
+		Env: policy.EnvPolicy{Set: []string{"npm_config_cache=" + caller}}}
+	c, err := cacheDirs(node, "/w/a", -1)
+	if err != nil || len(c) != 1 {
+		t.Fatalf("cacheDirs: %v, %v", c, err)
+	}
+	own := strings.TrimPrefix(c[0], "npm_config_cache=")
+	for _, rel := range []string{"_cacache/index-v5/aa/entry", "_cacache/content-v2/bb"} {
+		var a, b unix.Stat_t
+		if err := unix.Lstat(filepath.Join(caller, rel), &a); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Lstat(filepath.Join(own, rel), &b); err != nil {
+			t.Fatalf("%s not copied: %v", rel, err)
+		}
+		if a.Ino == b.Ino || b.Mode&unix.S_IFMT != unix.S_IFREG || b.Nlink != 1 {
+			t.Errorf("%s: the copy is not a file of its own (inode %d vs %d, links %d)", rel, b.Ino, a.Ino, b.Nlink)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(own, "_cacache", "link")); !os.IsNotExist(err) {
+		t.Errorf("a symlink in the caller's cache was copied: %v", err)
+	}
+	// Made once: a later run's cache is what the earlier runs left, not a
+	// fresh copy.
+	if err := os.Remove(filepath.Join(own, "_cacache", "content-v2", "bb")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cacheDirs(node, "/w/a", -1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(own, "_cacache", "content-v2", "bb")); !os.IsNotExist(err) {
+		t.Errorf("the cache was seeded again: %v", err)
+	}
+	if m, _ := filepath.Glob(filepath.Join(filepath.Dir(own), ".new-*")); len(m) != 0 {
+		t.Errorf("seeding left %v", m)
+	}
+
+	rust := policy.Profile{Name: "rust", Caches: []string{"CARGO_HOME=cargo-home"},
+		Env: policy.EnvPolicy{Set: []string{"CARGO_HOME=" + caller}}}
+	if c, err = cacheDirs(rust, "/w/a", -1); err != nil || len(c) != 1 {
+		t.Fatalf("cacheDirs: %v, %v", c, err)
+	}
+	home := strings.TrimPrefix(c[0], "CARGO_HOME=")
+	for _, rel := range cargoShared {
+		if l, err := os.Readlink(filepath.Join(home, rel)); err != nil || l != filepath.Join(caller, rel) {
+			t.Errorf("%s: %q, %v; want a link to the caller's", rel, l, err)
+		}
+	}
+	for _, rel := range []string{"registry/src", "git/checkouts"} {
+		if _, err := os.Lstat(filepath.Join(home, rel)); !os.IsNotExist(err) {
+			t.Errorf("%s is not left to cargo to make in the run's home: %v", rel, err)
+		}
+	}
+	// Without a caller's home to read through, an empty one.
+	if c, err = cacheDirs(policy.Profile{Name: "rust", Caches: []string{"CARGO_HOME=cargo-home"}}, "/w/b", -1); err != nil || len(c) != 1 {
+		t.Fatalf("cacheDirs: %v, %v", c, err)
+	}
+	if ents, err := os.ReadDir(strings.TrimPrefix(c[0], "CARGO_HOME=")); err != nil || len(ents) != 0 {
+		t.Errorf("unseeded cargo home: %v, %v", ents, err)
 	}
 }

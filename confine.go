@@ -101,6 +101,7 @@ func (l *Launcher) launch(ctx context.Context, c *policy.Cap, prof policy.Profil
 	}
 	detached := false
 	defer func() {
+		run.stopGoProg()
 		if !detached {
 			run.cleanup()
 		}

@@ -24,7 +24,7 @@
 # target's margin is marked "noisy".
 #
 # Knobs (environment variables, defaults in brackets):
-#   ONLY=launch,hyperfine,library,syscalls,spawn,files,build,warmcache,flood,kill,concurrency,egress
+#   ONLY=launch,hyperfine,library,syscalls,spawn,files,build,warmcache,warmtools,flood,kill,concurrency,egress
 #                          run only these measures [all]
 #   CONFINE_FLAGS          extra flags for every confine run, e.g. "--backend core" []
 #   CONFINE_TAGS           build tags for confine, e.g. confine_simabi []
@@ -38,7 +38,8 @@
 #   FILES_N [20000] FILES_SIZE [512] FILES_REPS [5]
 #   BUILD_TARGET [cmd/go] BUILD_RUNS [3]        go build -a TARGET, fresh GOCACHE in the workdir
 #   CACHE_RUNS [3]         spf13/cobra go test -count=1 ./...: bare warm vs confine --profile go warm (and one cold);
-#                          fetches cobra's own test dependencies from the Go module proxy once
+#                          fetches cobra's own test dependencies from the Go module proxy once;
+#                          warmtools: cargo rebuild and offline npm ci, bare vs --profile rust|node, as many runs
 #   FLOOD_BYTES [1073741824] FLOOD_REPS [5] FLOOD_PIPE [1048576]  bare/bwrap pipe size (0: default)
 #   KILL_PROCS [200] KILL_T [2s] KILL_GRACE [100ms] KILL_REPS [5]
 #   CONC_JOBS [64] CONC_PAR [16] CONC_SLEEP [0.05] CONC_REPS [3]

@@ -534,10 +534,15 @@ func TestRecipeCredentials(t *testing.T) {
 				if out, _ := ctl.CombinedOutput(); !strings.Contains(string(out), cargoCanary) {
 					t.Fatalf("control: %s cannot read the planted credentials unconfined: %s", u.Name, out)
 				}
+				// The run's CARGO_HOME is its own kept cache, which links
+				// the caller's registry: reach the caller's credentials by
+				// name and through a link's parent.
+				writeTree(t, u, ch, map[string]string{"registry/index/.keep": ""})
 				wd := testutil.Workdir(t, u.UID)
-				script := `cargo --version && echo "CARGO_HOME=$CARGO_HOME"; ` +
-					`for f in credentials.toml credentials; do if cat "$CARGO_HOME/$f"; then echo "LEAK $f"; fi; done; true`
-				o := recipeRun(t, u, wd, "rust", env, script, "CARGO_HOME="+ch+"\n")
+				script := `cargo --version && echo "CARGO_HOME=$CARGO_HOME"; CALLER=` + ch + `; ` +
+					`for f in "$CARGO_HOME/credentials.toml" "$CARGO_HOME/credentials" "$CALLER/credentials.toml" "$CALLER/credentials" ` +
+					`"$CARGO_HOME/registry/index/../../credentials.toml"; do if cat "$f"; then echo "LEAK $f"; fi; done; true`
+				o := recipeRun(t, u, wd, "rust", env, script, "CARGO_HOME=")
 				if !strings.Contains(o.stdout, "cargo 1.") {
 					t.Errorf("cargo --version printed no version: %s", o.stdout)
 				}

@@ -29,26 +29,33 @@ import (
 // directory or an ancestor of it: resolving fails instead), and sets
 // environment variables that keep the build offline and point the tool at
 // what was granted. It grants nothing writable: build outputs go to the
-// work directory, and a cache that must be writable (GOCACHE, cargo's
-// target/, pip's cache) defaults to the run's private HOME or the work
-// directory. What a recipe asks, grants and sets:
+// work directory (cargo's target/ too), and a cache that must be writable
+// (GOCACHE, pip's cache, cargo's home, npm's cache) is one of
+// Profile.Caches, a directory of the run's own that the launcher keeps,
+// with the caller's value as the fallback where a recipe sets one. What a
+// recipe asks, grants and sets:
 //
 //	go      go env -json GOROOT GOMODCACHE GOVERSION
 //	        grants GOROOT and GOMODCACHE (read-only: a pre-filled cache
 //	        builds offline)
 //	        sets GOFLAGS=-mod=mod GOPROXY=off GOSUMDB=off GOTOOLCHAIN=local
 //	        GOMODCACHE=<the cache>
-//	        keeps GOCACHE across runs (Profile.Caches)
+//	        keeps GOCACHE across runs (Profile.Caches), which the launcher
+//	        serves, reading the caller's GOCACHE through (GOCACHEPROG)
 //	rust    rustc --print sysroot; $CARGO_HOME (default ~/.cargo) and
 //	        $RUSTUP_HOME (default ~/.rustup)
 //	        grants the sysroot, CARGO_HOME without credentials.toml and
 //	        credentials, RUSTUP_HOME
 //	        sets CARGO_NET_OFFLINE=true CARGO_HOME=... RUSTUP_HOME=...
+//	        keeps CARGO_HOME across runs (Profile.Caches): the run's own,
+//	        reading the caller's registry and git databases through
 //	node    node -p process.execPath; npm root -g; npm config get cache
 //	        grants node's directory, npm's global root and npm's cache
 //	        sets npm_config_offline=true npm_config_cache=<the cache>
 //	        npm_config_update_notifier=false npm_config_audit=false
 //	        npm_config_fund=false
+//	        keeps npm_config_cache across runs (Profile.Caches): the run's
+//	        own, a copy of the caller's npm cache made when it is created
 //	python  python3 -I -c '<sys and sysconfig as JSON>'
 //	        grants prefix, base_prefix, exec prefixes, stdlib, platstdlib,
 //	        purelib, platlib
@@ -593,6 +600,12 @@ func discoverRust(h *toolHost) (toolchain, error) {
 			{what: "RUSTUP_HOME", path: rustupHome, envVar: "RUSTUP_HOME"},
 		},
 		env: []string{"CARGO_NET_OFFLINE=true"},
+		// A cargo home of the run's own, kept across runs, that reads the
+		// caller's registry and git databases through (read-only): cargo
+		// writes its extracted sources, checkouts and locks there, never
+		// into the caller's. The build artefacts stay in target/ in the
+		// work directory, where users look for them and which persists.
+		caches: []string{"CARGO_HOME=cargo-home"},
 	}, nil
 }
 
@@ -623,7 +636,8 @@ func discoverNode(h *toolHost) (toolchain, error) {
 		tc.version = "without npm"
 		return tc, nil
 	}
-	quiet := []string{"npm_config_update_notifier=false", "npm_config_offline=true"}
+	// logs_max=0: asking writes no debug log into the caller's cache.
+	quiet := []string{"npm_config_update_notifier=false", "npm_config_offline=true", "npm_config_logs_max=0"}
 	root, err := h.ask(r, quiet, npm, "root", "-g")
 	if err != nil {
 		return toolchain{}, err
@@ -635,6 +649,10 @@ func discoverNode(h *toolHost) (toolchain, error) {
 	tc.dirs = append(tc.dirs,
 		toolDir{what: "npm global root", path: root},
 		toolDir{what: "npm cache", path: cache, envVar: "npm_config_cache"})
+	// npm's cache of the run's own, kept across runs: a copy of the
+	// caller's, made when it is created (npm reads one cache only, and
+	// writes it even when installing offline).
+	tc.caches = []string{"npm_config_cache=npm"}
 	return tc, nil
 }
 

@@ -19,6 +19,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 
@@ -26,6 +27,7 @@ import (
 	"github.com/confine-sandbox/confine/internal/bwrap/inside"
 	"github.com/confine-sandbox/confine/internal/bwrap/supervise"
 	"github.com/confine-sandbox/confine/internal/capture"
+	"github.com/confine-sandbox/confine/internal/gocacheprog"
 	"github.com/confine-sandbox/confine/internal/host"
 	"github.com/confine-sandbox/confine/internal/plan"
 	"github.com/confine-sandbox/confine/internal/reaper"
@@ -55,6 +57,11 @@ func Dispatch() {
 		os.Exit(reaper.Main())
 	case bwrap.InitPath:
 		os.Exit(inside.Main())
+	}
+	if filepath.Base(os.Args[0]) == gocacheprog.Arg0 {
+		// go's GOCACHEPROG inside the sandbox, through the run's own
+		// symlink to this program.
+		os.Exit(gocacheprog.Relay())
 	}
 }
 

@@ -125,6 +125,7 @@ func main() {
 		{"files", b.files},
 		{"build", b.build},
 		{"warmcache", b.warmCache},
+		{"warmtools", b.warmTools},
 		{"flood", b.flood},
 		{"kill", b.kill},
 		{"concurrency", b.concurrency},
@@ -683,8 +684,9 @@ func (b *bench) launch() error {
 
 // warmCache times `go test -count=1 ./...` of spf13/cobra (its source is in
 // the module cache: the CLI depends on it) bare with a warm build cache,
-// under `confine run --profile go` with an empty confine cache (cold) and
-// with the one the previous run left (warm). -count=1 runs the tests every
+// under `confine run --profile go` with an empty confine cache (cold: it
+// reads bare's GOCACHE, the caller's, through GOCACHEPROG) and with the
+// one the previous run left (warm). -count=1 runs the tests every
 // time: go's test-result cache does not carry over between confine runs
 // when a test reads $TMPDIR or $HOME (a new private directory per run), so
 // without it bare would compare cached results with real runs.
@@ -785,7 +787,7 @@ func (b *bench) warmCache() error {
 	r.Target = "warm ≤ 1.2x"
 	r.Met = verdict(r.Ratio[confine] <= 1.2)
 	flagNoise(r, 1.2, false)
-	r.Notes = fmt.Sprintf("%d interleaved runs each; cold (an empty confine cache, as every run was before) %.1fs = %.1fx bare warm; runs (s): %s",
+	r.Notes = fmt.Sprintf("%d interleaved runs each; cold (an empty confine cache, bare's GOCACHE read through by the launcher's GOCACHEPROG) %.1fs = %.1fx bare warm; runs (s): %s",
 		reps, median(coldT), median(coldT)/r.Values[bare], sampleText(r, 1))
 	r.Extra = map[string]any{"cold_s": median(coldT)}
 	b.add(r)
