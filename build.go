@@ -231,7 +231,7 @@ type run struct {
 // backend's, and, unless required forbids leaving it or the core cannot
 // enforce the run's guarantees, the core's to fall back to.
 func (in *inputs) prepare(backend provider.Provider, required bool) (*run, error) {
-	td, err := tmpdir.Create(in.uid, in.gid)
+	td, err := tmpdir.CreateIn(in.callerEnv.tempDir(), in.uid, in.gid)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", spec.ErrLaunch, err)
 	}

@@ -24,6 +24,14 @@ func (e envLookup) get(name string) string {
 	return v
 }
 
+// tempDir is os.TempDir with $TMPDIR read through e.
+func (e envLookup) tempDir() string {
+	if d := e.get("TMPDIR"); d != "" {
+		return d
+	}
+	return "/tmp"
+}
+
 // userCacheDir is os.UserCacheDir with the variables read through e.
 func (e envLookup) userCacheDir() (string, error) {
 	if d := e.get("XDG_CACHE_HOME"); d != "" {
