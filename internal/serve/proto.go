@@ -1,4 +1,3 @@
-
 // Package serve is the warm launcher's transport: a per-user server on a
 // unix socket (mode 0600, in a directory of the user's with mode 0700)
 // that takes one run request per connection, checks the peer's uid with
