@@ -155,13 +155,12 @@ func (e *serverError) Unwrap() error {
 // of `run --json`, with kind "cancelled" for a run its client ended).
 func serverRefusal(res spec.CommandResult, err error) *serve.Refusal {
 	var ee *exitError
-	if res.RunID == "" {
-		err = refused(ExitConfine, err)
-	} else {
-		err = runError(res, err)
+	mapped := refused(ExitConfine, err)
+	if res.RunID != "" {
+		mapped = runError(res, err)
 	}
-	errors.As(err, &ee)
-	r := refusalObject(err, ee.code, ee.msg)
+	errors.As(mapped, &ee)
+	r := refusalObject(mapped, ee.code, ee.msg)
 	if errors.Is(err, context.Canceled) && res.Cancelled {
 		r.Kind = "cancelled"
 	}

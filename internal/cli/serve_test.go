@@ -226,3 +226,34 @@ func TestServeDisconnectKillsTree(t *testing.T) {
 		})
 	}
 }
+
+// TestServeInterrupt: SIGINT to `run --server --json` ends the run on the
+// server and prints its result, exit 130, as a direct run does.
+func TestServeInterrupt(t *testing.T) {
+	u := testutil.Users(t)[0]
+	s := startServer(t, u)
+	for _, server := range []string{"--server=", "--server=" + s.Socket} {
+		t.Run(server, func(t *testing.T) {
+			wd := testutil.Workdir(t, u.UID)
+			c := testutil.CLI{Bin: testutil.SelfBinary(t), UID: u.UID, Dir: wd,
+				Args: []string{"run", server, "--json", "--", "sh", "-c", "touch ready; exec sleep 100"}}
+			cmd := c.Command()
+			var out, errb strings.Builder
+			cmd.Stdout, cmd.Stderr = &out, &errb
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			if !testutil.WaitFor(time.Minute, func() bool { _, err := os.Stat(filepath.Join(wd, "ready")); return err == nil }) {
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+				t.Fatal("the command never started")
+			}
+			_ = cmd.Process.Signal(syscall.SIGINT)
+			_ = cmd.Wait()
+			var res spec.CommandResult
+			if code := cmd.ProcessState.ExitCode(); code != 130 || json.Unmarshal([]byte(out.String()), &res) != nil || !res.Cancelled {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want 130 and the cancelled run's result", code, out.String(), errb.String())
+			}
+		})
+	}
+}
