@@ -223,6 +223,31 @@ func TestServeDisconnectKillsTree(t *testing.T) {
 				t.Fatalf("after the client died, processes %s of its tree (of %v) are alive", strings.Join(alive, ", "), ps)
 			}
 			t.Logf("the client's SIGKILL ended the tree of %d processes %v", len(ps), ps)
+
+			// The control: the same tree unconfined outlives its parent's
+			// SIGKILL (so the server, not the tree, ended it above).
+			ctoken := testutil.NewToken()
+			ctl := exec.Command("sh", "-c", strings.ReplaceAll(script, "touch ready", "touch ready.control"))
+			ctl.Dir, ctl.Env = wd, []string{"PATH=/usr/bin:/bin", testutil.TokenEnv + "=" + ctoken}
+			if os.Geteuid() == 0 && u.UID != 0 {
+				ctl.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u.UID), Gid: uint32(u.UID)}}
+			}
+			if err := ctl.Start(); err != nil {
+				t.Fatal(err)
+			}
+			testutil.WaitFor(time.Minute, func() bool {
+				_, err := os.Stat(filepath.Join(wd, "ready.control"))
+				return err == nil
+			})
+			_ = ctl.Process.Kill()
+			_ = ctl.Wait()
+			survivors := testutil.TokenPids(ctoken)
+			for _, p := range survivors {
+				_ = syscall.Kill(p, syscall.SIGKILL)
+			}
+			if len(survivors) == 0 {
+				t.Fatalf("control: nothing of the unconfined tree outlived its parent, so the test proves nothing")
+			}
 		})
 	}
 }
