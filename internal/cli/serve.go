@@ -307,6 +307,14 @@ flight.`,
 			}
 			ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			// A client's stdout or stderr, passed to us, may land on fd
+			// 1 or 2 here (when ours were closed): a reader gone there
+			// must be an EPIPE for that run, not SIGPIPE for the server.
+			// (Notify, not Ignore: an ignored signal would stay ignored
+			// in the commands.)
+			pipes := make(chan os.Signal, 1)
+			signal.Notify(pipes, syscall.SIGPIPE)
+			defer signal.Stop(pipes)
 			s := &serve.Server{Socket: socket, MaxRuns: maxRuns, MaxQueue: maxQueue, Handler: serveHandler,
 				Log: slog.New(slog.NewTextHandler(stderr, nil))}
 			ln, err := s.Listen()
