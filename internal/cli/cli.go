@@ -151,6 +151,9 @@ type runOpts struct {
 	// server is the socket of the confine server that runs the command
 	// (run --server, $CONFINE_SERVER); "" runs it here.
 	server string
+	// environ, in the server, is the caller's environment that recipes
+	// are discovered in (nil: this process's).
+	environ []string
 }
 
 func newRun(stdout, stderr io.Writer) *cobra.Command {
@@ -412,6 +415,9 @@ func (o *runOpts) capability(prof policy.Profile) (*policy.Cap, error) {
 	eng, err := engineFor(prof, o.capToken != "" || len(o.approvals) > 0, o.capKey)
 	if err != nil {
 		return nil, err
+	}
+	if o.environ != nil {
+		eng.SetEnviron(o.environ)
 	}
 	if o.capToken == "" {
 		return eng.Mint(prof.Name, "cli", 0)

@@ -82,6 +82,11 @@ func (o *runOpts) viaServer(ctx context.Context, p *prepared, stdout, stderr io.
 			req.CallerEnv[n] = v
 		}
 	}
+	if p.prof.Source == "" && policy.IsRecipe(p.prof.Name) {
+		// A recipe's tools (go env, rustc, npm...) read the caller's
+		// environment, as they do when the recipe is resolved here.
+		req.Environ = os.Environ()
+	}
 	conn, err := serve.Dial(socket)
 	if err != nil {
 		return spec.CommandResult{}, err
@@ -246,7 +251,13 @@ func fromRequest(req *serve.Request) (*runOpts, *prepared, func(string) (string,
 			return nil, nil, nil, err
 		}
 	}
-	prof, err := policy.ResolveProfile(profile)
+	resolve := policy.ResolveProfile
+	if req.Environ != nil {
+		// A recipe asks its toolchain in the caller's environment.
+		o.environ = req.Environ
+		resolve = func(p string) (policy.Profile, error) { return policy.ResolveProfileIn(p, req.Environ) }
+	}
+	prof, err := resolve(profile)
 	if err != nil {
 		return nil, nil, nil, err
 	}

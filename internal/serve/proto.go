@@ -82,8 +82,9 @@ type Request struct {
 	// stands for the caller's environment (only the variables the
 	// profile and the defaults pass through, and the NAMEs of EnvFlags,
 	// are read from it), EnvFlags are --env's NAME or NAME=VALUE. Environ
-	// then also answers for CallerEnv. For clients that do not resolve
-	// profiles themselves (python/).
+	// then also answers for CallerEnv, and recipes discover their
+	// toolchain in it (policy.LookupIn). The Python client always sends
+	// it (it resolves no profile itself); the CLI, for recipe profiles.
 	Environ  []string `json:"environ,omitempty"`
 	EnvFlags []string `json:"env_flags,omitempty"`
 	// Files names the descriptors passed with the request, in order:
