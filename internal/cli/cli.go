@@ -173,6 +173,9 @@ is gone when confine returns. Its environment is built from scratch.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.liveLimitSet = cmd.Flags().Changed("output-limit")
+			if !cmd.Flags().Changed("server") {
+				o.server = os.Getenv(ServerEnv)
+			}
 			err := o.run(cmd.Context(), args, stdout, stderr)
 			if o.json {
 				printRefusal(stdout, err)

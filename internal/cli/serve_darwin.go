@@ -13,6 +13,10 @@ import (
 	"github.com/confine-sandbox/confine/spec"
 )
 
+// ServerEnv names the server `confine run` sends its runs to (refused on
+// macOS).
+const ServerEnv = "CONFINE_SERVER"
+
 // errNoServe: the warm launcher is Linux only (it checks peers with
 // SO_PEERCRED).
 var errNoServe = errors.New("confine serve and run --server are not available on macOS")

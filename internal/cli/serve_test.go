@@ -282,3 +282,25 @@ func TestServeInterrupt(t *testing.T) {
 		})
 	}
 }
+
+// TestServeSocketDirRefused: `confine serve` refuses a socket directory
+// others can enter (exit 125, the mode named) and never listens there.
+func TestServeSocketDirRefused(t *testing.T) {
+	for _, mode := range []os.FileMode{0o755, 0o711, 0o770} {
+		d := filepath.Join(t.TempDir(), "d")
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(d, mode); err != nil {
+			t.Fatal(err)
+		}
+		sock := filepath.Join(d, "serve.sock")
+		r := testutil.CLI{Bin: testutil.SelfBinary(t), UID: os.Geteuid(), Dir: "/", Args: []string{"serve", "--socket", sock}}.Run(t)
+		if r.Code != ExitConfine || !strings.Contains(r.Stderr, "must be 0700") {
+			t.Fatalf("mode %04o: exit %d, stderr %q; want 125 and the mode rule", mode, r.Code, r.Stderr)
+		}
+		if _, err := os.Lstat(sock); err == nil {
+			t.Fatalf("mode %04o: a socket was made at %s", mode, sock)
+		}
+	}
+}
