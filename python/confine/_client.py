@@ -72,6 +72,11 @@ class Client:
     ``max_concurrent`` bounds how many `run_async` calls run at once (None:
     no bound); synchronous `run` calls are the caller's own threads and are
     not counted. The binary is checked (present, new enough) on first use.
+    ``server`` sends the runs to a `confine serve` instead of starting the
+    binary for each: a socket path, True for the default socket, False for
+    none; None (the default) reads $CONFINE_SERVER. A server that does not
+    answer, or runs as another uid, raises SandboxUnavailable (kind
+    "no_server" or "peer"): nothing runs without it.
     """
 
     def __init__(self, binary: Union[str, "os.PathLike[str]", None] = None, *,
