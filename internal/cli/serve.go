@@ -38,7 +38,7 @@ func addServerFlag(f *pflag.FlagSet, o *runOpts) {
 // environment besides the spec's Env (confine.Launcher.CallerEnv); a
 // client sends its values of these, and of its profile's credential
 // routes, and nothing else of its environment.
-var callerEnvNames = []string{"PATH", "TMPDIR", "HOME", "XDG_CACHE_HOME", "CONFINE_CACHE_DIR"}
+var callerEnvNames = []string{"PATH", "TMPDIR", "HOME", "XDG_CACHE_HOME", "CONFINE_CACHE_DIR", "GOCACHE"}
 
 func serverSocket(flag string) string {
 	if flag == defaultServer {

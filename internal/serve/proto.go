@@ -71,7 +71,7 @@ type Request struct {
 	LiveLimit int64 `json:"live_limit,omitempty"`
 	// CallerEnv are the caller's values of the variables the library
 	// consults besides the spec's Env (PATH, TMPDIR, HOME, XDG_CACHE_HOME,
-	// CONFINE_CACHE_DIR, a profile's credential routes). The server's own
+	// CONFINE_CACHE_DIR, GOCACHE, a profile's credential routes). The server's own
 	// environment is never used in their place.
 	CallerEnv map[string]string `json:"caller_env,omitempty"`
 	// Cwd is the caller's working directory, absolute: relative paths of
