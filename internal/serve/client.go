@@ -82,14 +82,18 @@ func Do(ctx context.Context, c *net.UnixConn, req *Request, files []*os.File) (*
 	if err == nil && n < len(frame) {
 		_, err = c.Write(frame[n:])
 	}
-	if err != nil {
-		return nil, fmt.Errorf("%w at %s: sending the request: %v", ErrNoServer, socket, err)
-	}
+	sendErr := err
 	stop := context.AfterFunc(ctx, func() { _ = c.CloseWrite() })
 	defer stop()
 	var resp Response
 	dec := json.NewDecoder(bufio.NewReaderSize(c, 64<<10))
 	if err := dec.Decode(&resp); err != nil {
+		if sendErr != nil {
+			// A server that refused at once (another uid, a full queue)
+			// may have answered and closed before the request was in;
+			// without an answer, the failed send is the news.
+			return nil, fmt.Errorf("%w at %s: sending the request: %v", ErrNoServer, socket, sendErr)
+		}
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			return nil, fmt.Errorf("%w at %s: the server closed the connection without an answer (did it stop?)", ErrNoServer, socket)
 		}

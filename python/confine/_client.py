@@ -258,7 +258,17 @@ class Client:
     def _run_server(self, req: Dict[str, Any], raise_on_timeout: bool, timeout: Optional[Number]) -> Result:
         s = _server.connect(self.server)
         try:
-            _server.send(s, req)
+            try:
+                _server.send(s, req)
+            except OSError as e:
+                # A server that refused at once may have answered and
+                # closed before the request was in.
+                try:
+                    d = _server.receive(s, self.server)
+                except (OSError, ConfineError):
+                    raise SandboxUnavailable("confine server at %s: sending the request: %s" % (self.server, e),
+                                             kind="no_server") from None
+                return self._server_result(d, raise_on_timeout, timeout)
             try:
                 d = _server.receive(s, self.server)
             except BaseException:
