@@ -4,7 +4,6 @@ package confine
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -60,12 +59,13 @@ type inputs struct {
 	egress        *egressRun
 	pidsOptional  bool
 	wantPidsGroup bool // a uid-0 run the pids cgroup may bound
+	callerEnv     envLookup
 }
 
 // validate checks s against prof on h and resolves what every backend
 // shares. It creates nothing.
-func validate(s *spec.CommandSpec, prof policy.Profile, h host.Info, limits spec.Limits) (*inputs, error) {
-	in := &inputs{h: h, prof: prof, limits: limits, uid: -1, gid: -1}
+func validate(s *spec.CommandSpec, prof policy.Profile, h host.Info, limits spec.Limits, callerEnv envLookup) (*inputs, error) {
+	in := &inputs{h: h, prof: prof, limits: limits, uid: -1, gid: -1, callerEnv: callerEnv}
 	worktree, err := canonicalDir(s.Worktree)
 	if err != nil {
 		return nil, fmt.Errorf("%w: worktree: %v", spec.ErrInvalidSpec, err)
@@ -161,7 +161,7 @@ func validate(s *spec.CommandSpec, prof policy.Profile, h host.Info, limits spec
 	}
 	if !hasEnv(env, "PATH") {
 		var path string
-		path, in.omitted = policy.DerivePATH(os.Getenv("PATH"), in.ro, in.rw)
+		path, in.omitted = policy.DerivePATH(in.callerEnv.get("PATH"), in.ro, in.rw)
 		env = append(env, "PATH="+path)
 	}
 	if !hasEnv(env, "GIT_CONFIG_NOSYSTEM") {
@@ -231,7 +231,7 @@ type run struct {
 // backend's, and, unless required forbids leaving it or the core cannot
 // enforce the run's guarantees, the core's to fall back to.
 func (in *inputs) prepare(backend provider.Provider, required bool) (*run, error) {
-	td, err := tmpdir.Create(in.uid, in.gid)
+	td, err := tmpdir.CreateIn(in.callerEnv.tempDir(), in.uid, in.gid)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", spec.ErrLaunch, err)
 	}
@@ -241,10 +241,10 @@ func (in *inputs) prepare(backend provider.Provider, required bool) (*run, error
 		r.cgroup = filepath.Join(in.h.PidsCgroupRoot, "confine-"+randHex())
 	}
 	// Without its caches a run is only slower (cold), never less confined.
-	r.caches, _ = cacheDirs(in.prof, in.dir, in.uid)
+	r.caches, _ = cacheDirsFrom(in.callerEnv, in.prof, in.dir, in.uid)
 	if own := getEnv(r.caches, "GOCACHE"); own != "" && !hasEnv(in.env, "GOCACHE") && !hasEnv(in.env, "GOCACHEPROG") {
 		// Without it the run's first build in a work directory is cold.
-		r.goProg, _ = startGoCacheProg(own, td.Root, in.limits.FileSizeBytes)
+		r.goProg, _ = startGoCacheProg(in.callerEnv, own, td.Root, in.limits.FileSizeBytes)
 	}
 	if in.usesMemoryCgroup() {
 		r.memCgroup = filepath.Join(in.h.MemoryCgroup.Parent, "confine-"+randHex())

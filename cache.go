@@ -42,6 +42,12 @@ var errNoCache = errors.New("no warm cache")
 // own that the run is granted: never its parent, so a run cannot replace
 // it by a symlink that a later run would follow into a grant.
 func cacheDirs(prof policy.Profile, worktree string, uid int) ([]string, error) {
+	return cacheDirsFrom(os.LookupEnv, prof, worktree, uid)
+}
+
+// cacheDirsFrom is cacheDirs with the caller's environment read through
+// env.
+func cacheDirsFrom(env envLookup, prof policy.Profile, worktree string, uid int) ([]string, error) {
 	if len(prof.Caches) == 0 {
 		return nil, nil
 	}
@@ -50,9 +56,9 @@ func cacheDirs(prof policy.Profile, worktree string, uid int) ([]string, error) 
 		// reach (root's home is 0700).
 		return nil, fmt.Errorf("%w: the command runs as uid %d, not as the launcher", errNoCache, uid)
 	}
-	base := os.Getenv(cacheRootEnv)
+	base := env.get(cacheRootEnv)
 	if base == "" {
-		d, err := os.UserCacheDir()
+		d, err := env.userCacheDir()
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", errNoCache, err)
 		}
@@ -244,11 +250,12 @@ type goCacheProg struct {
 
 // callerGoCache is the caller's own GOCACHE as go finds it ($GOCACHE, or
 // go-build in the user cache directory; a `go env -w GOCACHE` is not
-// read), "" when there is none to read through.
-func callerGoCache() string {
-	dir := os.Getenv("GOCACHE")
+// read), "" when there is none to read through. env is the caller's
+// environment.
+func callerGoCache(env envLookup) string {
+	dir := env.get("GOCACHE")
 	if dir == "" {
-		d, err := os.UserCacheDir()
+		d, err := env.userCacheDir()
 		if err != nil {
 			return ""
 		}
@@ -268,8 +275,8 @@ func callerGoCache() string {
 // root, when there is a caller's GOCACHE to read through; maxFile is the
 // run's file-size limit, which the server's writes keep. A nil result
 // (and the reason) leaves the run with its own GOCACHE alone.
-func startGoCacheProg(own, root string, maxFile int64) (*goCacheProg, error) {
-	caller := callerGoCache()
+func startGoCacheProg(env envLookup, own, root string, maxFile int64) (*goCacheProg, error) {
+	caller := callerGoCache(env)
 	if caller == "" {
 		return nil, errors.New("no GOCACHE of the caller's to read through")
 	}

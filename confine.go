@@ -61,7 +61,7 @@ func (l *Launcher) launch(ctx context.Context, c *policy.Cap, prof policy.Profil
 		// Only a run that asks for bwrap pays for starting it once.
 		h = host.ProbeBwrap(h)
 	}
-	in, err := validate(&s, prof, h, limits)
+	in, err := validate(&s, prof, h, limits, l.callerEnv())
 	if err != nil {
 		return err
 	}
@@ -90,7 +90,7 @@ func (l *Launcher) launch(ctx context.Context, c *policy.Cap, prof policy.Profil
 		return err
 	}
 	if in.allow != nil {
-		if in.egress, err = startEgress(in.allow, in.grants, res.RunID, &s); err != nil {
+		if in.egress, err = startEgress(in.allow, in.grants, res.RunID, &s, in.callerEnv); err != nil {
 			return err
 		}
 		defer func() { res.Connections = in.egress.stop() }()

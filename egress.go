@@ -43,12 +43,12 @@ var proxyVars = []string{
 var noProxyVars = []string{"NO_PROXY", "no_proxy"}
 
 // startEgress starts the proxy for a run with allowlist allow.
-func startEgress(allow *policy.CompiledAllowlist, grants []policy.EgressGrant, runID string, s *spec.CommandSpec) (*egressRun, error) {
+func startEgress(allow *policy.CompiledAllowlist, grants []policy.EgressGrant, runID string, s *spec.CommandSpec, callerEnv envLookup) (*egressRun, error) {
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("%w: egress proxy: %v", spec.ErrLaunch, err)
 	}
-	creds, err := credentials(allow, s.Env)
+	creds, err := credentials(allow, s.Env, callerEnv)
 	if err != nil {
 		ln.Close()
 		return nil, err
@@ -71,7 +71,7 @@ func startEgress(allow *policy.CompiledAllowlist, grants []policy.EgressGrant, r
 // environment (the launcher's, never the command's): a route whose
 // variable is unset, or that the command's environment would also hold,
 // refuses the run.
-func credentials(allow *policy.CompiledAllowlist, cmdEnv []string) (map[string]egress.Credential, error) {
+func credentials(allow *policy.CompiledAllowlist, cmdEnv []string, callerEnv envLookup) (map[string]egress.Credential, error) {
 	routes := allow.CredentialRoutes()
 	if len(routes) == 0 {
 		return nil, nil
@@ -83,7 +83,7 @@ func credentials(allow *policy.CompiledAllowlist, cmdEnv []string) (map[string]e
 				return nil, fmt.Errorf("%w: credential route %s: $%s would also enter the command's environment; the proxy adds it, the command must not have it", spec.ErrInvalidSpec, host, r.Env)
 			}
 		}
-		v, ok := os.LookupEnv(r.Env)
+		v, ok := callerEnv(r.Env)
 		if !ok || v == "" {
 			return nil, fmt.Errorf("%w: credential route %s: $%s is not set in the caller's environment", spec.ErrUnavailable, host, r.Env)
 		}

@@ -61,6 +61,14 @@ type Launcher struct {
 	// Only the landlock+namespaces provider detaches; outside Linux it is
 	// accepted for the CLI's sake and ignored.
 	DetachCleanup bool
+	// CallerEnv, when set, stands for the caller's environment wherever
+	// the library consults one: the PATH a spec without its own is derived
+	// from, where the private directory and the warm caches live, the
+	// variables of credential routes. Nil means this process's
+	// (os.LookupEnv). A server running other processes' requests (confine
+	// serve) sets it so that nothing of its own environment reaches a
+	// command.
+	CallerEnv func(name string) (string, bool)
 }
 
 // NewLauncher returns a Launcher that runs at most maxConcurrent commands at

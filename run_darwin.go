@@ -80,7 +80,12 @@ func (l *Launcher) launch(ctx context.Context, c *policy.Cap, prof policy.Profil
 	}
 	if !hasEnv(env, "PATH") {
 		var path string
-		path, res.PathOmitted = policy.DerivePATH(os.Getenv("PATH"), ro, rw)
+		getenv := os.LookupEnv
+		if l.CallerEnv != nil {
+			getenv = l.CallerEnv
+		}
+		callerPATH, _ := getenv("PATH")
+		path, res.PathOmitted = policy.DerivePATH(callerPATH, ro, rw)
 		env = append(env, "PATH="+path)
 	}
 	if !hasEnv(env, "GIT_CONFIG_NOSYSTEM") {

@@ -24,7 +24,7 @@
 # target's margin is marked "noisy".
 #
 # Knobs (environment variables, defaults in brackets):
-#   ONLY=launch,hyperfine,library,syscalls,spawn,files,build,warmcache,warmtools,flood,kill,concurrency,egress
+#   ONLY=launch,hyperfine,library,syscalls,spawn,files,build,warmcache,warmtools,flood,kill,concurrency,egress,serve
 #                          run only these measures [all]
 #   CONFINE_FLAGS          extra flags for every confine run, e.g. "--backend core" []
 #   CONFINE_TAGS           build tags for confine, e.g. confine_simabi []
@@ -44,6 +44,8 @@
 #   KILL_PROCS [200] KILL_T [2s] KILL_GRACE [100ms] KILL_REPS [5]
 #   CONC_JOBS [64] CONC_PAR [16] CONC_SLEEP [0.05] CONC_REPS [3]
 #   EGRESS_BYTES [1073741824] EGRESS_REPS [3] EGRESS_CONNS [256]  network allowlist: proxy vs direct HTTPS
+#   SERVE_RUNS [100] SERVE_JOBS [128] SERVE_REPS [3] SERVE_FLAGS []  /bin/true through the CLI, `confine serve`
+#                          (CLI --server and a warm client), the library in-process, bwrap and bare; runs/s at 8 and 32
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -83,7 +85,7 @@ go build -o "$tmp/benchdriver" ./bench/cmd/benchdriver
 cmdline="bash bench/run.sh"
 for k in ONLY CONFINE_FLAGS CONFINE_TAGS CONFINE_SIM_LANDLOCK_ABI RUNS WARMUP LAUNCH_BACKENDS HF_RUNS LIB_BENCHTIME LIB_COUNT SYSCALL_N SYSCALL_REPS \
          SPAWN_N SPAWN_REPS FILES_N FILES_SIZE FILES_REPS BUILD_TARGET BUILD_RUNS FLOOD_BYTES FLOOD_REPS FLOOD_PIPE \
-         KILL_PROCS KILL_T KILL_GRACE KILL_REPS CONC_JOBS CONC_PAR CONC_SLEEP CONC_REPS CACHE_RUNS; do
+         KILL_PROCS KILL_T KILL_GRACE KILL_REPS CONC_JOBS CONC_PAR CONC_SLEEP CONC_REPS CACHE_RUNS SERVE_RUNS SERVE_JOBS SERVE_REPS SERVE_FLAGS; do
   if [ -n "${!k:-}" ]; then cmdline="$k='${!k}' $cmdline"; fi
 done
 

@@ -88,6 +88,7 @@ func mainTests(m *testing.M) (code int) {
 		return 1
 	}
 	code = m.Run()
+	testutil.StopServers()
 	printMatrix(os.Stdout)
 	return code
 }

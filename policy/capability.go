@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -25,6 +26,19 @@ type Engine struct {
 	revoked   map[string]bool
 	profiles  map[string]Profile
 	approvals []Approval
+	// environ, when set, is the caller's environment the recipes are
+	// discovered in (SetEnviron).
+	environ []string
+}
+
+// SetEnviron makes the engine discover recipes' toolchains in environ
+// (NAME=VALUE entries: the caller's environment) instead of this
+// process's, for a server that mints and authorizes runs for other
+// processes (confine serve). Call it before the engine is used.
+func (e *Engine) SetEnviron(environ []string) {
+	e.mu.Lock()
+	e.environ = slices.Clone(environ)
+	e.mu.Unlock()
 }
 
 // NewEngine returns an engine with a fresh random key.
@@ -61,7 +75,14 @@ func (e *Engine) Register(p Profile) error {
 
 // lookup returns a built-in or registered profile.
 func (e *Engine) lookup(name string) (Profile, error) {
-	if p, err := Lookup(name); err == nil {
+	e.mu.Lock()
+	environ := e.environ
+	e.mu.Unlock()
+	lookup := Lookup
+	if environ != nil {
+		lookup = func(name string) (Profile, error) { return LookupIn(name, environ) }
+	}
+	if p, err := lookup(name); err == nil {
 		return p, nil
 	} else if isBuiltin(name) {
 		// A recipe whose toolchain is missing: say so, and never fall

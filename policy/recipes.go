@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -461,11 +462,17 @@ func (b *boundedBuffer) Write(p []byte) (int, error) {
 // runTool runs a discovery command in "/" with the caller's environment
 // plus extraEnv, bounded in time and output.
 func runTool(extraEnv []string, prog string, args ...string) ([]byte, error) {
+	return runToolIn(os.Environ(), extraEnv, prog, args...)
+}
+
+// runToolIn is runTool with environ standing for the caller's
+// environment.
+func runToolIn(environ, extraEnv []string, prog string, args ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), discoveryTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, prog, args...)
 	cmd.Dir = "/"
-	cmd.Env = append(os.Environ(), extraEnv...)
+	cmd.Env = append(slices.Clone(environ), extraEnv...)
 	out := &boundedBuffer{max: maxDiscoveryOutput}
 	errb := &boundedBuffer{max: 4096}
 	cmd.Stdout, cmd.Stderr = out, errb

@@ -26,6 +26,7 @@ import (
 
 	"github.com/confine-sandbox/confine"
 	"github.com/confine-sandbox/confine/internal/eventlog"
+	"github.com/confine-sandbox/confine/internal/serve"
 	"github.com/confine-sandbox/confine/policy"
 	"github.com/confine-sandbox/confine/spec"
 )
@@ -93,7 +94,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &exitError{ExitConfine, err.Error()}
 	})
-	root.AddCommand(newRun(stdout, stderr), newCheck(stdout), newVersion(stdout), newCap(stdout), newInspect(stdout), newSelftest(stdout, stderr), newMan(stdout), newApprove(stdout, stderr))
+	root.AddCommand(newRun(stdout, stderr), newCheck(stdout), newVersion(stdout), newCap(stdout), newInspect(stdout), newSelftest(stdout, stderr), newMan(stdout), newApprove(stdout, stderr), newServe(stderr))
 	addTier1(root, stdout, stderr)
 	return root
 }
@@ -147,6 +148,12 @@ type runOpts struct {
 	liveLimitSet     bool
 	json             bool
 	verbose          bool
+	// server is the socket of the confine server that runs the command
+	// (run --server, $CONFINE_SERVER); "" runs it here.
+	server string
+	// environ, in the server, is the caller's environment that recipes
+	// are discovered in (nil: this process's).
+	environ []string
 }
 
 func newRun(stdout, stderr io.Writer) *cobra.Command {
@@ -166,6 +173,9 @@ is gone when confine returns. Its environment is built from scratch.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.liveLimitSet = cmd.Flags().Changed("output-limit")
+			if !cmd.Flags().Changed("server") {
+				o.server = os.Getenv(ServerEnv)
+			}
 			err := o.run(cmd.Context(), args, stdout, stderr)
 			if o.json {
 				printRefusal(stdout, err)
@@ -197,6 +207,7 @@ is gone when confine returns. Its environment is built from scratch.`,
 	f.BoolVar(&o.json, "json", false, "capture output and print the result as one JSON object (a refusal as {\"error\": {...}})")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "say on stderr what the result records besides the outcome: PATH components left out, a skipped event log")
 	f.StringVar(&o.backend, "backend", "auto", "confinement backend: auto, namespaces (landlock+namespaces), core (landlock+seccomp), bwrap (bubblewrap; never chosen by auto)")
+	addServerFlag(f, o)
 	f.StringVar(&o.eventLog, "event-log", "", "JSON-lines event log (default $CONFINE_EVENT_LOG, else $XDG_STATE_HOME/confine/events.jsonl; \"off\" disables)")
 	cmd.PreRunE = func(*cobra.Command, []string) error {
 		if procs < 0 {
@@ -215,40 +226,63 @@ func (o *runOpts) run(ctx context.Context, args []string, stdout, stderr io.Writ
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 
+	p, err := o.prepare(args, stderr)
+	if err != nil {
+		return err
+	}
+	var res spec.CommandResult
+	if o.server != "" {
+		res, err = o.viaServer(ctx, p, stdout, stderr)
+	} else {
+		res, err = o.execute(ctx, p, os.Stdin, stdout, stderr, nil)
+	}
+	return o.finish(res, err, p.logSkipped, stdout, stderr)
+}
+
+// prepared is a run as the CLI builds it from its flags and the caller's
+// environment, before the library takes it (here, or in `confine serve`).
+type prepared struct {
+	spec                spec.CommandSpec
+	prof                policy.Profile
+	logPath, logSkipped string
+}
+
+// prepare builds the spec from the flags and this process's environment.
+func (o *runOpts) prepare(args []string, stderr io.Writer) (*prepared, error) {
 	wd := o.workdir
 	if wd == "" {
 		var err error
 		if wd, err = os.Getwd(); err != nil {
-			return &exitError{ExitConfine, fmt.Sprintf("current directory: %v", err)}
+			return nil, &exitError{ExitConfine, fmt.Sprintf("current directory: %v", err)}
 		}
 	}
 	wd, err := absClean(wd)
 	if err != nil {
-		return &exitError{ExitConfine, fmt.Sprintf("--workdir: %v", err)}
+		return nil, &exitError{ExitConfine, fmt.Sprintf("--workdir: %v", err)}
 	}
 	if st, err := os.Stat(wd); err != nil || !st.IsDir() {
-		return &exitError{ExitConfine, fmt.Sprintf("--workdir %s: not an existing directory", wd)}
+		return nil, &exitError{ExitConfine, fmt.Sprintf("--workdir %s: not an existing directory", wd)}
 	}
 	ro, err := absAll("--ro", o.ro)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	rw, err := absAll("--rw", o.rw)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	prof, err := policy.ResolveProfile(o.profile)
 	if err != nil {
-		return refused(ExitConfine, err)
+		return nil, refused(ExitConfine, err)
 	}
 	env, skipped, err := buildEnv(prof, o.env)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(skipped) > 0 {
 		fmt.Fprintf(stderr, "confine: environment: left out %s (refused by the sanitiser; waive by exact name in a profile)\n", strings.Join(skipped, ", "))
 	}
-	s := spec.CommandSpec{
+	p := &prepared{prof: prof, spec: spec.CommandSpec{
 		Program:  args[0],
 		Args:     args[1:],
 		Worktree: wd,
@@ -263,17 +297,24 @@ func (o *runOpts) run(ctx context.Context, args []string, stdout, stderr io.Writ
 		TaskID:    o.task,
 		JobID:     o.job,
 		Approvals: o.approvals,
+	}}
+	if p.logPath, p.logSkipped, err = resolveEventLog(o.eventLog); err != nil {
+		return nil, &exitError{ExitConfine, err.Error()}
 	}
-	c, err := o.capability(prof)
+	return p, nil
+}
+
+// execute runs p through the library: here for a direct run, in the
+// server for `run --server`. callerEnv is nil for this process's own
+// environment. A refused capability returns before anything runs, with
+// an empty result.
+func (o *runOpts) execute(ctx context.Context, p *prepared, stdin io.Reader, stdout, stderr io.Writer, callerEnv func(string) (string, bool)) (spec.CommandResult, error) {
+	c, err := o.capability(p.prof)
 	if err != nil {
-		return refused(ExitConfine, err)
-	}
-	logPath, logSkipped, err := resolveEventLog(o.eventLog)
-	if err != nil {
-		return &exitError{ExitConfine, err.Error()}
+		return spec.CommandResult{}, err
 	}
 	// The CLI exits right after: the run's init may clean up behind it.
-	l := &confine.Launcher{Stdin: os.Stdin, EventLog: logPath, Backend: o.backend, DetachCleanup: true,
+	l := &confine.Launcher{Stdin: stdin, EventLog: p.logPath, Backend: o.backend, DetachCleanup: true, CallerEnv: callerEnv,
 		// A silent audit gap is worse than noise.
 		EventLogError: func(err error) { fmt.Fprintf(stderr, "confine: %v\n", err) }}
 	if !o.json {
@@ -282,7 +323,29 @@ func (o *runOpts) run(ctx context.Context, args []string, stdout, stderr io.Writ
 			l.LiveLimit = o.limits.OutputBytes
 		}
 	}
-	res, err := l.RunCommand(ctx, c, s)
+	return l.RunCommand(ctx, c, p.spec)
+}
+
+// runError maps a failed run to the CLI's exit status and message.
+func runError(res spec.CommandResult, err error) error {
+	switch {
+	case errors.Is(err, spec.ErrNotFound):
+		return refused(ExitNotFound, err)
+	case errors.Is(err, spec.ErrNotExecutable):
+		return refused(ExitNotExecutable, err)
+	case errors.Is(err, context.Canceled) && res.Cancelled:
+		return &exitError{128 + int(syscall.SIGINT), "interrupted; the command's process tree was ended"}
+	}
+	return refused(ExitConfine, err)
+}
+
+// finish reports a run's outcome as `confine run` does, wherever it ran,
+// and returns its exit status.
+func (o *runOpts) finish(res spec.CommandResult, err error, logSkipped string, stdout, stderr io.Writer) error {
+	if res.RunID == "" && err != nil {
+		// Refused before the library took the run (the capability).
+		return refused(ExitConfine, err)
+	}
 	res.EventLogSkipped = logSkipped
 	// The result records these; a line on every run would read as an
 	// error (most developers' PATH has per-user toolchain directories).
@@ -293,18 +356,11 @@ func (o *runOpts) run(ctx context.Context, args []string, stdout, stderr io.Writ
 		fmt.Fprintf(stderr, "confine: event log skipped: %s\n", logSkipped)
 	}
 	if err != nil {
-		switch {
-		case errors.Is(err, spec.ErrNotFound):
-			return refused(ExitNotFound, err)
-		case errors.Is(err, spec.ErrNotExecutable):
-			return refused(ExitNotExecutable, err)
-		case errors.Is(err, context.Canceled) && res.Cancelled:
-			if o.json {
-				printJSON(stdout, res)
-			}
-			return &exitError{128 + int(syscall.SIGINT), "interrupted; the command's process tree was ended"}
+		ee := runError(res, err)
+		if o.json && errors.Is(err, context.Canceled) && res.Cancelled {
+			printJSON(stdout, res)
 		}
-		return refused(ExitConfine, err)
+		return ee
 	}
 	if o.json {
 		printJSON(stdout, res)
@@ -362,6 +418,9 @@ func (o *runOpts) capability(prof policy.Profile) (*policy.Cap, error) {
 	eng, err := engineFor(prof, o.capToken != "" || len(o.approvals) > 0, o.capKey)
 	if err != nil {
 		return nil, err
+	}
+	if o.environ != nil {
+		eng.SetEnviron(o.environ)
 	}
 	if o.capToken == "" {
 		return eng.Mint(prof.Name, "cli", 0)
@@ -570,6 +629,12 @@ func printJSON(w io.Writer, res spec.CommandResult) {
 // sanitiser, so a refused variable is an error naming it. PATH, HOME and
 // TMPDIR are added by the launcher when not given.
 func buildEnv(prof policy.Profile, flags []string) (env, skipped []string, err error) {
+	return buildEnvFrom(prof, flags, os.Environ())
+}
+
+// buildEnvFrom is buildEnv with environ standing for the caller's
+// environment (a server's client's).
+func buildEnvFrom(prof policy.Profile, flags, environ []string) (env, skipped []string, err error) {
 	set := append([]string(nil), prof.Env.Set...)
 	for _, e := range flags {
 		name, val, hasVal := strings.Cut(e, "=")
@@ -577,7 +642,7 @@ func buildEnv(prof policy.Profile, flags []string) (env, skipped []string, err e
 			return nil, nil, &exitError{ExitConfine, fmt.Sprintf("--env %q: want NAME or NAME=VALUE", e)}
 		}
 		if !hasVal {
-			v, ok := os.LookupEnv(name)
+			v, ok := lookupIn(environ, name)
 			if !ok {
 				return nil, nil, &exitError{ExitConfine, fmt.Sprintf("--env %s: not set in this environment", name)}
 			}
@@ -586,7 +651,7 @@ func buildEnv(prof policy.Profile, flags []string) (env, skipped []string, err e
 		set = append(set, name+"="+val)
 	}
 	env, skipped, err = policy.BuildEnv(policy.EnvSources{
-		Caller:      os.Environ(),
+		Caller:      environ,
 		Passthrough: append(append([]string(nil), policy.DefaultPassthrough()...), prof.Env.Passthrough...),
 		Set:         set,
 		Waive:       prof.Env.Waive,
@@ -598,6 +663,17 @@ func buildEnv(prof policy.Profile, flags []string) (env, skipped []string, err e
 		env = append(env, "LANG=C.UTF-8")
 	}
 	return env, skipped, nil
+}
+
+// lookupIn is os.LookupEnv on environ (the last entry wins, as in a
+// process's environment).
+func lookupIn(environ []string, name string) (string, bool) {
+	for i := len(environ) - 1; i >= 0; i-- {
+		if n, v, ok := strings.Cut(environ[i], "="); ok && n == name {
+			return v, true
+		}
+	}
+	return "", false
 }
 
 func hasName(env []string, name string) bool {
@@ -699,12 +775,7 @@ var refusalKinds = []struct {
 // also carries, and the guarantees the message names (for "unavailable":
 // those this host cannot enforce).
 type refusalJSON struct {
-	Error struct {
-		Kind       string   `json:"kind"`
-		Message    string   `json:"message"`
-		ExitStatus int      `json:"exit_status"`
-		Guarantees []string `json:"guarantees,omitempty"`
-	} `json:"error"`
+	Error serve.Refusal `json:"error"`
 }
 
 // printRefusal writes err's refusal object when err is confine's own
@@ -715,17 +786,23 @@ func printRefusal(w io.Writer, err error) {
 		return
 	}
 	var r refusalJSON
-	r.Error.Kind, r.Error.Message, r.Error.ExitStatus = "usage", ee.msg, ee.code
+	r.Error = refusalObject(err, ee.code, ee.msg)
+	b, _ := json.Marshal(r)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// refusalObject is the inside of err's refusal object.
+func refusalObject(err error, code int, msg string) serve.Refusal {
+	r := serve.Refusal{Kind: "usage", Message: msg, ExitStatus: code}
 	var ce *causedExit
 	for _, k := range refusalKinds {
 		if errors.As(err, &ce) && errors.Is(ce.cause, k.err) {
-			r.Error.Kind = k.kind
+			r.Kind = k.kind
 			break
 		}
 	}
-	r.Error.Guarantees = namedGuarantees(ee.msg)
-	b, _ := json.Marshal(r)
-	_, _ = w.Write(append(b, '\n'))
+	r.Guarantees = namedGuarantees(msg)
+	return r
 }
 
 // namedGuarantees returns the guarantee names msg mentions as whole words.

@@ -31,10 +31,14 @@ func SimulatingContainer() bool { return os.Getenv(SimulateContainerEnv) == "1" 
 
 // Mode names the mode the tests run in, for logs.
 func Mode() string {
+	m := "host"
 	if SimulatingContainer() {
-		return "simulated container (user namespaces blocked)"
+		m = "simulated container (user namespaces blocked)"
 	}
-	return "host"
+	if ViaServer() {
+		m += ", every run through confine serve"
+	}
+	return m
 }
 
 // WrapContainer must be the first thing a TestMain does. In a process

@@ -72,6 +72,7 @@ func SharedDir(t testing.TB) string {
 // RemoveSharedDir removes SharedDir (and the test binary copied there),
 // if this process made one. For TestMain, after m.Run.
 func RemoveSharedDir() {
+	StopServers()
 	if shareDir != "" {
 		_ = os.RemoveAll(shareDir)
 	}
@@ -169,7 +170,7 @@ type CLI struct {
 
 // Command builds the exec.Cmd without starting it.
 func (c CLI) Command() *exec.Cmd {
-	cmd := exec.Command(c.Bin, c.Args...)
+	cmd := exec.Command(c.Bin, c.viaServerArgs()...)
 	cmd.Dir = c.Dir
 	// Tests that want the event log name one; others keep it off the
 	// home directory.

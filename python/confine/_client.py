@@ -17,6 +17,7 @@ import threading
 import weakref
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
+from . import _server
 from ._errors import ConfineError, Refused, SandboxUnavailable, Timeout
 from ._result import (EXIT_CONFINE, EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, Availability,
                       GuaranteeStatus, Result)
@@ -71,14 +72,22 @@ class Client:
     ``max_concurrent`` bounds how many `run_async` calls run at once (None:
     no bound); synchronous `run` calls are the caller's own threads and are
     not counted. The binary is checked (present, new enough) on first use.
+    ``server`` sends the runs to a `confine serve` instead of starting the
+    binary for each: a socket path, True for the default socket, False for
+    none; None (the default) reads $CONFINE_SERVER. A server that does not
+    answer, or runs as another uid, raises SandboxUnavailable (kind
+    "no_server" or "peer"): nothing runs without it.
     """
 
     def __init__(self, binary: Union[str, "os.PathLike[str]", None] = None, *,
-                 max_concurrent: Optional[int] = None):
+                 max_concurrent: Optional[int] = None, server: Any = None):
         if max_concurrent is not None and (isinstance(max_concurrent, bool)
                                            or not isinstance(max_concurrent, int) or max_concurrent < 1):
             raise ValueError("max_concurrent must be a positive integer or None, not %r" % (max_concurrent,))
         self._binary = os.fspath(binary) if binary is not None else "confine"
+        # The `confine serve` socket runs go to (None: each run starts the
+        # binary). A server that does not answer refuses the run.
+        self.server: Optional[str] = _server.resolve_server(server)
         self.max_concurrent = max_concurrent
         self._lock = threading.Lock()
         self._version: Optional[Dict[str, Any]] = None
@@ -205,6 +214,77 @@ class Client:
             cmd += ["--cap", cap]
         return cmd + ["--"] + argv
 
+    def _server_request(self, argv: Sequence[str], *, workdir, profile: str, env: Optional[Env],
+                        timeout: Optional[Number], cpu_time: Optional[Number], memory: Optional[int],
+                        max_procs: Optional[int], max_file_size: Optional[int], max_open_files: Optional[int],
+                        output_limit: Optional[int], kill_grace: Optional[Number], ro, rw, backend: str,
+                        input: Optional[bytes], event_log: Optional[str], cap: Optional[str]) -> Dict[str, Any]:
+        if isinstance(argv, (str, bytes)) or not argv:
+            raise ValueError("argv must be a non-empty sequence of strings, not %r" % (argv,))
+        argv = [os.fspath(a) for a in argv]
+        if not all(isinstance(a, str) for a in argv):
+            raise ValueError("argv must hold strings: %r" % (argv,))
+        if workdir is None:
+            raise ValueError("workdir is required: the command's cwd and only writable root")
+        limits: Dict[str, int] = {}
+        for key, name, val in (("wall_time", "timeout", timeout), ("cpu_time", "cpu_time", cpu_time),
+                               ("kill_grace", "kill_grace", kill_grace)):
+            d = _duration(name, val)
+            if d is not None:
+                limits[key] = int(d[:-2])
+        for key, name, n in (("memory_bytes", "memory", memory), ("max_procs", "max_procs", max_procs),
+                             ("file_size_bytes", "max_file_size", max_file_size),
+                             ("open_files", "max_open_files", max_open_files),
+                             ("output_bytes", "output_limit", output_limit)):
+            if _size(name, n) is not None:
+                limits[key] = n
+        flags = []
+        for name, val in (env or {}).items():
+            if not isinstance(name, str) or not name or "=" in name:
+                raise ValueError("env: bad variable name %r" % (name,))
+            flags.append(name if val is None else "%s=%s" % (name, val))
+        return _server.build_request(argv, workdir=os.path.abspath(os.fspath(workdir)), profile=profile,
+                                     env_flags=flags, limits=limits, ro=_paths("ro", ro), rw=_paths("rw", rw),
+                                     backend=backend, input=input, event_log=event_log, cap=cap)
+
+    def _server_result(self, d: Dict[str, Any], raise_on_timeout: bool, timeout: Optional[Number]) -> Result:
+        """A Result (or the exception) from the server's answer, as _result
+        makes them from `confine run --json`'s output."""
+        if isinstance(d.get("error"), dict) and d["error"].get("kind") != "cancelled":
+            return self._result(EXIT_CONFINE, json.dumps({"error": d["error"]}).encode(), b"",
+                                raise_on_timeout, timeout)
+        return self._result(0, json.dumps(d.get("result")).encode(), b"", raise_on_timeout, timeout)
+
+    def _run_server(self, req: Dict[str, Any], raise_on_timeout: bool, timeout: Optional[Number]) -> Result:
+        s = _server.connect(self.server)
+        try:
+            try:
+                _server.send(s, req)
+            except OSError as e:
+                # A server that refused at once may have answered and
+                # closed before the request was in.
+                try:
+                    d = _server.receive(s, self.server)
+                except (OSError, ConfineError):
+                    raise SandboxUnavailable("confine server at %s: sending the request: %s" % (self.server, e),
+                                             kind="no_server") from None
+                return self._server_result(d, raise_on_timeout, timeout)
+            try:
+                d = _server.receive(s, self.server)
+            except BaseException:
+                # KeyboardInterrupt and the like: hanging up ends the
+                # run's tree on the server, which answers once it is gone.
+                _server.cancel(s)
+                s.settimeout(_request_grace(req))
+                try:
+                    _server.receive(s, self.server)
+                except (OSError, ConfineError):
+                    pass
+                raise
+        finally:
+            s.close()
+        return self._server_result(d, raise_on_timeout, timeout)
+
     def _result(self, code: int, out: bytes, err: bytes, raise_on_timeout: bool,
                 timeout: Optional[Number]) -> Result:
         msg = err.decode(errors="replace").strip()
@@ -240,6 +320,13 @@ class Client:
             raise_on_timeout: bool = False) -> Result:
         """Run argv confined and return its Result (see the module-level
         `run` for the parameters)."""
+        if self.server is not None:
+            req = self._server_request(argv, workdir=workdir, profile=profile, env=env, timeout=timeout,
+                                       cpu_time=cpu_time, memory=memory, max_procs=max_procs,
+                                       max_file_size=max_file_size, max_open_files=max_open_files,
+                                       output_limit=output_limit, kill_grace=kill_grace, ro=ro, rw=rw,
+                                       backend=backend, input=input, event_log=event_log, cap=cap)
+            return self._run_server(req, raise_on_timeout, timeout)
         cmd = self._argv(argv, workdir=workdir, profile=profile, env=env, timeout=timeout, cpu_time=cpu_time,
                          memory=memory, max_procs=max_procs, max_file_size=max_file_size,
                          max_open_files=max_open_files, output_limit=output_limit, kill_grace=kill_grace,
@@ -255,6 +342,11 @@ class Client:
             _stop(p, kill_grace)
             raise
         return self._result(p.returncode, out, err, raise_on_timeout, timeout)
+
+    async def _run_server_async(self, req: Dict[str, Any], raise_on_timeout: bool,
+                                timeout: Optional[Number]) -> Result:
+        d = await _server_exchange(self, req)
+        return self._server_result(d, raise_on_timeout, timeout)
 
     def _semaphore(self) -> Optional[asyncio.Semaphore]:
         if self.max_concurrent is None:
@@ -281,6 +373,13 @@ class Client:
         if sem is not None:
             await sem.acquire()
         try:
+            if self.server is not None:
+                req = self._server_request(argv, workdir=workdir, profile=profile, env=env, timeout=timeout,
+                                           cpu_time=cpu_time, memory=memory, max_procs=max_procs,
+                                           max_file_size=max_file_size, max_open_files=max_open_files,
+                                           output_limit=output_limit, kill_grace=kill_grace, ro=ro, rw=rw,
+                                           backend=backend, input=input, event_log=event_log, cap=cap)
+                return await self._run_server_async(req, raise_on_timeout, timeout)
             # The version check runs a process: off the event loop.
             if self._path is None:
                 await asyncio.get_running_loop().run_in_executor(None, self._resolve)
@@ -301,6 +400,49 @@ class Client:
         finally:
             if sem is not None:
                 sem.release()
+
+
+async def _server_exchange(c: "Client", req: Dict[str, Any]) -> Dict[str, Any]:
+    loop = asyncio.get_running_loop()
+    s = await loop.run_in_executor(None, _server.connect, c.server)
+    try:
+        s.setblocking(False)
+        body = json.dumps(req).encode()
+        await loop.sock_sendall(s, len(body).to_bytes(4, "big") + body)
+        chunks = []
+        try:
+            while True:
+                b = await loop.sock_recv(s, 1 << 16)
+                if not b:
+                    break
+                chunks.append(b)
+        except asyncio.CancelledError:
+            # Hang up: the server ends the tree and answers once it is
+            # gone, which the caller waits for, as for a direct run.
+            _server.cancel(s)
+
+            async def drain() -> None:
+                while await loop.sock_recv(s, 1 << 16):
+                    pass
+            try:
+                await asyncio.wait_for(asyncio.shield(drain()), _request_grace(req))
+            except (asyncio.TimeoutError, asyncio.CancelledError, OSError):
+                pass
+            raise
+    finally:
+        s.close()
+    data = b"".join(chunks)
+    try:
+        d = json.loads(data)
+    except ValueError:
+        raise SandboxUnavailable("the confine server at %s closed the connection without an answer" % c.server,
+                                 kind="no_server") from None
+    return d
+
+
+def _request_grace(req: Dict[str, Any]) -> float:
+    ns = req["spec"]["Limits"].get("kill_grace")
+    return _grace(ns / 1e9 if ns else None)
 
 
 def _grace(kill_grace: Optional[Number]) -> float:

@@ -33,6 +33,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	confinelib "github.com/confine-sandbox/confine"
 	"github.com/confine-sandbox/confine/internal/landlock"
 )
 
@@ -86,6 +87,9 @@ type bench struct {
 }
 
 func main() {
+	// The serve measure calls the library in this process, which runs
+	// this binary again as the run's helpers.
+	confinelib.Init()
 	b := &bench{cfg: map[string]string{}}
 	flag.StringVar(&b.tmp, "tmp", "", "scratch directory (removed by the caller)")
 	flag.StringVar(&b.confineBin, "confine", "", "confine binary")
@@ -131,6 +135,7 @@ func main() {
 		{"concurrency", b.concurrency},
 		{"tier1", b.tier1},
 		{"egress", b.egress},
+		{"serve", b.serveBench},
 	}
 	for _, s := range steps {
 		if b.only != nil && !b.only[s.id] {

@@ -1,0 +1,98 @@
+"""The Python client through `confine serve` (Client(server=...) and
+$CONFINE_SERVER): the same results and refusals as a direct run, a
+refusal when no server answers, and cancellation ending the tree."""
+
+import asyncio
+import os
+import signal
+import subprocess
+import uuid
+
+import pytest
+
+import confine
+
+from test_client import pids_with_mark
+
+
+@pytest.fixture
+def server(confine_bin, tmp_path):
+    """A `confine serve` of ours on a socket in a 0700 directory."""
+    d = tmp_path / "srv"
+    d.mkdir(mode=0o700)
+    sock = str(d / "serve.sock")
+    p = subprocess.Popen([confine_bin, "serve", "--socket", sock], stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    line = p.stderr.readline().decode()
+    if "serving uid" not in line:
+        p.kill()
+        pytest.fail("confine serve did not start: %r" % (line + p.stderr.read().decode()))
+    yield sock
+    p.send_signal(signal.SIGTERM)
+    p.wait(timeout=60)
+
+
+def comparable(r):
+    return (r.exit_code, r.signal, str(r.stdout), str(r.stderr), r.backend, tuple(r.layers),
+            tuple((g.name, g.mechanism) for g in r.guarantees))
+
+
+def test_same_as_direct(confine_bin, server, workdir, monkeypatch):
+    monkeypatch.setenv("PYCLIENT_PASSED", "yes")
+    monkeypatch.setenv("PYCLIENT_NOT_PASSED", "secret")
+    argv = ["sh", "-c", 'echo out; echo err >&2; echo "$FOO|$PYCLIENT_PASSED|$PYCLIENT_NOT_PASSED|$LANG"; cat; exit 3']
+    kw = dict(workdir=workdir, env={"FOO": "bar", "PYCLIENT_PASSED": None}, input=b"in\n", event_log="off")
+    direct = confine.Client(confine_bin, server=False).run(argv, **kw)
+    via = confine.Client(confine_bin, server=server).run(argv, **kw)
+    assert comparable(via) == comparable(direct)
+    assert str(via.stdout) == "out\nbar|yes||C.UTF-8\nin\n" and via.exit_code == 3
+    assert via.run_id != direct.run_id
+
+
+@pytest.mark.parametrize("argv,exc,status", [
+    (["/nonexistent"], confine.Refused, 127),
+    (["true"], confine.Refused, 125),  # with a refused variable, below
+])
+def test_refusals_as_direct(confine_bin, server, workdir, argv, exc, status):
+    env = {"LD_PRELOAD": "/x.so"} if status == 125 else None
+    errs = []
+    for c in (confine.Client(confine_bin, server=False), confine.Client(confine_bin, server=server)):
+        with pytest.raises(exc) as e:
+            c.run(argv, workdir=workdir, env=env, event_log="off")
+        errs.append((e.value.kind, e.value.exit_status, e.value.message))
+    assert errs[0] == errs[1] and errs[0][1] == status
+
+
+def test_no_server_refuses(confine_bin, workdir, tmp_path, monkeypatch):
+    sock = str(tmp_path / "none.sock")
+    marker = workdir / "ran"
+    for c in (confine.Client(confine_bin, server=sock), None):
+        if c is None:
+            monkeypatch.setenv("CONFINE_SERVER", sock)
+            c = confine.Client(confine_bin)
+            assert c.server == sock
+        with pytest.raises(confine.SandboxUnavailable) as e:
+            c.run(["touch", str(marker)], workdir=workdir)
+        assert e.value.kind == "no_server" and sock in e.value.message
+        assert not marker.exists(), "a run went ahead without its server"
+
+
+def test_cancel_kills_tree(confine_bin, server, workdir):
+    client = confine.Client(confine_bin, server=server)
+    mark = "pyserve-" + uuid.uuid4().hex
+    script = "(setsid sh -c 'echo x > up.daemon; sleep 300' &); sleep 300 & echo x > up.child; wait"
+
+    async def main():
+        t = asyncio.create_task(client.run_async(["sh", "-c", script], workdir=workdir,
+                                                 env={"PYCLIENT_MARK": mark}, kill_grace=0.5))
+        while not ((workdir / "up.daemon").exists() and (workdir / "up.child").exists()):
+            assert not t.done(), t.result()
+            await asyncio.sleep(0.02)
+        alive = pids_with_mark(mark)
+        t.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await t
+        return alive
+    alive = asyncio.run(main())
+    assert len(alive) >= 3, alive
+    assert pids_with_mark(mark) == [], "survivors of a cancelled run"
