@@ -236,7 +236,7 @@ echo
 echo "== arm64 ($(cat "$kdir/package"), qemu TCG, boot ${wall}s) =="
 row "confine check" "$out/check.rc" "$(grep -m1 -i 'backend' "$out/check.log" 2>/dev/null | tr -s ' ' | cut -c1-80)"
 for u in root nobody; do
-  row "confine selftest ($u)" "$out/selftest-$u.rc" "$(tail -n 1 "$out/selftest-$u.log" 2>/dev/null | cut -c1-100)"
+  row "confine selftest ($u)" "$out/selftest-$u.rc" "$(grep -m1 -E '^[0-9]+ vectors:' "$out/selftest-$u.log" 2>/dev/null | cut -c1-100)"
 done
 for t in probe escape; do
   read -r np ns nf secs <<<"$(awk -v U=root -f .ci/matrix-summary.awk "$out/$t.log" 2>/dev/null | head -n 1)"
