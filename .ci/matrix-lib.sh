@@ -36,13 +36,14 @@ shvar() {
   printf "%s='%s'\n" "$1" "${2//$q/$q\\$q$q}"
 }
 
-# fetch_kernel LINE DIR: downloads the newest Debian package of kernel LINE
-# (6.1, 6.12) for amd64, unpacks its vmlinuz and the modules the guest needs
-# into DIR/LINE, and prints that directory. Reuses an earlier unpack of the
-# same package.
+# fetch_kernel LINE DIR [ARCH]: downloads the newest Debian package of
+# kernel LINE (6.1, 6.12) for ARCH (amd64, or arm64 after `dpkg
+# --add-architecture arm64`), unpacks its vmlinuz and the modules the guest
+# needs into DIR/LINE, and prints that directory. Reuses an earlier unpack
+# of the same package.
 fetch_kernel() {
-  local line=$1 dir=$2 re pkgs pkg out
-  re="^linux-image-${line//./\\.}[.-][0-9].*-amd64-unsigned\$"
+  local line=$1 dir=$2 arch=${3:-amd64} re pkgs pkg out
+  re="^linux-image-${line//./\\.}[.-][0-9].*-${arch}-unsigned\$"
   pkgs=$(apt-cache search --names-only "$re" 2>/dev/null | awk '{print $1}' | grep -v -e -cloud- -e -rt- | sort -V -r || true)
   if [ -z "$pkgs" ]; then
     apt-get update -qq >&2 || true
@@ -60,7 +61,7 @@ fetch_kernel() {
       echo "$out"; return 0
     fi
     rm -rf "$out/deb"; mkdir -p "$out/deb"
-    if (cd "$out/deb" && timeout 600 apt-get download "$pkg" >&2 2>"$out/download.err"); then
+    if (cd "$out/deb" && timeout 600 apt-get download "$pkg:$arch" >&2 2>"$out/download.err"); then
       rm -rf "$out/root"; mkdir -p "$out/root"
       dpkg-deb --fsys-tarfile "$out"/deb/*.deb | tar -x -C "$out/root" --wildcards --no-wildcards-match-slash \
         './boot/vmlinuz-*' './lib/modules/*/modules.builtin' \
@@ -84,13 +85,15 @@ fetch_kernel() {
 # that AF_VSOCK is live for the vsock vector).
 guest_modules="virtio_pci 9pnet_virtio 9p vsock_loopback"
 
-# build_initramfs KDIR OUT: a gzip'd newc cpio with busybox, the two init
-# stages and KDIR's modules, decompressed, with their load order.
+# build_initramfs KDIR OUT [BUSYBOX [INIT2]]: a gzip'd newc cpio with
+# BUSYBOX (default /bin/busybox; the guest's architecture), the first init
+# stage, the second (the output of the function INIT2, default
+# guest_init2) and KDIR's modules, decompressed, with their load order.
 build_initramfs() {
-  local kdir=$1 out=$2 tmp moddir builtin m
+  local kdir=$1 out=$2 bb=${3:-/bin/busybox} init2=${4:-guest_init2} tmp moddir builtin m
   tmp=$(mktemp -d)
   mkdir -p "$tmp/bin" "$tmp/modules" "$tmp/ci" "$tmp/proc" "$tmp/sys" "$tmp/dev" "$tmp/newroot"
-  cp /bin/busybox "$tmp/bin/busybox"
+  cp "$bb" "$tmp/bin/busybox"
   moddir=$(echo "$kdir"/root/lib/modules/*)
   builtin="$moddir/modules.builtin"
   : > "$tmp/modules/order"
@@ -116,7 +119,7 @@ build_initramfs() {
   }
   for m in $guest_modules; do _load "$m"; done
   guest_init1 > "$tmp/init"
-  guest_init2 > "$tmp/ci/init2"
+  "$init2" > "$tmp/ci/init2"
   chmod 755 "$tmp/init" "$tmp/ci/init2"
   (cd "$tmp" && find . | busybox cpio -o -H newc 2>/dev/null | gzip -1) > "$out"
   rm -rf "$tmp"
