@@ -46,7 +46,8 @@ import (
 //	rust    rustc --print sysroot; $CARGO_HOME (default ~/.cargo) and
 //	        $RUSTUP_HOME (default ~/.rustup)
 //	        grants the sysroot, CARGO_HOME without credentials.toml and
-//	        credentials, RUSTUP_HOME
+//	        credentials, RUSTUP_HOME, and /etc/gitconfig where it exists
+//	        (cargo's libgit2 reads it regardless of GIT_CONFIG_NOSYSTEM)
 //	        sets CARGO_NET_OFFLINE=true CARGO_HOME=... RUSTUP_HOME=...
 //	        keeps CARGO_HOME across runs (Profile.Caches): the run's own,
 //	        reading the caller's registry and git databases through
@@ -180,6 +181,8 @@ type toolDir struct {
 	// hide are names directly inside path that hold credentials and must
 	// stay unreadable (cargo's credentials.toml).
 	hide []string
+	// file: path is a single file, not a directory.
+	file bool
 }
 
 // programRoots are the system roots every run reads (mirrors
@@ -220,8 +223,11 @@ func recipeProfile(tc toolchain, homes []string) (Profile, error) {
 		real, err := filepath.EvalSymlinks(d.path)
 		if err == nil {
 			var st os.FileInfo
-			if st, err = os.Stat(real); err == nil && !st.IsDir() {
+			if st, err = os.Stat(real); err == nil && st.IsDir() == d.file {
 				err = errors.New("not a directory")
+				if d.file {
+					err = errors.New("not a file")
+				}
 			}
 		}
 		if err != nil {
@@ -605,6 +611,12 @@ func discoverRust(h *toolHost) (toolchain, error) {
 			{what: "sysroot", path: sysroot, required: true},
 			{what: "CARGO_HOME", path: cargoHome, envVar: "CARGO_HOME", hide: cargoCredentialNames},
 			{what: "RUSTUP_HOME", path: rustupHome, envVar: "RUSTUP_HOME"},
+			// cargo's libgit2 reads the system git configuration and,
+			// unlike git (GIT_CONFIG_NOSYSTEM), cannot be told not to: an
+			// existing but unreadable one (the core backend, where
+			// Landlock answers EACCES rather than the new root's ENOENT)
+			// fails every git dependency's database as unopenable.
+			{what: "system git configuration", path: "/etc/gitconfig", file: true},
 		},
 		env: []string{"CARGO_NET_OFFLINE=true"},
 		// A cargo home of the run's own, kept across runs, that reads the
