@@ -177,9 +177,7 @@ func (d *direct) open() error {
 			d.fds.Cgroup = int(f.Fd())
 			// A v1 hierarchy (it has tasks files): init joins by itself
 			// (program.FDs.JoinPids).
-			if _, err := os.Stat(filepath.Join(p.PidsCgroup, "tasks")); err == nil {
-				d.fds.JoinPids = true
-			}
+			d.fds.JoinPids = host.PidsCgroupV1(p.PidsCgroup)
 		}
 	}
 	// The flags for calls that name another process apply only without a

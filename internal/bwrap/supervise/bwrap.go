@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/confine-sandbox/confine/internal/bwrap"
+	"github.com/confine-sandbox/confine/internal/host"
 	"github.com/confine-sandbox/confine/internal/plan"
 	"github.com/confine-sandbox/confine/internal/spawn"
 )
@@ -101,7 +102,7 @@ func startBwrap(p *plan.Plan) (pid, notifyFD int, exitPipe *os.File, err error) 
 		// RCU wait, as a pid written to cgroup.procs costs); v2 has
 		// only cgroup.procs, and moves the process.
 		join = "cgroup.procs"
-		if _, err := os.Stat(filepath.Join(p.PidsCgroup, "tasks")); err == nil {
+		if host.PidsCgroupV1(p.PidsCgroup) {
 			join = "tasks"
 			// Unlocked once it is out again, below.
 			runtime.LockOSThread()
