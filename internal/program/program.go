@@ -123,12 +123,42 @@ func Namespaced(p *plan.Plan, fds FDs, rs *landlock.Ruleset, layout nsinit.Layou
 		return nil, fmt.Errorf("%s: %w", p.Path, err)
 	}
 	ns := p.Namespaces
-	str := prog.Str
+	// The steps in order: begin, join the pids cgroup, a session of its
+	// own, the new root, the namespace's network and name, the rules for
+	// what exists only in here.
+	init := append(b.initStart(fds), b.joinPids(p, fds)...)
+	init = append(init, b.call("setsid", unix.SYS_SETSID))
+	init = append(init, b.mountOps(ns, layout)...)
+	init = append(init, b.namespaceOps(ns)...)
+	init = append(init, b.deferredRuleOps(rs, layout)...)
+	prog.Init = init
+	b.initSteps = len(b.desc)
+
+	// rm runs in the new root only when it (with its loader and
+	// libraries, which the same system roots hold) is bound there.
+	if err := b.janitor(p, fds, func(rm string) bool { return layout.Shows(rm) }); err != nil {
+		return nil, err
+	}
+	if prog.HasJanitor() {
+		b.janitorCaps()
+	}
+
+	// The command is a child of init in a user namespace init created:
+	// it holds every capability there until it drops them.
+	cmd, err := b.confinement(p, filter, true, 1, p.Seccomp.Effective(true).Listener(), spawn.FDNotify, spawn.FDRuleset)
+	if err != nil {
+		return nil, err
+	}
+	prog.Cmd = cmd
+	return b, nil
+}
+
+// mountOps are the init's steps that build the new root from the layout
+// and pivot into it (the namespace's own /proc included, and its pid_max).
+func (b *Built) mountOps(ns *plan.Namespaces, layout nsinit.Layout) []spawn.Op {
+	prog, str := b.P, b.P.Str
 	var init []spawn.Op
 	add := func(o spawn.Op) { init = append(init, o) }
-
-	init = append(b.initStart(fds), b.joinPids(p, fds)...)
-	add(b.call("setsid", unix.SYS_SETSID))
 	add(b.call("make / private", unix.SYS_MOUNT, str(""), str("/"), str(""), unix.MS_REC|unix.MS_PRIVATE, 0))
 	// Each root's mounts are cloned before the new root exists; with
 	// every other descriptor closed they get FDFree, FDFree+1, ...
@@ -194,6 +224,14 @@ func Namespaced(p *plan.Plan, fds FDs, rs *landlock.Ruleset, layout nsinit.Layou
 		add(b.call("set the namespace's pid_max", unix.SYS_WRITE, 0, uintptr(unsafe.Pointer(&v[0])), uintptr(len(v))).FromSlot(0, 0).Want(uintptr(len(v))))
 		add(b.call("close pid_max", unix.SYS_CLOSE, 0).FromSlot(0, 0))
 	}
+	return init
+}
+
+// namespaceOps bring up the namespace's loopback and set its hostname.
+func (b *Built) namespaceOps(ns *plan.Namespaces) []spawn.Op {
+	prog, str := b.P, b.P.Str
+	var init []spawn.Op
+	add := func(o spawn.Op) { init = append(init, o) }
 	ifr := new([40]byte)
 	copy(ifr[:], "lo")
 	*(*uint16)(unsafe.Pointer(&ifr[unix.IFNAMSIZ])) = unix.IFF_UP
@@ -203,8 +241,15 @@ func Namespaced(p *plan.Plan, fds FDs, rs *landlock.Ruleset, layout nsinit.Layou
 	if ns.Hostname != "" {
 		add(b.call("sethostname", unix.SYS_SETHOSTNAME, str(ns.Hostname), uintptr(len(ns.Hostname))))
 	}
-	// Rules for what exists only in here: the new /proc's entries and the
-	// private tmpfs the command may write.
+	return init
+}
+
+// deferredRuleOps add the Landlock rules for what exists only in here: the
+// new /proc's entries and the private tmpfs the command may write.
+func (b *Built) deferredRuleOps(rs *landlock.Ruleset, layout nsinit.Layout) []spawn.Op {
+	prog, str := b.P, b.P.Str
+	var init []spawn.Op
+	add := func(o spawn.Op) { init = append(init, o) }
 	deferred := rs.Deferred
 	for _, c := range layout.Private {
 		if c.Writable() {
@@ -222,26 +267,7 @@ func Namespaced(p *plan.Plan, fds FDs, rs *landlock.Ruleset, layout nsinit.Layou
 		add(b.call("landlock: add rule for "+d.Path, landlockAddRule, spawn.FDRuleset, landlockRulePath, uintptr(unsafe.Pointer(r)), 0))
 		add(b.call("landlock: close "+d.Path, unix.SYS_CLOSE, 0).FromSlot(0, 0))
 	}
-	prog.Init = init
-	b.initSteps = len(b.desc)
-
-	// rm runs in the new root only when it (with its loader and
-	// libraries, which the same system roots hold) is bound there.
-	if err := b.janitor(p, fds, func(rm string) bool { return layout.Shows(rm) }); err != nil {
-		return nil, err
-	}
-	if prog.HasJanitor() {
-		b.janitorCaps()
-	}
-
-	// The command is a child of init in a user namespace init created:
-	// it holds every capability there until it drops them.
-	cmd, err := b.confinement(p, filter, true, 1, p.Seccomp.Effective(true).Listener(), spawn.FDNotify, spawn.FDRuleset)
-	if err != nil {
-		return nil, err
-	}
-	prog.Cmd = cmd
-	return b, nil
+	return init
 }
 
 // initStart is how every init begins. PR_SET_PDEATHSIG first: from there
