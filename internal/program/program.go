@@ -520,25 +520,7 @@ func (b *Built) confinement(p *plan.Plan, filter []bpf.RawInstruction, privilege
 	prog := b.P
 	var ops []spawn.Op
 	add := func(o spawn.Op) { ops = append(ops, o) }
-	if p.MemoryCgroup != "" {
-		// The command joins the run's memory cgroup itself, first (its
-		// credentials still the init's), through the descriptor of the
-		// cgroup's parent: "0" moves the writer. The init stays out: it
-		// shares the launcher's address space (CLONE_VM), and the OOM
-		// killer kills every process sharing its victim's, so an init in
-		// the cgroup could take the launcher down with it. On v1 only
-		// this thread moves ("tasks"), without the global lock a process
-		// migration waits for; on v2 "cgroup.procs" migrates the process.
-		join := path.Base(p.MemoryCgroup) + "/tasks"
-		if p.MemoryCgroupV2 {
-			join = path.Base(p.MemoryCgroup) + "/cgroup.procs"
-		}
-		zero := []byte("0")
-		prog.Keep(zero)
-		add(b.call("open "+p.MemoryCgroup+"/"+path.Base(join), unix.SYS_OPENAT, spawn.FDMemCgroup, prog.Str(join), unix.O_WRONLY|unix.O_CLOEXEC).ToSlot(3))
-		add(b.call("join memory cgroup "+p.MemoryCgroup, unix.SYS_WRITE, 0, uintptr(unsafe.Pointer(&zero[0])), 1).FromSlot(3, 0).Want(1))
-		add(b.call("close the memory cgroup's file", unix.SYS_CLOSE, 0).FromSlot(3, 0))
-	}
+	ops = append(ops, b.joinMemoryCgroup(p)...)
 	add(b.call("setsid", unix.SYS_SETSID))
 	add(b.call("clear ambient capabilities", unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL))
 	if privileged {
@@ -592,6 +574,46 @@ func (b *Built) confinement(p *plan.Plan, filter []bpf.RawInstruction, privilege
 		lim := &unix.Rlimit{Cur: l.Value, Max: l.Value}
 		add(b.call(fmt.Sprintf("set %s to %d", l.Name, l.Value), unix.SYS_PRLIMIT64, 0, uintptr(l.Resource), prog.Ptr(unsafe.Pointer(lim), lim), 0))
 	}
+	ops = append(ops, b.installSeccomp(filter, listener, notifyFD)...)
+	add(b.call("close inherited fds", unix.SYS_CLOSE_RANGE, 3, ^uintptr(0), unix.CLOSE_RANGE_CLOEXEC))
+	return ops, nil
+}
+
+// joinMemoryCgroup are the command's first steps when the run has a
+// memory cgroup.
+func (b *Built) joinMemoryCgroup(p *plan.Plan) []spawn.Op {
+	if p.MemoryCgroup == "" {
+		return nil
+	}
+	prog := b.P
+	var ops []spawn.Op
+	add := func(o spawn.Op) { ops = append(ops, o) }
+	// The command joins the run's memory cgroup itself, first (its
+	// credentials still the init's), through the descriptor of the
+	// cgroup's parent: "0" moves the writer. The init stays out: it
+	// shares the launcher's address space (CLONE_VM), and the OOM
+	// killer kills every process sharing its victim's, so an init in
+	// the cgroup could take the launcher down with it. On v1 only
+	// this thread moves ("tasks"), without the global lock a process
+	// migration waits for; on v2 "cgroup.procs" migrates the process.
+	join := path.Base(p.MemoryCgroup) + "/tasks"
+	if p.MemoryCgroupV2 {
+		join = path.Base(p.MemoryCgroup) + "/cgroup.procs"
+	}
+	zero := []byte("0")
+	prog.Keep(zero)
+	add(b.call("open "+p.MemoryCgroup+"/"+path.Base(join), unix.SYS_OPENAT, spawn.FDMemCgroup, prog.Str(join), unix.O_WRONLY|unix.O_CLOEXEC).ToSlot(3))
+	add(b.call("join memory cgroup "+p.MemoryCgroup, unix.SYS_WRITE, 0, uintptr(unsafe.Pointer(&zero[0])), 1).FromSlot(3, 0).Want(1))
+	add(b.call("close the memory cgroup's file", unix.SYS_CLOSE, 0).FromSlot(3, 0))
+	return ops
+}
+
+// installSeccomp installs the filter (the command's last confinement
+// step) and, with a listener, hands the listener over on notifyFD.
+func (b *Built) installSeccomp(filter []bpf.RawInstruction, listener bool, notifyFD int) []spawn.Op {
+	prog := b.P
+	var ops []spawn.Op
+	add := func(o spawn.Op) { ops = append(ops, o) }
 	fprog := &unix.SockFprog{Len: uint16(len(filter)), Filter: (*unix.SockFilter)(unsafe.Pointer(&filter[0]))}
 	prog.Keep(filter)
 	var flags uintptr
@@ -617,8 +639,7 @@ func (b *Built) confinement(p *plan.Plan, filter []bpf.RawInstruction, privilege
 	} else {
 		add(install)
 	}
-	add(b.call("close inherited fds", unix.SYS_CLOSE_RANGE, 3, ^uintptr(0), unix.CLOSE_RANGE_CLOEXEC))
-	return ops, nil
+	return ops
 }
 
 // lastCap is the highest capability this kernel knows (EINVAL beyond it,
