@@ -56,18 +56,7 @@ func TestSupervise(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			defer reapChildren()
-			cmd := exec.Command("/bin/sh", "-c", c.script)
-			out, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := out.Read(make([]byte, 6)); err != nil {
-				t.Fatal(err)
-			}
-			pid := cmd.Process.Pid
+			pid := startReady(t, c.script)
 			s := &Supervision{End: EndTree(os.Getpid(), c.grace), Deadline: c.deadline, Done: c.done, Stops: c.stops}
 			var got Exit
 			Supervise(s, WaitPid(pid), func(e Exit) bool { got = e; return true })
