@@ -93,48 +93,9 @@ func validate(s *spec.CommandSpec, prof policy.Profile, h host.Info, limits spec
 			return nil, err
 		}
 	}
-	in.rw = []string{worktree}
-	for _, r := range append(slices.Clone(prof.Writable), s.ReadWrite...) {
-		c, err := canonicalDir(r)
-		if err != nil {
-			return nil, fmt.Errorf("%w: read-write root: %v", spec.ErrInvalidSpec, err)
-		}
-		in.rw = append(in.rw, c)
+	if err := in.roots(s, prof, worktree); err != nil {
+		return nil, err
 	}
-	if !slices.Contains(prof.Waive, policy.GFSWrite) {
-		// The same rule as for profile files, whoever asked: --rw,
-		// --workdir and library callers too.
-		for _, r := range in.rw {
-			if err := policy.CheckWritableRoot(r); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if !slices.Contains(prof.Waive, policy.GCredentials) {
-		// Landlock cannot take read access back from part of a directory
-		// the command may write, so a secret there cannot be hidden.
-		for _, r := range in.rw {
-			if found := policy.FindCredentials(r); len(found) > 0 {
-				return nil, fmt.Errorf("%w: %s: %s is inside writable root %s, where it cannot be hidden from the command; move it out or waive %s in the profile",
-					spec.ErrUnavailable, policy.GCredentials, strings.Join(found, ", "), r, policy.GCredentials)
-			}
-		}
-	}
-	in.ro = landlock.DefaultSystemReadExec()
-	in.optional = slices.Clone(in.ro)
-	for _, r := range append(slices.Clone(prof.ReadExec), s.ReadOnly...) {
-		c, err := filepath.EvalSymlinks(r)
-		if err != nil {
-			return nil, fmt.Errorf("%w: read-only root: %v", spec.ErrInvalidSpec, err)
-		}
-		grants, excluded, err := policy.SplitReadGrant(c)
-		if err != nil {
-			return nil, fmt.Errorf("%w: read-only root: %v", spec.ErrInvalidSpec, err)
-		}
-		in.ro = append(in.ro, grants...)
-		in.hidden = append(in.hidden, excluded...)
-	}
-	in.optional = append(in.optional, prof.Devices...)
 
 	in.runAsRoot = h.EUID == 0
 	if h.EUID == 0 {
@@ -150,14 +111,71 @@ func validate(s *spec.CommandSpec, prof policy.Profile, h host.Info, limits spec
 	in.pidsOptional = slices.Contains(prof.Waive, policy.GProcesses)
 	in.wantPidsGroup = in.runAsRoot && limits.MaxProcs > 0 && h.PidsCgroupRoot != ""
 
+	if err := in.environment(s, prof); err != nil {
+		return nil, err
+	}
+	in.argv = append([]string{s.Program}, s.Args...)
+	return in, nil
+}
+
+// roots checks and resolves the run's read-write roots (the worktree
+// first) and read-only roots, with the same rules whatever asked for them.
+func (in *inputs) roots(s *spec.CommandSpec, prof policy.Profile, worktree string) error {
+	in.rw = []string{worktree}
+	for _, r := range append(slices.Clone(prof.Writable), s.ReadWrite...) {
+		c, err := canonicalDir(r)
+		if err != nil {
+			return fmt.Errorf("%w: read-write root: %v", spec.ErrInvalidSpec, err)
+		}
+		in.rw = append(in.rw, c)
+	}
+	if !slices.Contains(prof.Waive, policy.GFSWrite) {
+		// The same rule as for profile files, whoever asked: --rw,
+		// --workdir and library callers too.
+		for _, r := range in.rw {
+			if err := policy.CheckWritableRoot(r); err != nil {
+				return err
+			}
+		}
+	}
+	if !slices.Contains(prof.Waive, policy.GCredentials) {
+		// Landlock cannot take read access back from part of a directory
+		// the command may write, so a secret there cannot be hidden.
+		for _, r := range in.rw {
+			if found := policy.FindCredentials(r); len(found) > 0 {
+				return fmt.Errorf("%w: %s: %s is inside writable root %s, where it cannot be hidden from the command; move it out or waive %s in the profile",
+					spec.ErrUnavailable, policy.GCredentials, strings.Join(found, ", "), r, policy.GCredentials)
+			}
+		}
+	}
+	in.ro = landlock.DefaultSystemReadExec()
+	in.optional = slices.Clone(in.ro)
+	for _, r := range append(slices.Clone(prof.ReadExec), s.ReadOnly...) {
+		c, err := filepath.EvalSymlinks(r)
+		if err != nil {
+			return fmt.Errorf("%w: read-only root: %v", spec.ErrInvalidSpec, err)
+		}
+		grants, excluded, err := policy.SplitReadGrant(c)
+		if err != nil {
+			return fmt.Errorf("%w: read-only root: %v", spec.ErrInvalidSpec, err)
+		}
+		in.ro = append(in.ro, grants...)
+		in.hidden = append(in.hidden, excluded...)
+	}
+	in.optional = append(in.optional, prof.Devices...)
+	return nil
+}
+
+// environment builds the command's environment and finds its program.
+func (in *inputs) environment(s *spec.CommandSpec, prof policy.Profile) error {
 	// The same rules hold for library callers as for the CLI: refused
 	// variables are errors, path lists are checked component by component.
 	env, err := policy.SanitizeEnv(s.Env, prof.Env.Waive)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := policy.ValidateEnvPaths(env, in.ro, in.rw); err != nil {
-		return nil, err
+		return err
 	}
 	if !hasEnv(env, "PATH") {
 		var path string
@@ -170,11 +188,8 @@ func validate(s *spec.CommandSpec, prof policy.Profile, h host.Info, limits spec
 		env = append(env, "GIT_CONFIG_NOSYSTEM=1")
 	}
 	in.env = env
-	if in.prog, err = lookPath(s.Program, in.dir, env); err != nil {
-		return nil, err
-	}
-	in.argv = append([]string{s.Program}, s.Args...)
-	return in, nil
+	in.prog, err = lookPath(s.Program, in.dir, env)
+	return err
 }
 
 // guarantees resolves the ledger for backend p: every guarantee with the

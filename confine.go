@@ -16,6 +16,7 @@ import (
 	"github.com/confine-sandbox/confine/internal/host"
 	"github.com/confine-sandbox/confine/internal/launch"
 	"github.com/confine-sandbox/confine/internal/persist"
+	"github.com/confine-sandbox/confine/internal/plan"
 	"github.com/confine-sandbox/confine/internal/provider"
 	"github.com/confine-sandbox/confine/policy"
 	"github.com/confine-sandbox/confine/spec"
@@ -111,17 +112,7 @@ func (l *Launcher) launch(ctx context.Context, c *policy.Cap, prof policy.Profil
 	res.HiddenCredentials = in.hidden
 	run.primary.describe(res)
 
-	pio := launch.IO{OutputLimit: limits.OutputBytes, LiveLimit: l.LiveLimit, Stdout: l.LiveStdout, Stderr: l.LiveStderr,
-		DetachCleanup: l.DetachCleanup}
-	if in.egress != nil {
-		pio.Egress = in.egress.hooks()
-	}
-	switch {
-	case l.Stdin != nil:
-		pio.Stdin = l.Stdin
-	case s.Stdin != nil:
-		pio.Stdin = strings.NewReader(string(s.Stdin))
-	}
+	pio := l.runIO(&s, limits, in)
 	if err := run.tmp.Wait(); err != nil {
 		return fmt.Errorf("%w: %v", spec.ErrLaunch, err)
 	}
@@ -149,7 +140,29 @@ func (l *Launcher) launch(ctx context.Context, c *policy.Cap, prof policy.Profil
 	if err != nil {
 		return err
 	}
-	r := out.Report
+	return reported(res, out.Report)
+}
+
+// runIO is the launch's I/O: the output bounds, the live streams, stdin
+// (the launcher's, else the spec's) and the egress proxy's hooks.
+func (l *Launcher) runIO(s *spec.CommandSpec, limits spec.Limits, in *inputs) launch.IO {
+	pio := launch.IO{OutputLimit: limits.OutputBytes, LiveLimit: l.LiveLimit, Stdout: l.LiveStdout, Stderr: l.LiveStderr,
+		DetachCleanup: l.DetachCleanup}
+	if in.egress != nil {
+		pio.Egress = in.egress.hooks()
+	}
+	switch {
+	case l.Stdin != nil:
+		pio.Stdin = l.Stdin
+	case s.Stdin != nil:
+		pio.Stdin = strings.NewReader(string(s.Stdin))
+	}
+	return pio
+}
+
+// reported fills res from the run's report: a command that could not
+// start is its error.
+func reported(res *spec.CommandResult, r plan.Report) error {
 	switch r.StartCode {
 	case 0:
 	case 126:

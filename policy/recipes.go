@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"os/user"
@@ -121,24 +122,69 @@ func isRecipe(name string) bool {
 type recipe struct {
 	name     string
 	discover func(*toolHost) (toolchain, error)
+}
 
+// resolve discovers the toolchain in this process's environment once per
+// process and returns the profile, or the error, every time after.
+func (r *recipe) resolve(h *toolHost) (Profile, error) {
+	return r.resolveIn(processEnv, h)
+}
+
+// resolveIn is resolve in the environment env names (processEnv or a
+// digest, see LookupIn), discovered through h the first time.
+func (r *recipe) resolveIn(env [32]byte, h *toolHost) (Profile, error) {
+	c := cachedResolution(r, env)
+	c.once.Do(func() {
+		tc, err := r.discover(h)
+		if err != nil {
+			c.err = err
+			return
+		}
+		c.prof, c.err = recipeProfile(tc, h.homes())
+	})
+	return c.prof, c.err
+}
+
+// processEnv keys this process's own environment in the recipe cache.
+var processEnv [32]byte
+
+// maxEnvResolutions bounds the cache's entries for other environments: a
+// server sees a few; one that sees many just discovers again.
+const maxEnvResolutions = 64
+
+// resolution is one recipe resolved in one environment.
+type resolution struct {
 	once sync.Once
 	prof Profile
 	err  error
 }
 
-// resolve discovers the toolchain once per process and returns the
-// profile, or the error, every time after.
-func (r *recipe) resolve(h *toolHost) (Profile, error) {
-	r.once.Do(func() {
-		tc, err := r.discover(h)
-		if err != nil {
-			r.err = err
-			return
-		}
-		r.prof, r.err = recipeProfile(tc, h.homes())
-	})
-	return r.prof, r.err
+type resolutionKey struct {
+	r   *recipe
+	env [32]byte
+}
+
+var (
+	resolutionsMu sync.Mutex
+	resolutions   = map[resolutionKey]*resolution{}
+)
+
+// cachedResolution is the cache entry of r in env, made on first use.
+func cachedResolution(r *recipe, env [32]byte) *resolution {
+	resolutionsMu.Lock()
+	defer resolutionsMu.Unlock()
+	k := resolutionKey{r, env}
+	c, ok := resolutions[k]
+	if ok {
+		return c
+	}
+	if env != processEnv && len(resolutions) >= maxEnvResolutions {
+		// This process's own resolutions stay: they are once per process.
+		maps.DeleteFunc(resolutions, func(k resolutionKey, _ *resolution) bool { return k.env != processEnv })
+	}
+	c = &resolution{}
+	resolutions[k] = c
+	return c
 }
 
 // lookupRecipe resolves a recipe against the real host.

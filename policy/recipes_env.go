@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 )
 
 // LookupIn is Lookup with a recipe's toolchain discovered in environ, the
@@ -22,29 +21,7 @@ func LookupIn(name string, environ []string) (Profile, error) {
 	}
 	sorted := slices.Clone(environ)
 	slices.Sort(sorted)
-	key := sha256.Sum256([]byte(name + "\x00" + strings.Join(sorted, "\x00")))
-	envRecipesMu.Lock()
-	c, ok := envRecipes[key]
-	if !ok {
-		if len(envRecipes) >= maxEnvRecipes {
-			// A server sees a few environments; one that sees many
-			// just discovers again.
-			clear(envRecipes)
-		}
-		c = &envRecipe{}
-		envRecipes[key] = c
-	}
-	envRecipesMu.Unlock()
-	c.once.Do(func() {
-		h := hostIn(environ)
-		tc, err := r.discover(h)
-		if err != nil {
-			c.err = err
-			return
-		}
-		c.prof, c.err = recipeProfile(tc, h.homes())
-	})
-	return c.prof, c.err
+	return r.resolveIn(sha256.Sum256([]byte(strings.Join(sorted, "\x00"))), hostIn(environ))
 }
 
 // ResolveProfileIn is ResolveProfile with recipes discovered in environ
@@ -59,19 +36,6 @@ func ResolveProfileIn(nameOrPath string, environ []string) (Profile, error) {
 // IsRecipe reports whether name is a toolchain recipe, whose profile
 // depends on the environment it is discovered in.
 func IsRecipe(name string) bool { return isRecipe(name) }
-
-const maxEnvRecipes = 64
-
-type envRecipe struct {
-	once sync.Once
-	prof Profile
-	err  error
-}
-
-var (
-	envRecipesMu sync.Mutex
-	envRecipes   = map[[32]byte]*envRecipe{}
-)
 
 // hostIn is realHost with environ for this process's environment.
 func hostIn(environ []string) *toolHost {

@@ -413,7 +413,8 @@ func TestRecipeBuiltins(t *testing.T) {
 	defer func() { recipes["go"] = saved }()
 	missing := &recipe{name: "go", discover: discoverGo}
 	recipes["go"] = missing
-	missing.once.Do(func() { _, missing.err = discoverGo((&fakeHost{}).host()) })
+	// Cached as this process's answer, which every Lookup then gets.
+	_, _ = missing.resolve((&fakeHost{}).host())
 	for what, f := range map[string]func() error{
 		"ResolveProfile": func() error { _, err := ResolveProfile("go"); return err },
 		"Lookup":         func() error { _, err := Lookup("go"); return err },

@@ -197,6 +197,14 @@ func CreatePidsCgroup(dir string, max int64) error {
 	return nil
 }
 
+// PidsCgroupV1 reports whether the per-run pids cgroup dir lies in a
+// cgroup v1 hierarchy, where a thread can join alone (a tasks file); v2
+// has only cgroup.procs, which moves the whole process.
+func PidsCgroupV1(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, "tasks"))
+	return err == nil
+}
+
 // RemoveCgroup removes a per-run cgroup once it is empty.
 func RemoveCgroup(dir string) error {
 	if dir == "" {

@@ -177,9 +177,7 @@ func (d *direct) open() error {
 			d.fds.Cgroup = int(f.Fd())
 			// A v1 hierarchy (it has tasks files): init joins by itself
 			// (program.FDs.JoinPids).
-			if _, err := os.Stat(filepath.Join(p.PidsCgroup, "tasks")); err == nil {
-				d.fds.JoinPids = true
-			}
+			d.fds.JoinPids = host.PidsCgroupV1(p.PidsCgroup)
 		}
 	}
 	// The flags for calls that name another process apply only without a
@@ -341,10 +339,11 @@ func (d *direct) start() (*Outcome, error) {
 	return nil, nil
 }
 
-// waited is the init's wait status and usage.
-type waited struct {
-	ws unix.WaitStatus
-	ru unix.Rusage
+// event is what the supervision hears from the init: its exit (w) or
+// one of its status reports (r).
+type event struct {
+	w *proctree.Exit
+	r *reported
 }
 
 // reported is one status report of the init.
@@ -356,59 +355,21 @@ type reported struct {
 // supervise serves the notifications, enforces the deadline and ctx,
 // ends the tree, and turns the init's report into the Outcome.
 func (d *direct) supervise(ctx context.Context) (*Outcome, error) {
-	p, pid := d.p, d.pid
+	p := d.p
 	streams := startStreams(d.pio, d.outR, d.errR, d.stdinW)
-	nctx, stopNotify := context.WithCancel(context.Background())
-	notifyDone := make(chan struct{})
 	stats := &notify.Stats{}
-	if d.listener >= 0 {
-		go func() {
-			defer close(notifyDone)
-			err := notify.Serve(nctx, d.listener, notify.Config{WritableRoots: p.WritableRoots, SocketAllow: p.SocketAllow, Init: d.runInit, Stats: stats,
-				MaxTasks: p.MaxTasks(), Egress: egressConfig(p, d.pio.Egress)})
-			unix.Close(d.listener)
-			if err != nil && !errors.Is(err, context.Canceled) {
-				fmt.Fprintf(os.Stderr, "confine: notification supervisor: %v\n", err)
-			}
-		}()
-	} else {
-		close(notifyDone)
-	}
-	done := make(chan waited, 1)
-	go func() {
-		var w waited
-		for {
-			_, err := unix.Wait4(pid, &w.ws, unix.WALL, &w.ru)
-			if err != unix.EINTR {
-				break
-			}
-		}
-		done <- w
-	}()
-	// Init reports once every process of the tree is gone (a subreaper
-	// init first says when some outlived the command: Pending); EOF
-	// without a report means it was killed.
-	reports := make(chan reported, 2)
-	go func() {
-		for {
-			var b [spawn.StatusSize]byte
-			n, _ := io.ReadFull(d.exitR, b[:])
-			st, ok := spawn.ParseStatus(b[:n])
-			reports <- reported{st, ok}
-			if !ok || st.Pending == 0 {
-				return
-			}
-		}
-	}()
+	stopNotify := notify.Start(d.listener, notify.Config{WritableRoots: p.WritableRoots, SocketAllow: p.SocketAllow, Init: d.runInit, Stats: stats,
+		MaxTasks: p.MaxTasks(), Egress: egressConfig(p, d.pio.Egress)})
+	events, exits := d.events()
 
 	rep := plan.Report{Namespaces: d.ns}
-	w, r, exited := d.wait(ctx, &rep, done, reports)
+	w, r, exited := d.wait(ctx, &rep, events)
 	if !exited {
 		// Its stacks are in this process: release them once it is gone.
 		d.keepProg = true
 		prog := d.b.P
 		go func() {
-			<-done
+			<-exits
 			prog.Close()
 		}()
 	}
@@ -421,12 +382,12 @@ func (d *direct) supervise(ctx context.Context) (*Outcome, error) {
 		rep.UserCPU, rep.SysCPU, rep.MaxRSSKB = time.Duration(r.st.UserNs), time.Duration(r.st.SysNs), r.st.MaxRSSKB
 	} else {
 		rep.ExitCode, rep.Signal = -1, int(unix.SIGKILL)
-		if w.ws.Signaled() {
-			rep.Signal = int(w.ws.Signal())
+		if w.Status.Signaled() {
+			rep.Signal = int(w.Status.Signal())
 		}
-		rep.UserCPU = time.Duration(w.ru.Utime.Nano())
-		rep.SysCPU = time.Duration(w.ru.Stime.Nano())
-		rep.MaxRSSKB = w.ru.Maxrss
+		rep.UserCPU = time.Duration(w.Usage.Utime.Nano())
+		rep.SysCPU = time.Duration(w.Usage.Stime.Nano())
+		rep.MaxRSSKB = w.Usage.Maxrss
 	}
 	if ms, err := memoryStats(d.p); err == nil {
 		rep.MemoryPeak, rep.OOMKilled = ms.Peak, ms.OOMKills > 0
@@ -434,7 +395,6 @@ func (d *direct) supervise(ctx context.Context) (*Outcome, error) {
 	// Read: a detached init's janitor may remove the memory cgroup now.
 	d.syncW.Close()
 	stopNotify()
-	<-notifyDone
 	for _, dn := range stats.Denials() {
 		rep.Denials = append(rep.Denials, spec.Denial{Syscall: dn.Syscall, Path: dn.Path, Errno: unix.ErrnoName(dn.Errno), Reason: dn.Reason})
 	}
@@ -446,27 +406,46 @@ func (d *direct) supervise(ctx context.Context) (*Outcome, error) {
 	return out, nil
 }
 
-// wait runs the run to its end: the deadline and ctx terminate it, what
-// outlives the command is killed, until the init reported (and, where it
-// matters, exited). It fills rep's Killed, TimedOut and Cancelled.
-func (d *direct) wait(ctx context.Context, rep *plan.Report, done <-chan waited, reports <-chan reported) (waited, reported, bool) {
+// events starts the two sources the supervision hears: init's exit, and
+// its reports. Init reports once every process of the tree is gone (a
+// subreaper init first says when some outlived the command: Pending); EOF
+// without a report means it was killed. exits is closed once init was
+// reaped, for what must wait for it after the supervision.
+func (d *direct) events() (events <-chan event, exits <-chan struct{}) {
+	c := make(chan event, 3)
+	gone := make(chan struct{})
+	go func() {
+		w := <-proctree.WaitPid(d.pid)
+		close(gone)
+		c <- event{w: &w}
+	}()
+	go func() {
+		for {
+			var b [spawn.StatusSize]byte
+			n, _ := io.ReadFull(d.exitR, b[:])
+			st, ok := spawn.ParseStatus(b[:n])
+			c <- event{r: &reported{st, ok}}
+			if !ok || st.Pending == 0 {
+				return
+			}
+		}
+	}()
+	return c, gone
+}
+
+// wait runs the run to its end through the supervision loop: the
+// deadline and ctx terminate it, what outlives the command is killed,
+// until the init reported (and, where it matters, exited). It fills rep's
+// Killed, TimedOut and Cancelled.
+func (d *direct) wait(ctx context.Context, rep *plan.Report, events <-chan event) (proctree.Exit, reported, bool) {
 	p, pid := d.p, d.pid
-	deadline := time.NewTimer(p.WallTime)
-	defer deadline.Stop()
-	ctxDone := ctx.Done()
 	// A namespace ends with its init; a subreaper init's descendants are
 	// swept until it reports that none is left.
-	end := proctree.EndTree(pid, p.KillGrace)
+	sup := &proctree.Supervision{End: proctree.EndTree(pid, p.KillGrace), Deadline: time.Now().Add(p.WallTime), Done: ctx.Done()}
 	if d.ns {
-		end = proctree.EndNamespace(pid, p.KillGrace)
+		sup.End = proctree.EndNamespace(pid, p.KillGrace)
 	}
-	defer end.Stop()
-	terminate := func() {
-		if end.Terminate() {
-			rep.Killed = true
-		}
-	}
-	var w waited
+	var w proctree.Exit
 	var r reported
 	exited, reportDone := false, false
 	// Once init has reported, the tree is gone; init's exit (for a
@@ -474,32 +453,19 @@ func (d *direct) wait(ctx context.Context, rep *plan.Report, done <-chan waited,
 	// not be waited for, unless init is in the pids cgroup this run
 	// removes (it is never in the memory cgroup). Detached, init's janitor
 	// cleans up after us.
-	for !exited || !reportDone {
-		if reportDone && r.ok && (d.detach || !d.joined) {
-			break
+	proctree.Supervise(sup, events, func(e event) bool {
+		switch {
+		case e.w != nil:
+			w, exited = *e.w, true
+		case e.r.ok && e.r.st.Pending != 0:
+			sup.End.Kill()
+			return false
+		default:
+			r, reportDone = *e.r, true
 		}
-		select {
-		case w = <-done:
-			exited = true
-		case r = <-reports:
-			if r.ok && r.st.Pending != 0 {
-				end.Kill()
-				continue
-			}
-			reportDone = true
-		case <-deadline.C:
-			rep.TimedOut = true
-			terminate()
-		case <-ctxDone:
-			ctxDone = nil
-			rep.Cancelled = true
-			terminate()
-		case <-end.Grace():
-			end.Kill()
-		case <-end.Tick():
-			end.Sweep()
-		}
-	}
+		return exited && reportDone || reportDone && r.ok && (d.detach || !d.joined)
+	})
+	rep.TimedOut, rep.Cancelled, rep.Killed = sup.TimedOut, sup.Cancelled, sup.Killed
 	return w, r, exited
 }
 

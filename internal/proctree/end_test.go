@@ -34,17 +34,7 @@ func TestEnder(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			defer reapChildren()
 			if c.script != "" {
-				cmd := exec.Command("/bin/sh", "-c", c.script)
-				out, err := cmd.StdoutPipe()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := cmd.Start(); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := out.Read(make([]byte, 6)); err != nil {
-					t.Fatal(err)
-				}
+				startReady(t, c.script)
 			}
 			e := EndTree(self, 200*time.Millisecond)
 			defer e.Stop()
@@ -83,6 +73,24 @@ func TestEnder(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startReady starts `sh -c script` and returns its pid once the script
+// printed "ready".
+func startReady(t *testing.T, script string) int {
+	t.Helper()
+	cmd := exec.Command("/bin/sh", "-c", script)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := out.Read(make([]byte, 6)); err != nil {
+		t.Fatal(err)
+	}
+	return cmd.Process.Pid
 }
 
 func reapChildren() {

@@ -1,9 +1,10 @@
 //go:build linux
 
-// Package proctree finds and kills every descendant of a process. It is used
-// by the supervisor, which is a child subreaper: orphans of the run are
-// reparented to it, so "descendants of the supervisor" is exactly the run's
-// process tree, however its members setsid() or double-fork.
+// Package proctree finds and kills every descendant of a process, and runs
+// the one loop that takes a run to its end (Supervise), whoever supervises
+// it. A subreaper supervisor's orphans are reparented to it, so "its
+// descendants" is exactly the run's process tree, however its members
+// setsid() or double-fork.
 package proctree
 
 import (

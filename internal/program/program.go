@@ -123,12 +123,42 @@ func Namespaced(p *plan.Plan, fds FDs, rs *landlock.Ruleset, layout nsinit.Layou
 		return nil, fmt.Errorf("%s: %w", p.Path, err)
 	}
 	ns := p.Namespaces
-	str := prog.Str
+	// The steps in order: begin, join the pids cgroup, a session of its
+	// own, the new root, the namespace's network and name, the rules for
+	// what exists only in here.
+	init := append(b.initStart(fds), b.joinPids(p, fds)...)
+	init = append(init, b.call("setsid", unix.SYS_SETSID))
+	init = append(init, b.mountOps(ns, layout)...)
+	init = append(init, b.namespaceOps(ns)...)
+	init = append(init, b.deferredRuleOps(rs, layout)...)
+	prog.Init = init
+	b.initSteps = len(b.desc)
+
+	// rm runs in the new root only when it (with its loader and
+	// libraries, which the same system roots hold) is bound there.
+	if err := b.janitor(p, fds, func(rm string) bool { return layout.Shows(rm) }); err != nil {
+		return nil, err
+	}
+	if prog.HasJanitor() {
+		b.janitorCaps()
+	}
+
+	// The command is a child of init in a user namespace init created:
+	// it holds every capability there until it drops them.
+	cmd, err := b.confinement(p, filter, true, 1, p.Seccomp.Effective(true).Listener(), spawn.FDNotify, spawn.FDRuleset)
+	if err != nil {
+		return nil, err
+	}
+	prog.Cmd = cmd
+	return b, nil
+}
+
+// mountOps are the init's steps that build the new root from the layout
+// and pivot into it (the namespace's own /proc included, and its pid_max).
+func (b *Built) mountOps(ns *plan.Namespaces, layout nsinit.Layout) []spawn.Op {
+	prog, str := b.P, b.P.Str
 	var init []spawn.Op
 	add := func(o spawn.Op) { init = append(init, o) }
-
-	init = append(b.initStart(fds), b.joinPids(p, fds)...)
-	add(b.call("setsid", unix.SYS_SETSID))
 	add(b.call("make / private", unix.SYS_MOUNT, str(""), str("/"), str(""), unix.MS_REC|unix.MS_PRIVATE, 0))
 	// Each root's mounts are cloned before the new root exists; with
 	// every other descriptor closed they get FDFree, FDFree+1, ...
@@ -194,6 +224,14 @@ func Namespaced(p *plan.Plan, fds FDs, rs *landlock.Ruleset, layout nsinit.Layou
 		add(b.call("set the namespace's pid_max", unix.SYS_WRITE, 0, uintptr(unsafe.Pointer(&v[0])), uintptr(len(v))).FromSlot(0, 0).Want(uintptr(len(v))))
 		add(b.call("close pid_max", unix.SYS_CLOSE, 0).FromSlot(0, 0))
 	}
+	return init
+}
+
+// namespaceOps bring up the namespace's loopback and set its hostname.
+func (b *Built) namespaceOps(ns *plan.Namespaces) []spawn.Op {
+	prog, str := b.P, b.P.Str
+	var init []spawn.Op
+	add := func(o spawn.Op) { init = append(init, o) }
 	ifr := new([40]byte)
 	copy(ifr[:], "lo")
 	*(*uint16)(unsafe.Pointer(&ifr[unix.IFNAMSIZ])) = unix.IFF_UP
@@ -203,8 +241,15 @@ func Namespaced(p *plan.Plan, fds FDs, rs *landlock.Ruleset, layout nsinit.Layou
 	if ns.Hostname != "" {
 		add(b.call("sethostname", unix.SYS_SETHOSTNAME, str(ns.Hostname), uintptr(len(ns.Hostname))))
 	}
-	// Rules for what exists only in here: the new /proc's entries and the
-	// private tmpfs the command may write.
+	return init
+}
+
+// deferredRuleOps add the Landlock rules for what exists only in here: the
+// new /proc's entries and the private tmpfs the command may write.
+func (b *Built) deferredRuleOps(rs *landlock.Ruleset, layout nsinit.Layout) []spawn.Op {
+	prog, str := b.P, b.P.Str
+	var init []spawn.Op
+	add := func(o spawn.Op) { init = append(init, o) }
 	deferred := rs.Deferred
 	for _, c := range layout.Private {
 		if c.Writable() {
@@ -222,26 +267,7 @@ func Namespaced(p *plan.Plan, fds FDs, rs *landlock.Ruleset, layout nsinit.Layou
 		add(b.call("landlock: add rule for "+d.Path, landlockAddRule, spawn.FDRuleset, landlockRulePath, uintptr(unsafe.Pointer(r)), 0))
 		add(b.call("landlock: close "+d.Path, unix.SYS_CLOSE, 0).FromSlot(0, 0))
 	}
-	prog.Init = init
-	b.initSteps = len(b.desc)
-
-	// rm runs in the new root only when it (with its loader and
-	// libraries, which the same system roots hold) is bound there.
-	if err := b.janitor(p, fds, func(rm string) bool { return layout.Shows(rm) }); err != nil {
-		return nil, err
-	}
-	if prog.HasJanitor() {
-		b.janitorCaps()
-	}
-
-	// The command is a child of init in a user namespace init created:
-	// it holds every capability there until it drops them.
-	cmd, err := b.confinement(p, filter, true, 1, p.Seccomp.Effective(true).Listener(), spawn.FDNotify, spawn.FDRuleset)
-	if err != nil {
-		return nil, err
-	}
-	prog.Cmd = cmd
-	return b, nil
+	return init
 }
 
 // initStart is how every init begins. PR_SET_PDEATHSIG first: from there
@@ -494,25 +520,7 @@ func (b *Built) confinement(p *plan.Plan, filter []bpf.RawInstruction, privilege
 	prog := b.P
 	var ops []spawn.Op
 	add := func(o spawn.Op) { ops = append(ops, o) }
-	if p.MemoryCgroup != "" {
-		// The command joins the run's memory cgroup itself, first (its
-		// credentials still the init's), through the descriptor of the
-		// cgroup's parent: "0" moves the writer. The init stays out: it
-		// shares the launcher's address space (CLONE_VM), and the OOM
-		// killer kills every process sharing its victim's, so an init in
-		// the cgroup could take the launcher down with it. On v1 only
-		// this thread moves ("tasks"), without the global lock a process
-		// migration waits for; on v2 "cgroup.procs" migrates the process.
-		join := path.Base(p.MemoryCgroup) + "/tasks"
-		if p.MemoryCgroupV2 {
-			join = path.Base(p.MemoryCgroup) + "/cgroup.procs"
-		}
-		zero := []byte("0")
-		prog.Keep(zero)
-		add(b.call("open "+p.MemoryCgroup+"/"+path.Base(join), unix.SYS_OPENAT, spawn.FDMemCgroup, prog.Str(join), unix.O_WRONLY|unix.O_CLOEXEC).ToSlot(3))
-		add(b.call("join memory cgroup "+p.MemoryCgroup, unix.SYS_WRITE, 0, uintptr(unsafe.Pointer(&zero[0])), 1).FromSlot(3, 0).Want(1))
-		add(b.call("close the memory cgroup's file", unix.SYS_CLOSE, 0).FromSlot(3, 0))
-	}
+	ops = append(ops, b.joinMemoryCgroup(p)...)
 	add(b.call("setsid", unix.SYS_SETSID))
 	add(b.call("clear ambient capabilities", unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL))
 	if privileged {
@@ -566,6 +574,46 @@ func (b *Built) confinement(p *plan.Plan, filter []bpf.RawInstruction, privilege
 		lim := &unix.Rlimit{Cur: l.Value, Max: l.Value}
 		add(b.call(fmt.Sprintf("set %s to %d", l.Name, l.Value), unix.SYS_PRLIMIT64, 0, uintptr(l.Resource), prog.Ptr(unsafe.Pointer(lim), lim), 0))
 	}
+	ops = append(ops, b.installSeccomp(filter, listener, notifyFD)...)
+	add(b.call("close inherited fds", unix.SYS_CLOSE_RANGE, 3, ^uintptr(0), unix.CLOSE_RANGE_CLOEXEC))
+	return ops, nil
+}
+
+// joinMemoryCgroup are the command's first steps when the run has a
+// memory cgroup.
+func (b *Built) joinMemoryCgroup(p *plan.Plan) []spawn.Op {
+	if p.MemoryCgroup == "" {
+		return nil
+	}
+	prog := b.P
+	var ops []spawn.Op
+	add := func(o spawn.Op) { ops = append(ops, o) }
+	// The command joins the run's memory cgroup itself, first (its
+	// credentials still the init's), through the descriptor of the
+	// cgroup's parent: "0" moves the writer. The init stays out: it
+	// shares the launcher's address space (CLONE_VM), and the OOM
+	// killer kills every process sharing its victim's, so an init in
+	// the cgroup could take the launcher down with it. On v1 only
+	// this thread moves ("tasks"), without the global lock a process
+	// migration waits for; on v2 "cgroup.procs" migrates the process.
+	join := path.Base(p.MemoryCgroup) + "/tasks"
+	if p.MemoryCgroupV2 {
+		join = path.Base(p.MemoryCgroup) + "/cgroup.procs"
+	}
+	zero := []byte("0")
+	prog.Keep(zero)
+	add(b.call("open "+p.MemoryCgroup+"/"+path.Base(join), unix.SYS_OPENAT, spawn.FDMemCgroup, prog.Str(join), unix.O_WRONLY|unix.O_CLOEXEC).ToSlot(3))
+	add(b.call("join memory cgroup "+p.MemoryCgroup, unix.SYS_WRITE, 0, uintptr(unsafe.Pointer(&zero[0])), 1).FromSlot(3, 0).Want(1))
+	add(b.call("close the memory cgroup's file", unix.SYS_CLOSE, 0).FromSlot(3, 0))
+	return ops
+}
+
+// installSeccomp installs the filter (the command's last confinement
+// step) and, with a listener, hands the listener over on notifyFD.
+func (b *Built) installSeccomp(filter []bpf.RawInstruction, listener bool, notifyFD int) []spawn.Op {
+	prog := b.P
+	var ops []spawn.Op
+	add := func(o spawn.Op) { ops = append(ops, o) }
 	fprog := &unix.SockFprog{Len: uint16(len(filter)), Filter: (*unix.SockFilter)(unsafe.Pointer(&filter[0]))}
 	prog.Keep(filter)
 	var flags uintptr
@@ -591,8 +639,7 @@ func (b *Built) confinement(p *plan.Plan, filter []bpf.RawInstruction, privilege
 	} else {
 		add(install)
 	}
-	add(b.call("close inherited fds", unix.SYS_CLOSE_RANGE, 3, ^uintptr(0), unix.CLOSE_RANGE_CLOEXEC))
-	return ops, nil
+	return ops
 }
 
 // lastCap is the highest capability this kernel knows (EINVAL beyond it,

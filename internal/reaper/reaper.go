@@ -26,6 +26,10 @@ func Main() int {
 	if len(os.Args) != 4 {
 		return 2
 	}
+	// Not proctree.Supervise: this process sits in the run's pids cgroup,
+	// which a fork bomb may have filled, so it must not need another
+	// thread. One goroutine reaps without blocking (a blocking wait4
+	// would make the runtime start a thread) and sweeps on the ticks.
 	end := proctree.EndTree(os.Getpid(), 0)
 	defer end.Stop()
 	end.Kill()

@@ -55,6 +55,19 @@ def _size(name: str, n: Optional[int]) -> Optional[str]:
     return str(n)
 
 
+def _check_argv(argv: Sequence[str], workdir) -> List[str]:
+    """The command line as strings, checked the same way for the CLI and
+    the server path; workdir must be given."""
+    if isinstance(argv, (str, bytes)) or not argv:
+        raise ValueError("argv must be a non-empty sequence of strings, not %r" % (argv,))
+    argv = [os.fspath(a) for a in argv]
+    if not all(isinstance(a, str) for a in argv):
+        raise ValueError("argv must hold strings: %r" % (argv,))
+    if workdir is None:
+        raise ValueError("workdir is required: the command's cwd and only writable root")
+    return argv
+
+
 def _paths(name: str, ps: Iterable[Union[str, "os.PathLike[str]"]]) -> List[str]:
     out = []
     for p in ps:
@@ -177,13 +190,7 @@ class Client:
               max_procs: Optional[int], max_file_size: Optional[int], max_open_files: Optional[int],
               output_limit: Optional[int], kill_grace: Optional[Number], ro, rw, backend: str,
               event_log: Optional[str], cap: Optional[str]) -> List[str]:
-        if isinstance(argv, (str, bytes)) or not argv:
-            raise ValueError("argv must be a non-empty sequence of strings, not %r" % (argv,))
-        argv = [os.fspath(a) for a in argv]
-        if not all(isinstance(a, str) for a in argv):
-            raise ValueError("argv must hold strings: %r" % (argv,))
-        if workdir is None:
-            raise ValueError("workdir is required: the command's cwd and only writable root")
+        argv = _check_argv(argv, workdir)
         path, _ = self._resolve()
         cmd = [path, "run", "--json", "--workdir", os.path.abspath(os.fspath(workdir)), "--profile", profile]
         if backend:
@@ -219,13 +226,7 @@ class Client:
                         max_procs: Optional[int], max_file_size: Optional[int], max_open_files: Optional[int],
                         output_limit: Optional[int], kill_grace: Optional[Number], ro, rw, backend: str,
                         input: Optional[bytes], event_log: Optional[str], cap: Optional[str]) -> Dict[str, Any]:
-        if isinstance(argv, (str, bytes)) or not argv:
-            raise ValueError("argv must be a non-empty sequence of strings, not %r" % (argv,))
-        argv = [os.fspath(a) for a in argv]
-        if not all(isinstance(a, str) for a in argv):
-            raise ValueError("argv must hold strings: %r" % (argv,))
-        if workdir is None:
-            raise ValueError("workdir is required: the command's cwd and only writable root")
+        argv = _check_argv(argv, workdir)
         limits: Dict[str, int] = {}
         for key, name, val in (("wall_time", "timeout", timeout), ("cpu_time", "cpu_time", cpu_time),
                                ("kill_grace", "kill_grace", kill_grace)):

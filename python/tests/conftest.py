@@ -4,6 +4,7 @@ CONFINE_BIN names the binary (.ci/run builds it once); without it the
 tests build ./cmd/confine with the Go toolchain into a temporary directory.
 """
 
+import asyncio
 import os
 import shutil
 import subprocess
@@ -44,3 +45,43 @@ def workdir(tmp_path):
     d = tmp_path / "wd"
     d.mkdir()
     return d
+
+
+def pids_with_mark(mark):
+    """Host pids of live (not zombie) processes whose environment holds
+    mark: the run's processes, whatever PID namespace they are in."""
+    needle = mark.encode()
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/environ" % d, "rb") as f:
+                if needle not in f.read():
+                    continue
+            with open("/proc/%s/stat" % d) as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    continue
+        except OSError:
+            continue
+        out.append(int(d))
+    return out
+
+
+def cancel_when_up(client, script, workdir, mark, files, **kw):
+    """Run `sh -c script` under client (asyncio, PYCLIENT_MARK=mark in its
+    environment), wait until every one of files in workdir is non-empty
+    (the tree is up), then cancel the task. Returns the marked pids alive
+    just before the cancel; the caller checks none is left after it."""
+    async def main():
+        t = asyncio.create_task(client.run_async(["sh", "-c", script], workdir=workdir,
+                                                 env={"PYCLIENT_MARK": mark}, kill_grace=0.5, **kw))
+        while not all((workdir / f).exists() and (workdir / f).read_text().strip() for f in files):
+            assert not t.done(), t.result()
+            await asyncio.sleep(0.02)
+        alive = pids_with_mark(mark)
+        t.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await t
+        return alive
+    return asyncio.run(main())

@@ -14,32 +14,13 @@ import pytest
 
 import confine
 
+from conftest import cancel_when_up, pids_with_mark
+
 
 def write_exe(path, text):
     path.write_text(text)
     path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     return str(path)
-
-
-def pids_with_mark(mark):
-    """Host pids of live (not zombie) processes whose environment holds
-    mark: the run's processes, whatever PID namespace they are in."""
-    needle = mark.encode()
-    out = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open("/proc/%s/environ" % d, "rb") as f:
-                if needle not in f.read():
-                    continue
-            with open("/proc/%s/stat" % d) as f:
-                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
-                    continue
-        except OSError:
-            continue
-        out.append(int(d))
-    return out
 
 
 def test_echo(client, workdir):
@@ -271,20 +252,8 @@ def test_cancel_kills_tree(client, workdir, backend):
               "(setsid sh -c 'echo $$ > pid.daemon; sleep 300' &); "
               "sleep 300 & echo $! > pid.child; wait")
 
-    async def main():
-        t = asyncio.create_task(client.run_async(["sh", "-c", script], workdir=workdir, backend=backend,
-                                                 env={"PYCLIENT_MARK": mark}, kill_grace=0.5))
-        # The pid files say the tree is up.
-        while not all((workdir / f).exists() and (workdir / f).read_text().strip()
-                      for f in ("pid.main", "pid.daemon", "pid.child")):
-            assert not t.done(), t.result()
-            await asyncio.sleep(0.02)
-        alive = pids_with_mark(mark)
-        t.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await t
-        return alive
-    alive = asyncio.run(main())
+    # The pid files say the tree is up.
+    alive = cancel_when_up(client, script, workdir, mark, ("pid.main", "pid.daemon", "pid.child"), backend=backend)
     # The control: the tree was really there (sh, sleep, setsid'd sh, sleep...).
     assert len(alive) >= 4, alive
     assert pids_with_mark(mark) == [], "survivors of a cancelled run"

@@ -2,8 +2,6 @@
 $CONFINE_SERVER): the same results and refusals as a direct run, a
 refusal when no server answers, and cancellation ending the tree."""
 
-import asyncio
-import os
 import signal
 import subprocess
 import uuid
@@ -12,7 +10,7 @@ import pytest
 
 import confine
 
-from test_client import pids_with_mark
+from conftest import cancel_when_up, pids_with_mark
 
 
 @pytest.fixture
@@ -82,17 +80,6 @@ def test_cancel_kills_tree(confine_bin, server, workdir):
     mark = "pyserve-" + uuid.uuid4().hex
     script = "(setsid sh -c 'echo x > up.daemon; sleep 300' &); sleep 300 & echo x > up.child; wait"
 
-    async def main():
-        t = asyncio.create_task(client.run_async(["sh", "-c", script], workdir=workdir,
-                                                 env={"PYCLIENT_MARK": mark}, kill_grace=0.5))
-        while not ((workdir / "up.daemon").exists() and (workdir / "up.child").exists()):
-            assert not t.done(), t.result()
-            await asyncio.sleep(0.02)
-        alive = pids_with_mark(mark)
-        t.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await t
-        return alive
-    alive = asyncio.run(main())
+    alive = cancel_when_up(client, script, workdir, mark, ("up.daemon", "up.child"))
     assert len(alive) >= 3, alive
     assert pids_with_mark(mark) == [], "survivors of a cancelled run"

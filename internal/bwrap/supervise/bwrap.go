@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/confine-sandbox/confine/internal/bwrap"
+	"github.com/confine-sandbox/confine/internal/host"
 	"github.com/confine-sandbox/confine/internal/plan"
 	"github.com/confine-sandbox/confine/internal/spawn"
 )
@@ -28,61 +29,103 @@ import (
 // stderr and the binary to bind; bwrap's own stderr is a pipe, so that a
 // bwrap failure is this run's error, not the command's output. Any failure
 // refuses the run: an explicitly chosen backend never falls back.
+//
+// The steps: open the descriptors (open), start bwrap inside the run's pids
+// cgroup (spawn), then hand over the plan and wait until the command
+// exec'd (handshake).
 func startBwrap(p *plan.Plan) (pid, notifyFD int, exitPipe *os.File, err error) {
-	fail := func(format string, a ...any) (int, int, *os.File, error) {
-		return pid, -1, nil, &startError{code: 125, msg: "bubblewrap: " + fmt.Sprintf(format, a...)}
+	b := &bwrapStart{p: p}
+	defer b.close()
+	if err := b.open(); err != nil {
+		return 0, -1, nil, err
 	}
+	if pid, err = b.spawn(); err != nil {
+		return pid, -1, nil, err
+	}
+	notifyFD, exitPipe, err = b.handshake()
+	return pid, notifyFD, exitPipe, err
+}
+
+// bwrapStart is one start of bwrap: the descriptors it gets and those
+// this side keeps.
+type bwrapStart struct {
+	p *plan.Plan
+
+	exe                   *os.File // this binary, to bind
+	closers               []*os.File
+	planR, planW          *os.File
+	statusR, statusW      *os.File
+	exitR, exitW          *os.File
+	errR, errW            *os.File
+	sockParent, sockChild *os.File // nil without a seccomp listener
+	wantNotify            bool
+}
+
+// bwrapFail is startBwrap's refusal.
+func bwrapFail(format string, a ...any) error {
+	return &startError{code: 125, msg: "bubblewrap: " + fmt.Sprintf(format, a...)}
+}
+
+// close closes every descriptor not handed on (keep).
+func (b *bwrapStart) close() {
+	if b.exe != nil {
+		b.exe.Close()
+	}
+	for _, f := range b.closers {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// keep takes f out of what close closes.
+func (b *bwrapStart) keep(f *os.File) {
+	for i, c := range b.closers {
+		if c == f {
+			b.closers[i] = nil
+		}
+	}
+}
+
+// open opens this binary, the pipes and, when the run has a listener,
+// the socket pair it is handed over on.
+func (b *bwrapStart) open() error {
 	exe, err := os.OpenFile("/proc/self/exe", unix.O_PATH|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return fail("open this binary to bind it: %v", err)
+		return bwrapFail("open this binary to bind it: %v", err)
 	}
-	defer exe.Close()
-	var closers []*os.File
-	defer func() {
-		for _, f := range closers {
-			if f != nil {
-				f.Close()
-			}
+	b.exe = exe
+	for _, pp := range []struct{ r, w **os.File }{
+		{&b.planR, &b.planW}, {&b.statusR, &b.statusW}, {&b.exitR, &b.exitW}, {&b.errR, &b.errW},
+	} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return bwrapFail("%v", err)
 		}
-	}()
-	pipe := func() (r, w *os.File, err error) {
-		r, w, err = os.Pipe()
-		if err == nil {
-			closers = append(closers, r, w)
-		}
-		return
+		b.closers = append(b.closers, r, w)
+		*pp.r, *pp.w = r, w
 	}
-	planR, planW, err := pipe()
-	if err != nil {
-		return fail("%v", err)
-	}
-	statusR, statusW, err := pipe()
-	if err != nil {
-		return fail("%v", err)
-	}
-	exitR, exitW, err := pipe()
-	if err != nil {
-		return fail("%v", err)
-	}
-	errR, errW, err := pipe()
-	if err != nil {
-		return fail("%v", err)
-	}
-	var sockParent, sockChild *os.File
 	// bubblewrap's runs have a PID namespace.
-	wantNotify := p.Seccomp.Effective(true).Listener()
-	if wantNotify {
+	b.wantNotify = b.p.Seccomp.Effective(true).Listener()
+	if b.wantNotify {
 		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
-			return fail("socketpair: %v", err)
+			return bwrapFail("socketpair: %v", err)
 		}
-		sockParent = os.NewFile(uintptr(fds[0]), "notify-parent")
-		sockChild = os.NewFile(uintptr(fds[1]), "notify-child")
-		closers = append(closers, sockParent, sockChild)
+		b.sockParent = os.NewFile(uintptr(fds[0]), "notify-parent")
+		b.sockChild = os.NewFile(uintptr(fds[1]), "notify-child")
+		b.closers = append(b.closers, b.sockParent, b.sockChild)
 	}
-	files := []*os.File{os.Stdin, os.Stdout, errW, planR, statusW, sockChild, exitW, os.Stderr, exe}
+	return nil
+}
+
+// spawn starts bwrap, inside the run's pids cgroup when it has one, and
+// closes bwrap's ends of the descriptors.
+func (b *bwrapStart) spawn() (int, error) {
+	p := b.p
+	files := []*os.File{os.Stdin, os.Stdout, b.errW, b.planR, b.statusW, b.sockChild, b.exitW, os.Stderr, b.exe}
 	if len(files) != bwrap.ExeFD+1 {
-		return fail("descriptor layout")
+		return 0, bwrapFail("descriptor layout")
 	}
 	sys := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if os.Geteuid() == 0 && p.UID > 0 {
@@ -91,65 +134,79 @@ func startBwrap(p *plan.Plan) (pid, notifyFD int, exitPipe *os.File, err error) 
 		// providers.
 		sys.Credential = &syscall.Credential{Uid: uint32(p.UID), Gid: uint32(p.GID), Groups: []uint32{}}
 	}
-	var back, join string
-	var self []byte
-	if p.PidsCgroup != "" {
-		// bwrap forks at once, so it must start inside the cgroup:
-		// the supervisor steps in for the fork and out again
-		// (CLONE_INTO_CGROUP would need cgroup v2). On v1 only the
-		// thread that forks moves ("0" into tasks: no global lock and
-		// RCU wait, as a pid written to cgroup.procs costs); v2 has
-		// only cgroup.procs, and moves the process.
-		join = "cgroup.procs"
-		if _, err := os.Stat(filepath.Join(p.PidsCgroup, "tasks")); err == nil {
-			join = "tasks"
-			// Unlocked once it is out again, below.
-			runtime.LockOSThread()
-		}
-		self = []byte(strconv.Itoa(os.Getpid()))
-		if join == "tasks" {
-			self = []byte("0")
-		}
-		if back, err = ownCgroup(p.PidsCgroup); err == nil {
-			err = os.WriteFile(filepath.Join(p.PidsCgroup, join), self, 0)
-		}
-		if err != nil {
-			if join == "tasks" {
-				runtime.UnlockOSThread()
-			}
-			return fail("join pids cgroup %s: %v", p.PidsCgroup, err)
-		}
+	leave, err := joinPidsCgroup(p.PidsCgroup)
+	if err != nil {
+		return 0, bwrapFail("join pids cgroup %s: %v", p.PidsCgroup, err)
 	}
 	args := append([]string{"bwrap"}, bwrap.Args(p)...)
 	proc, err := os.StartProcess(p.Namespaces.Bwrap, args, &os.ProcAttr{Files: files, Env: []string{}, Sys: sys})
-	if back != "" {
-		// Out at once: the supervisor's threads must not count against
-		// (or be refused by) the run's bound.
-		if werr := os.WriteFile(filepath.Join(back, join), self, 0); werr != nil && err == nil {
-			fmt.Fprintf(os.Stderr, "confine: supervisor: leave the run's pids cgroup: %v\n", werr)
-		}
-		if join == "tasks" {
-			runtime.UnlockOSThread()
-		}
-	}
+	leave(err == nil)
 	// Only bwrap's side may hold these now, so EOF means it is done with
 	// them.
-	for _, f := range []*os.File{planR, statusW, exitW, errW, sockChild} {
+	for _, f := range []*os.File{b.planR, b.statusW, b.exitW, b.errW, b.sockChild} {
 		if f != nil {
 			f.Close()
 		}
 	}
 	if err != nil {
-		return fail("start %s: %v", p.Namespaces.Bwrap, err)
+		return 0, bwrapFail("start %s: %v", p.Namespaces.Bwrap, err)
 	}
-	pid = proc.Pid
+	pid := proc.Pid
 	_ = proc.Release()
-	werr := plan.Write(planW, p)
-	planW.Close()
+	return pid, nil
+}
+
+// joinPidsCgroup moves this supervisor into the run's pids cgroup for
+// bwrap's fork (bwrap forks at once, so it must start inside; nothing to
+// do without a cgroup); leave takes it out again, reporting a failure on
+// stderr when the start succeeded. CLONE_INTO_CGROUP would need cgroup v2.
+// On v1 only the thread that forks moves ("0" into tasks: no global lock
+// and RCU wait, as a pid written to cgroup.procs costs); v2 has only
+// cgroup.procs, and moves the process.
+func joinPidsCgroup(cg string) (leave func(started bool), err error) {
+	if cg == "" {
+		return func(bool) {}, nil
+	}
+	join, self := "cgroup.procs", []byte(strconv.Itoa(os.Getpid()))
+	v1 := host.PidsCgroupV1(cg)
+	if v1 {
+		join, self = "tasks", []byte("0")
+		// Unlocked once it is out again (leave).
+		runtime.LockOSThread()
+	}
+	back, err := ownCgroup(cg)
+	if err == nil {
+		err = os.WriteFile(filepath.Join(cg, join), self, 0)
+	}
+	if err != nil {
+		if v1 {
+			runtime.UnlockOSThread()
+		}
+		return nil, err
+	}
+	return func(started bool) {
+		// Out at once: the supervisor's threads must not count against
+		// (or be refused by) the run's bound.
+		if werr := os.WriteFile(filepath.Join(back, join), self, 0); werr != nil && started {
+			fmt.Fprintf(os.Stderr, "confine: supervisor: leave the run's pids cgroup: %v\n", werr)
+		}
+		if v1 {
+			runtime.UnlockOSThread()
+		}
+	}, nil
+}
+
+// handshake writes the plan to the init inside bwrap, takes the seccomp
+// listener, and waits until the command exec'd: its start failure, or
+// bwrap's, is the error. It returns the listener (-1 for none) and the
+// pipe the init reports the command's status on.
+func (b *bwrapStart) handshake() (notifyFD int, exitPipe *os.File, err error) {
+	werr := plan.Write(b.planW, b.p)
+	b.planW.Close()
 
 	notifyFD = -1
-	if wantNotify && werr == nil {
-		if notifyFD, err = spawn.RecvFD(sockParent); err != nil {
+	if b.wantNotify && werr == nil {
+		if notifyFD, err = spawn.RecvFD(b.sockParent); err != nil {
 			notifyFD = -1
 		}
 	}
@@ -158,10 +215,10 @@ func startBwrap(p *plan.Plan) (pid, notifyFD int, exitPipe *os.File, err error) 
 			unix.Close(notifyFD)
 		}
 	}
-	msg, rerr := readAll(statusR)
+	msg, rerr := readAll(b.statusR)
 	if rerr != nil {
 		closeNotify()
-		return fail("read the init's status: %v", rerr)
+		return -1, nil, bwrapFail("read the init's status: %v", rerr)
 	}
 	if len(msg) > 0 {
 		closeNotify()
@@ -170,44 +227,37 @@ func startBwrap(p *plan.Plan) (pid, notifyFD int, exitPipe *os.File, err error) 
 		if _, err := fmt.Sscanf(code, "%d", &c); !ok || err != nil || c == plan.CodeNamespaces {
 			c, text = 125, string(msg)
 		}
-		return pid, -1, nil, &startError{code: c, msg: text}
+		return -1, nil, &startError{code: c, msg: text}
 	}
 	// The status pipe closes without a word both when the confining re-exec exec'd the
 	// command and when bwrap died before the init ran: the init's ready
 	// byte tells them apart.
-	var b [1]byte
-	if n, _ := exitR.Read(b[:]); n != 1 || b[0] != bwrap.Ready {
+	var rb [1]byte
+	if n, _ := b.exitR.Read(rb[:]); n != 1 || rb[0] != bwrap.Ready {
 		closeNotify()
-		out, _ := io.ReadAll(io.LimitReader(errR, 4096))
+		out, _ := io.ReadAll(io.LimitReader(b.errR, 4096))
 		why := strings.TrimSpace(string(out))
 		if why == "" {
 			why = "bwrap exited before the sandbox's init ran"
 		}
-		return fail("%s", why)
+		return -1, nil, bwrapFail("%s", why)
 	}
 	if werr != nil {
 		closeNotify()
-		return pid, -1, nil, werr
+		return -1, nil, werr
 	}
-	if wantNotify && notifyFD < 0 {
-		return pid, -1, nil, errors.New("the confining re-exec exec'd without handing over its seccomp listener")
+	if b.wantNotify && notifyFD < 0 {
+		return -1, nil, errors.New("the confining re-exec exec'd without handing over its seccomp listener")
 	}
 	// Whatever bwrap says later belongs on the run's stderr.
-	errFile := errR
+	errFile := b.errR
 	go func() {
 		_, _ = io.Copy(os.Stderr, errFile)
 		errFile.Close()
 	}()
-	keep := func(f *os.File) {
-		for i, c := range closers {
-			if c == f {
-				closers[i] = nil
-			}
-		}
-	}
-	keep(errR)
-	keep(exitR)
-	return pid, notifyFD, exitR, nil
+	b.keep(b.errR)
+	b.keep(b.exitR)
+	return notifyFD, b.exitR, nil
 }
 
 // ownCgroup is the directory of the supervisor's own cgroup in the

@@ -14,7 +14,6 @@
 package supervise
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,11 +34,6 @@ import (
 
 // Arg0 marks a re-exec of the host binary as a supervisor.
 const Arg0 = "confine-supervisor"
-
-type waitEvent struct {
-	pid int
-	ws  unix.WaitStatus
-}
 
 // Main runs the supervisor and returns the process exit status.
 func Main() int {
@@ -104,54 +98,25 @@ func run(ctrl *os.File) *plan.Report {
 
 	s := &session{p: p, child: child, exitPipe: exitPipe, self: os.Getpid(),
 		rep: &plan.Report{Namespaces: true}, stats: &notify.Stats{}}
-	// bwrap itself must not get SIGTERM: its death SIGKILLs the sandbox
-	// (--die-with-parent) and would cut the grace short.
-	s.end = proctree.EndTree(s.self, p.KillGrace, child)
-	defer s.end.Stop()
-	ctx, stopNotify := context.WithCancel(context.Background())
-	notifyDone := s.serve(ctx, notifyFD, &notify.Init{Pid: child, Pidfd: ifd})
-	waits := make(chan waitEvent, 64)
-	allGone := make(chan struct{})
-	go reaper(waits, allGone)
-	ctrlMsg := readControl(ctrl)
-	deadline := time.NewTimer(p.WallTime - time.Since(start))
-	defer deadline.Stop()
-	for {
-		select {
-		case ev := <-waits:
-			s.onWait(ev)
-		case <-allGone:
-			// select picks at random among ready cases: the events the
-			// reaper queued before it found no child left come first.
-			for len(waits) > 0 {
-				s.onWait(<-waits)
-			}
-			s.end.Stop()
-			stopNotify()
-			<-notifyDone
-			return s.finish()
-		case <-deadline.C:
-			s.rep.TimedOut = true
-			s.terminate()
-		case m := <-ctrlMsg:
-			switch m {
-			case 'c':
-				s.rep.Cancelled = true
-				s.terminate()
-			case 0:
-				// Nobody is left to report to: end everything now.
-				s.rep.Cancelled = true
-				s.kill()
-			}
-		case <-term:
-			s.rep.Cancelled = true
-			s.terminate()
-		case <-s.end.Grace():
-			s.kill()
-		case <-s.end.Tick():
-			s.end.Sweep()
-		}
+	stopNotify := notify.Start(notifyFD, notify.Config{
+		WritableRoots: p.WritableRoots,
+		SocketAllow:   p.SocketAllow,
+		Stats:         s.stats,
+		Init:          &notify.Init{Pid: child, Pidfd: ifd},
+		MaxTasks:      p.MaxTasks(),
+	})
+	s.sup = &proctree.Supervision{
+		// bwrap itself must not get SIGTERM: its death SIGKILLs the
+		// sandbox (--die-with-parent) and would cut the grace short.
+		End:      proctree.EndTree(s.self, p.KillGrace, child),
+		Deadline: start.Add(p.WallTime),
+		Stops:    stops(ctrl, term),
 	}
+	// The supervisor is a subreaper: once it has no child left, no
+	// descendant of the run is left.
+	proctree.Supervise(s.sup, proctree.ReapAll(), s.onWait)
+	stopNotify()
+	return s.finish()
 }
 
 // session is one supervised bubblewrap run, once bwrap started.
@@ -162,85 +127,56 @@ type session struct {
 	self     int
 	rep      *plan.Report
 	stats    *notify.Stats
-	end      *proctree.Ender
+	sup      *proctree.Supervision
 	// mainDone: bwrap has been reaped.
 	mainDone bool
 }
 
-// serve answers the seccomp notifications until ctx is cancelled; the
-// channel receives once it stopped.
-func (s *session) serve(ctx context.Context, notifyFD int, init *notify.Init) <-chan struct{} {
-	done := make(chan struct{}, 1)
-	if notifyFD < 0 {
-		done <- struct{}{}
-		return done
-	}
+// stops turns the launcher's command bytes on ctrl and the supervisor's
+// SIGTERM and SIGHUP into the requests that end the run: 'c' (cancel) and
+// the signals terminate, EOF (the launcher is gone, nobody is left to
+// report to) kills at once.
+func stops(ctrl *os.File, term <-chan os.Signal) <-chan proctree.Stop {
+	c := make(chan proctree.Stop, 1)
 	go func() {
-		err := notify.Serve(ctx, notifyFD, notify.Config{
-			WritableRoots: s.p.WritableRoots,
-			SocketAllow:   s.p.SocketAllow,
-			Stats:         s.stats,
-			Init:          init,
-			MaxTasks:      s.p.MaxTasks(),
-		})
-		unix.Close(notifyFD)
-		if err != nil && !errors.Is(err, context.Canceled) {
-			fmt.Fprintf(os.Stderr, "confine: notification supervisor: %v\n", err)
+		for range term {
+			c <- proctree.StopTerminate
 		}
-		done <- struct{}{}
 	}()
-	return done
-}
-
-// readControl delivers the launcher's command bytes, then 0 at EOF (the
-// launcher is gone).
-func readControl(ctrl *os.File) <-chan byte {
-	msgs := make(chan byte, 1)
 	go func() {
 		b := make([]byte, 1)
 		for {
 			n, err := ctrl.Read(b)
 			if n == 1 {
-				msgs <- b[0]
+				if b[0] == 'c' {
+					c <- proctree.StopTerminate
+				}
 				continue
 			}
 			if err != nil {
-				msgs <- 0
+				c <- proctree.StopKill
 				return
 			}
 		}
 	}()
-	return msgs
-}
-
-func (s *session) terminate() {
-	if s.end.Terminate() {
-		s.rep.Killed = true
-	}
-}
-
-func (s *session) kill() {
-	if !s.end.Killing() {
-		s.rep.Killed = true
-		s.end.Kill()
-	}
+	return c
 }
 
 // onWait takes bwrap's exit status, and our init's report of the
 // command's when there is one; whatever is still alive then outlived the
 // command.
-func (s *session) onWait(ev waitEvent) {
-	if ev.pid != s.child || s.mainDone {
-		return
+func (s *session) onWait(ev proctree.Exit) (over bool) {
+	if ev.Pid != s.child || s.mainDone {
+		return false
 	}
 	s.mainDone = true
 	rep := s.rep
 	switch {
-	case ev.ws.Exited():
-		rep.ExitCode = ev.ws.ExitStatus()
-	case ev.ws.Signaled():
+	case ev.Status.Exited():
+		rep.ExitCode = ev.Status.ExitStatus()
+	case ev.Status.Signaled():
 		rep.ExitCode = -1
-		rep.Signal = int(ev.ws.Signal())
+		rep.Signal = int(ev.Status.Signal())
 	}
 	if s.exitPipe != nil {
 		// Our init inside bwrap was the PID namespace's: the command's
@@ -257,12 +193,13 @@ func (s *session) onWait(ev waitEvent) {
 			rep.ExitCode, rep.Signal = -1, rep.ExitCode-128
 		}
 	}
-	if !s.end.Killing() && hasChildren() {
+	if !s.sup.End.Killing() && proctree.HasChildren() {
 		if ds, err := proctree.Descendants(s.self); err == nil && len(ds) > 0 {
 			rep.Survivors += len(ds)
-			s.kill()
+			s.sup.Kill()
 		}
 	}
+	return false
 }
 
 // finish completes the report once every descendant is gone, and removes
@@ -278,6 +215,8 @@ func (s *session) finish() *plan.Report {
 		rep.SysCPU = time.Duration(ru.Stime.Nano())
 		rep.MaxRSSKB = ru.Maxrss
 	}
+	rep.TimedOut, rep.Cancelled = s.sup.TimedOut, s.sup.Cancelled
+	rep.Killed = rep.Killed || s.sup.Killed
 	if !s.mainDone {
 		rep.ExitCode = -1
 		rep.Signal = int(unix.SIGKILL)
@@ -289,42 +228,9 @@ func (s *session) finish() *plan.Report {
 	return rep
 }
 
-// reaper is the only caller of wait4: it reports every reaped child and
-// closes allGone when the supervisor has no children left. Because the
-// supervisor is a subreaper, no children means no descendants.
-func reaper(waits chan<- waitEvent, allGone chan<- struct{}) {
-	for {
-		var ws unix.WaitStatus
-		pid, err := unix.Wait4(-1, &ws, unix.WALL, nil)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			close(allGone)
-			return
-		}
-		waits <- waitEvent{pid, ws}
-	}
-}
-
-// hasChildren asks the kernel, without reaping, whether the supervisor has
-// any child left; the common case (none) then skips the /proc scan.
-func hasChildren() bool {
-	var info unix.Siginfo
-	err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT|unix.WALL, nil)
-	return err != unix.ECHILD
-}
-
+// reapAll reaps every child until none is left (after a failed start).
 func reapAll() {
-	for {
-		var ws unix.WaitStatus
-		_, err := unix.Wait4(-1, &ws, unix.WALL, nil)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return
-		}
+	for range proctree.ReapAll() {
 	}
 }
 
