@@ -27,7 +27,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -1669,37 +1668,22 @@ func (b *bench) concurrency() error {
 	err := b.rounds(reps, func(x box, _ int) error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		work := make(chan int, jobs)
-		for j := 0; j < jobs; j++ {
-			work <- j
-		}
-		close(work)
-		var mu sync.Mutex
-		var wg sync.WaitGroup
 		t0 := time.Now()
-		for w := 0; w < par; w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for range work {
-					if ctx.Err() != nil {
-						return
-					}
-					c := b.command(x, opts{}, "/bin/sleep", sleep)
-					var se bytes.Buffer
-					c.Stderr = &se
-					if err := c.Run(); err != nil {
-						mu.Lock()
-						fails[x]++
-						if len(firstErr) < 3 {
-							firstErr = append(firstErr, fmt.Sprintf("%s: %v: %s", x, err, lastLines(se.String(), 1)))
-						}
-						mu.Unlock()
-					}
-				}
-			}()
+		n, errs := runPool(ctx, par, jobs, func() error {
+			c := b.command(x, opts{}, "/bin/sleep", sleep)
+			var se bytes.Buffer
+			c.Stderr = &se
+			if err := c.Run(); err != nil {
+				return fmt.Errorf("%s: %v: %s", x, err, lastLines(se.String(), 1))
+			}
+			return nil
+		})
+		fails[x] += n
+		for _, e := range errs {
+			if len(firstErr) < keepErrs {
+				firstErr = append(firstErr, e.Error())
+			}
 		}
-		wg.Wait()
 		rate[x] = append(rate[x], float64(jobs)/time.Since(t0).Seconds())
 		return nil
 	})

@@ -3,7 +3,10 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -87,5 +90,62 @@ func TestFlagNoise(t *testing.T) {
 	flagNoise(r, 1.05, false)
 	if !strings.HasPrefix(r.Met, "inconclusive (bare runs") {
 		t.Errorf("noisy bare: %q", r.Met)
+	}
+}
+
+// TestRunPool: every job runs once, at most par at a time; failures are
+// counted and the first few kept; a done context stops the pool.
+func TestRunPool(t *testing.T) {
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	tests := []struct {
+		name            string
+		ctx             context.Context
+		par, jobs       int
+		failEvery       int // every n-th call fails (0: none)
+		calls, fails    int
+		kept, maxActive int
+	}{
+		{"one worker", context.Background(), 1, 10, 0, 10, 0, 0, 1},
+		{"four workers, half fail", context.Background(), 4, 20, 2, 20, 10, keepErrs, 4},
+		{"more workers than jobs", context.Background(), 8, 3, 1, 3, 3, 3, 3},
+		{"cancelled: nothing runs", cancelled, 4, 20, 0, 0, 0, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var mu sync.Mutex
+			calls, active, maxActive := 0, 0, 0
+			release := make(chan struct{})
+			started := make(chan struct{}, tt.jobs)
+			go func() {
+				// Hold the first calls until as many as can run at once
+				// have started, so that the concurrency is observed.
+				for range min(tt.par, tt.calls) {
+					<-started
+				}
+				close(release)
+			}()
+			fails, kept := runPool(tt.ctx, tt.par, tt.jobs, func() error {
+				mu.Lock()
+				calls++
+				n := calls
+				active++
+				maxActive = max(maxActive, active)
+				mu.Unlock()
+				started <- struct{}{}
+				<-release
+				mu.Lock()
+				active--
+				mu.Unlock()
+				if tt.failEvery > 0 && n%tt.failEvery == 0 {
+					return fmt.Errorf("call %d", n)
+				}
+				return nil
+			})
+			if calls != tt.calls || fails != tt.fails || len(kept) != tt.kept || maxActive != tt.maxActive {
+				t.Fatalf("calls %d, fails %d, kept %d, at once %d; want %d, %d, %d, %d",
+					calls, fails, len(kept), maxActive, tt.calls, tt.fails, tt.kept, tt.maxActive)
+			}
+		})
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -162,31 +161,18 @@ func (b *bench) serveBench() error {
 	for _, par := range []int{8, 32} {
 		rate := map[string][]float64{}
 		fails := map[string]int{}
+		firstErr := map[string][]string{}
 		for rep := 0; rep < reps; rep++ {
 			for _, k := range rand.Perm(len(ls)) {
 				l := ls[k]
-				work := make(chan struct{}, jobs)
-				for j := 0; j < jobs; j++ {
-					work <- struct{}{}
-				}
-				close(work)
-				var wg sync.WaitGroup
-				var mu sync.Mutex
 				t0 := time.Now()
-				for w := 0; w < par; w++ {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						for range work {
-							if err := l.run(); err != nil {
-								mu.Lock()
-								fails[l.id]++
-								mu.Unlock()
-							}
-						}
-					}()
+				n, errs := runPool(context.Background(), par, jobs, l.run)
+				fails[l.id] += n
+				for _, e := range errs {
+					if len(firstErr[l.id]) < keepErrs {
+						firstErr[l.id] = append(firstErr[l.id], e.Error())
+					}
 				}
-				wg.Wait()
 				rate[l.id] = append(rate[l.id], float64(jobs)/time.Since(t0).Seconds())
 			}
 		}
@@ -197,6 +183,9 @@ func (b *bench) serveBench() error {
 			r := newRow(fmt.Sprintf("serve_conc%d_%s", par, l.id), fmt.Sprintf("runs/s of `/bin/true` through %s, %d at a time", l.name, par), "runs/s", 1)
 			b.fill(r, map[box][]float64{bare: rate["bare"], confine: rate[l.id], bwrap: rate["bwrap"]})
 			r.Notes = fmt.Sprintf("%d runs per round, %d rounds; failures: %d", jobs, reps, fails[l.id])
+			if len(firstErr[l.id]) > 0 {
+				r.Notes += "; first failures: " + strings.Join(firstErr[l.id], " / ")
+			}
 			if b.bwrapOK {
 				r.Target = "≥ bwrap's runs/s, 0 failures"
 				r.Met = verdict(r.Values[confine] >= r.Values[bwrap] && fails[l.id] == 0)
