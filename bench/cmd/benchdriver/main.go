@@ -123,6 +123,7 @@ func main() {
 		{"launch", b.launch},
 		{"hyperfine", b.hyperfine},
 		{"library", b.library},
+		{"faults", b.faults},
 		{"syscalls", b.syscalls},
 		{"spawn", b.spawn},
 		{"files", b.files},
@@ -135,6 +136,7 @@ func main() {
 		{"tier1", b.tier1},
 		{"egress", b.egress},
 		{"serve", b.serveBench},
+		{"pyserve", b.pyServe},
 	}
 	for _, s := range steps {
 		if b.only != nil && !b.only[s.id] {
@@ -533,6 +535,33 @@ func (b *bench) add(r *Row) { b.rows = append(b.rows, r) }
 
 func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 
+// alt is a backend confine offers here besides the one it selects: its
+// --backend name and the backend its result names.
+type alt struct{ flag, backend string }
+
+// altBackends are the LAUNCH_BACKENDS confine runs here, other than the one
+// it selects (none when CONFINE_FLAGS names a backend), and why any other
+// is left out.
+func (b *bench) altBackends() (alts []alt, skipped []string) {
+	if !b.hasBackendFlag || slices.Contains(b.confineFlags, "--backend") || slices.ContainsFunc(b.confineFlags, func(f string) bool { return strings.HasPrefix(f, "--backend=") }) {
+		return nil, nil
+	}
+	for _, name := range strings.Split(b.knob("LAUNCH_BACKENDS", "core,namespaces"), ",") {
+		name = strings.TrimSpace(name)
+		if name == "" {
+			continue
+		}
+		got, err := b.confineBackend([]string{"--backend", name})
+		switch {
+		case err != nil:
+			skipped = append(skipped, fmt.Sprintf("--backend %s unavailable (%v)", name, err))
+		case got != b.backend:
+			alts = append(alts, alt{name, got})
+		}
+	}
+	return alts, skipped
+}
+
 // ---- launch: interleaved wall times of /bin/true ----
 
 func (b *bench) launch() error {
@@ -551,25 +580,10 @@ func (b *bench) launch() error {
 		cands = append(cands, cand{"bwrap", func() *exec.Cmd { return b.command(bwrap, opts{}, "/bin/true") }})
 	}
 	// The other backends confine offers here, launched in the same rounds.
-	type alt struct{ flag, backend string }
-	var alts []alt
-	var altSkipped []string
-	if b.hasBackendFlag && !slices.Contains(b.confineFlags, "--backend") && !slices.ContainsFunc(b.confineFlags, func(f string) bool { return strings.HasPrefix(f, "--backend=") }) {
-		for _, name := range strings.Split(b.knob("LAUNCH_BACKENDS", "core,namespaces"), ",") {
-			name = strings.TrimSpace(name)
-			if name == "" {
-				continue
-			}
-			got, err := b.confineBackend([]string{"--backend", name})
-			switch {
-			case err != nil:
-				altSkipped = append(altSkipped, fmt.Sprintf("--backend %s unavailable (%v)", name, err))
-			case got != b.backend:
-				alts = append(alts, alt{name, got})
-				flags := []string{"--backend", name}
-				cands = append(cands, cand{"confine --backend " + name, func() *exec.Cmd { return b.command(confine, opts{confine: flags}, "/bin/true") }})
-			}
-		}
+	alts, altSkipped := b.altBackends()
+	for _, a := range alts {
+		flags := []string{"--backend", a.flag}
+		cands = append(cands, cand{"confine --backend " + a.flag, func() *exec.Cmd { return b.command(confine, opts{confine: flags}, "/bin/true") }})
 	}
 	// Each confine launch again without its memory cgroup, where it has
 	// one: what the whole-tree memory bound adds to a launch.

@@ -149,3 +149,52 @@ func TestRunPool(t *testing.T) {
 		})
 	}
 }
+
+func TestParseStatFaults(t *testing.T) {
+	tests := []struct {
+		name, line string
+		want       procFaults
+		err        bool
+	}{
+		{"plain", "42 (confine) S 1 42 42 0 -1 4194560 1200 3400 5 6 10 20 0 0 20 0 8 0 100 0 0",
+			procFaults{min: 1200, cmin: 3400, maj: 5, cmaj: 6}, false},
+		{"name with spaces and parentheses", "7 (a) b (c) R 1 7 7 0 -1 0 11 22 33 44 0 0",
+			procFaults{min: 11, cmin: 22, maj: 33, cmaj: 44}, false},
+		{"cut short", "7 (x) R 1 7 7 0 -1 0 11", procFaults{}, true},
+		{"no name", "7 x R 1", procFaults{}, true},
+		{"not a number", "7 (x) R 1 7 7 0 -1 0 11 zz 33 44", procFaults{}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseStatFaults(tt.line)
+			if (err != nil) != tt.err || got != tt.want {
+				t.Fatalf("got %+v, %v; want %+v, error %v", got, err, tt.want, tt.err)
+			}
+			if err == nil && got.sub(procFaults{}) != tt.want.min+tt.want.cmin+tt.want.maj+tt.want.cmaj {
+				t.Fatalf("sub %v", got.sub(procFaults{}))
+			}
+		})
+	}
+}
+
+func TestParsePerfFaults(t *testing.T) {
+	tests := []struct {
+		name, out string
+		want      float64
+		err       bool
+	}{
+		{"counted", "# started on Tue Dec  1 23:50:00 2026\n\n682,,page-faults,11613393,100.00,,\n", 682, false},
+		{"with a modifier", "218,,page-faults:u,4239784,100.00,,\n", 218, false},
+		{"not counted", "<not counted>,,page-faults,0,0.00,,\n", 0, true},
+		{"not supported", "<not supported>,,page-faults,0,100.00,,\n", 0, true},
+		{"no line", "# started\n", 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parsePerfFaults(tt.out)
+			if (err != nil) != tt.err || got != tt.want {
+				t.Fatalf("got %v, %v; want %v, error %v", got, err, tt.want, tt.err)
+			}
+		})
+	}
+}
