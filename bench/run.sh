@@ -9,7 +9,7 @@
 # they are missing, builds confine and the benchmark programs under
 # bench/cmd/ from this tree, runs every measure in a scratch directory under
 # $TMPDIR (default /tmp) that it removes afterwards, prints the Markdown
-# table and writes bench/results.json and bench/results.md. About 7
+# table and writes bench/results.json and bench/results.md. About 8
 # minutes on 2 cores, half of it the build measure.
 #
 # Each measure runs bare, under `confine run` (the backend it selects here,
