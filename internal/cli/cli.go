@@ -233,10 +233,15 @@ func (o *runOpts) run(ctx context.Context, args []string, stdout, stderr io.Writ
 	}
 	var res spec.CommandResult
 	if o.server != "" {
-		// The server checks the capability; the event log is this
-		// side's, and the server trusts the path it is sent.
+		// The event log is this side's (the server trusts the path it
+		// is sent), so its refusal is this side's too: after the
+		// capability's, as in a direct run, though the server checks
+		// the capability again.
 		if p.logErr != nil {
-			return &exitError{ExitConfine, p.logErr.Error()}
+			if _, err := o.capability(p.prof); err != nil {
+				return refused(ExitConfine, err)
+			}
+			return refused(ExitConfine, p.logErr)
 		}
 		res, err = o.viaServer(ctx, p, stdout, stderr)
 	} else {
