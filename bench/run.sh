@@ -9,7 +9,7 @@
 # they are missing, builds confine and the benchmark programs under
 # bench/cmd/ from this tree, runs every measure in a scratch directory under
 # $TMPDIR (default /tmp) that it removes afterwards, prints the Markdown
-# table and writes bench/results.json and bench/results.md. About 7
+# table and writes bench/results.json and bench/results.md. About 8
 # minutes on 2 cores, half of it the build measure.
 #
 # Each measure runs bare, under `confine run` (the backend it selects here,
@@ -24,7 +24,7 @@
 # target's margin is marked "noisy".
 #
 # Knobs (environment variables, defaults in brackets):
-#   ONLY=launch,hyperfine,library,syscalls,spawn,files,build,warmcache,warmtools,flood,kill,concurrency,egress,serve
+#   ONLY=launch,hyperfine,library,faults,syscalls,spawn,files,build,warmcache,warmtools,flood,kill,concurrency,egress,serve,pyserve
 #                          run only these measures [all]
 #   CONFINE_FLAGS          extra flags for every confine run, e.g. "--backend core" []
 #   CONFINE_TAGS           build tags for confine, e.g. confine_simabi []
@@ -33,6 +33,8 @@
 #   LAUNCH_BACKENDS [core,namespaces]  other confine backends launched in the same rounds
 #   HF_RUNS [100]          hyperfine cross-check runs per command (sequential)
 #   LIB_BENCHTIME [100x] LIB_COUNT [5]          go test -bench of RunCommand vs os/exec
+#   FAULT_RUNS [30]        page faults per /bin/true launch (whole tree, wait4 rusage; perf stat cross-check
+#                          where perf works): bare, the CLI per backend, through `confine serve`, the library, bwrap
 #   SYSCALL_N [1000000] SYSCALL_REPS [5]        calls per run, runs
 #   SPAWN_N [1000] SPAWN_REPS [7]               fork+exec of /bin/true in one sh
 #   FILES_N [20000] FILES_SIZE [512] FILES_REPS [5]
@@ -46,6 +48,8 @@
 #   EGRESS_BYTES [1073741824] EGRESS_REPS [3] EGRESS_CONNS [256]  network allowlist: proxy vs direct HTTPS
 #   SERVE_RUNS [100] SERVE_JOBS [128] SERVE_REPS [3] SERVE_FLAGS []  /bin/true through the CLI, `confine serve`
 #                          (CLI --server and a warm client), the library in-process, bwrap and bare; runs/s at 8 and 32
+#   PY_ROUNDS [30] PY_JOBS [64] PY_REPS [2]  the Python client (bench/python_serve.py) through `confine serve`, through
+#                          the CLI and a bare subprocess: launch latency, runs/s at 8 and 32 (skipped, saying why, without python3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -85,7 +89,7 @@ go build -o "$tmp/benchdriver" ./bench/cmd/benchdriver
 cmdline="bash bench/run.sh"
 for k in ONLY CONFINE_FLAGS CONFINE_TAGS CONFINE_SIM_LANDLOCK_ABI RUNS WARMUP LAUNCH_BACKENDS HF_RUNS LIB_BENCHTIME LIB_COUNT SYSCALL_N SYSCALL_REPS \
          SPAWN_N SPAWN_REPS FILES_N FILES_SIZE FILES_REPS BUILD_TARGET BUILD_RUNS FLOOD_BYTES FLOOD_REPS FLOOD_PIPE \
-         KILL_PROCS KILL_T KILL_GRACE KILL_REPS CONC_JOBS CONC_PAR CONC_SLEEP CONC_REPS CACHE_RUNS SERVE_RUNS SERVE_JOBS SERVE_REPS SERVE_FLAGS; do
+         KILL_PROCS KILL_T KILL_GRACE KILL_REPS CONC_JOBS CONC_PAR CONC_SLEEP CONC_REPS CACHE_RUNS FAULT_RUNS SERVE_RUNS SERVE_JOBS SERVE_REPS SERVE_FLAGS PY_ROUNDS PY_JOBS PY_REPS; do
   if [ -n "${!k:-}" ]; then cmdline="$k='${!k}' $cmdline"; fi
 done
 

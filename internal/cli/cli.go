@@ -158,6 +158,7 @@ type runOpts struct {
 
 func newRun(stdout, stderr io.Writer) *cobra.Command {
 	o := &runOpts{}
+	var procs int64
 	cmd := &cobra.Command{
 		Use:   "run [flags] -- PROGRAM [ARGS...]",
 		Short: "Run PROGRAM confined",
@@ -172,11 +173,19 @@ is gone when confine returns. Its environment is built from scratch.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			var err error
+			if args, err = serverArgument(cmd.Flags(), args); err != nil {
+				return err
+			}
+			if procs < 0 {
+				return &exitError{ExitConfine, "--max-procs must not be negative"}
+			}
+			o.limits.MaxProcs = procs
 			o.liveLimitSet = cmd.Flags().Changed("output-limit")
 			if !cmd.Flags().Changed("server") {
 				o.server = os.Getenv(ServerEnv)
 			}
-			err := o.run(cmd.Context(), args, stdout, stderr)
+			err = o.run(cmd.Context(), args, stdout, stderr)
 			if o.json {
 				printRefusal(stdout, err)
 			}
@@ -201,7 +210,6 @@ is gone when confine returns. Its environment is built from scratch.`,
 	f.Var(sizeFlag{&o.limits.OutputBytes}, "output-limit", "bytes kept per output stream, head and tail (default 1MiB; also bounds live output when given)")
 	f.Var(sizeFlag{&o.limits.MemoryBytes}, "memory", "address-space limit per process (default 8GiB)")
 	f.Var(sizeFlag{&o.limits.FileSizeBytes}, "max-file-size", "largest file the command may write (default 8GiB)")
-	var procs int64
 	f.Int64Var(&procs, "max-procs", 0, "process limit (default 1024)")
 	f.Var(sizeFlag{&o.limits.OpenFiles}, "max-open-files", "open file limit (default 4096)")
 	f.BoolVar(&o.json, "json", false, "capture output and print the result as one JSON object (a refusal as {\"error\": {...}})")
@@ -209,13 +217,6 @@ is gone when confine returns. Its environment is built from scratch.`,
 	f.StringVar(&o.backend, "backend", "auto", "confinement backend: auto, namespaces (landlock+namespaces), core (landlock+seccomp), bwrap (bubblewrap; never chosen by auto)")
 	addServerFlag(f, o)
 	f.StringVar(&o.eventLog, "event-log", "", "JSON-lines event log (default $CONFINE_EVENT_LOG, else $XDG_STATE_HOME/confine/events.jsonl; \"off\" disables)")
-	cmd.PreRunE = func(*cobra.Command, []string) error {
-		if procs < 0 {
-			return &exitError{ExitConfine, "--max-procs must not be negative"}
-		}
-		o.limits.MaxProcs = procs
-		return nil
-	}
 	return cmd
 }
 
@@ -232,6 +233,16 @@ func (o *runOpts) run(ctx context.Context, args []string, stdout, stderr io.Writ
 	}
 	var res spec.CommandResult
 	if o.server != "" {
+		// The event log is this side's (the server trusts the path it
+		// is sent), so its refusal is this side's too: after the
+		// capability's, as in a direct run, though the server checks
+		// the capability again.
+		if p.logErr != nil {
+			if _, err := o.capability(p.prof); err != nil {
+				return refused(ExitConfine, err)
+			}
+			return refused(ExitConfine, p.logErr)
+		}
 		res, err = o.viaServer(ctx, p, stdout, stderr)
 	} else {
 		res, err = o.execute(ctx, p, os.Stdin, stdout, stderr, nil)
@@ -245,6 +256,9 @@ type prepared struct {
 	spec                spec.CommandSpec
 	prof                policy.Profile
 	logPath, logSkipped string
+	// logErr refuses the run, after the capability check, when the
+	// event log the caller named cannot be written.
+	logErr error
 }
 
 // prepare builds the spec from the flags and this process's environment.
@@ -298,9 +312,9 @@ func (o *runOpts) prepare(args []string, stderr io.Writer) (*prepared, error) {
 		JobID:     o.job,
 		Approvals: o.approvals,
 	}}
-	if p.logPath, p.logSkipped, err = resolveEventLog(o.eventLog); err != nil {
-		return nil, &exitError{ExitConfine, err.Error()}
-	}
+	// Reported after the capability's refusal (execute): a caller without
+	// the right to run learns that first.
+	p.logPath, p.logSkipped, p.logErr = resolveEventLog(o.eventLog)
 	return p, nil
 }
 
@@ -312,6 +326,9 @@ func (o *runOpts) execute(ctx context.Context, p *prepared, stdin io.Reader, std
 	c, err := o.capability(p.prof)
 	if err != nil {
 		return spec.CommandResult{}, err
+	}
+	if p.logErr != nil {
+		return spec.CommandResult{}, p.logErr
 	}
 	// The CLI exits right after: the run's init may clean up behind it.
 	l := &confine.Launcher{Stdin: stdin, EventLog: p.logPath, Backend: o.backend, DetachCleanup: true, CallerEnv: callerEnv,

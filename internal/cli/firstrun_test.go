@@ -33,6 +33,10 @@ func TestEventLogFirstRun(t *testing.T) {
 				t.Fatal(err)
 			}
 			state := filepath.Join(wd, "state")
+			key := filepath.Join(wd, "cap.key")
+			if r := cli(t, u, wd, "cap", "keygen", "--cap-key", key); r.Code != 0 {
+				t.Fatalf("cap keygen: %d %s", r.Code, r.Stderr)
+			}
 			tests := []struct {
 				name       string
 				env        []string
@@ -42,17 +46,22 @@ func TestEventLogFirstRun(t *testing.T) {
 				stderr     string // must appear on stderr
 				noStderr   string // must not appear on stderr
 				loggedInto string // event log file that must hold the run
+				refusal    string // kind of the --json refusal when code is 125 (default: usage, about the event log)
 			}{
 				{"default unusable: the run goes ahead", []string{"CONFINE_EVENT_LOG=", "XDG_STATE_HOME=" + blocker + "/state"},
-					[]string{"run", "--json", "--", "true"}, 0, true, "", "event log", ""},
+					[]string{"run", "--json", "--", "true"}, 0, true, "", "event log", "", ""},
 				{"default unusable: -v says so", []string{"CONFINE_EVENT_LOG=", "XDG_STATE_HOME=" + blocker + "/state"},
-					[]string{"run", "-v", "--", "true"}, 0, false, "event log skipped", "", ""},
+					[]string{"run", "-v", "--", "true"}, 0, false, "event log skipped", "", "", ""},
 				{"default usable: recorded", []string{"CONFINE_EVENT_LOG=", "XDG_STATE_HOME=" + state},
-					[]string{"run", "--json", "--", "true"}, 0, false, "", "event log", filepath.Join(state, "confine", "events.jsonl")},
+					[]string{"run", "--json", "--", "true"}, 0, false, "", "event log", filepath.Join(state, "confine", "events.jsonl"), ""},
 				{"--event-log unwritable: refused", nil,
-					[]string{"run", "--json", "--event-log", blocker + "/log", "--", "true"}, 125, false, "event log " + blocker + "/log", "", ""},
+					[]string{"run", "--json", "--event-log", blocker + "/log", "--", "true"}, 125, false, "event log " + blocker + "/log", "", "", ""},
 				{"CONFINE_EVENT_LOG unwritable: refused", []string{"CONFINE_EVENT_LOG=" + blocker + "/log"},
-					[]string{"run", "--json", "--", "true"}, 125, false, "event log " + blocker + "/log", "", ""},
+					[]string{"run", "--json", "--", "true"}, 125, false, "event log " + blocker + "/log", "", "", ""},
+				// The capability is checked before the event log: a caller
+				// without the right to run hears that first.
+				{"bad capability and unwritable --event-log: the capability's refusal", nil,
+					[]string{"run", "--json", "--cap", "not-a-token", "--cap-key", key, "--event-log", blocker + "/log", "--", "true"}, 125, false, "capability", "event log", "", "capability"},
 			}
 			for _, tt := range tests {
 				t.Run(tt.name, func(t *testing.T) {
@@ -83,7 +92,10 @@ func TestEventLogFirstRun(t *testing.T) {
 					}
 					if tt.code == 125 {
 						ref := refusalOf(t, r.Stdout)
-						if !strings.Contains(ref.Error.Message, "event log") || ref.Error.ExitStatus != 125 {
+						switch {
+						case tt.refusal == "" && (!strings.Contains(ref.Error.Message, "event log") || ref.Error.Kind != "usage"),
+							tt.refusal != "" && ref.Error.Kind != tt.refusal,
+							ref.Error.ExitStatus != 125:
 							t.Errorf("refusal %+v", ref)
 						}
 					}

@@ -30,7 +30,7 @@ const ServerEnv = "CONFINE_SERVER"
 const defaultServer = "default"
 
 func addServerFlag(f *pflag.FlagSet, o *runOpts) {
-	f.StringVar(&o.server, "server", "", "run through the confine server at SOCKET (--server=SOCKET; alone: the default socket; unset: $"+ServerEnv+", a socket or \"default\"; --server= runs here); refused, never run directly, when no server of this uid answers")
+	f.StringVar(&o.server, "server", "", "run through the confine server at SOCKET (--server=SOCKET, or --server SOCKET when SOCKET ends in .sock or is a socket; alone: the default socket; unset: $"+ServerEnv+", a socket or \"default\"; --server= runs here); refused, never run directly, when no server of this uid answers")
 	f.Lookup("server").NoOptDefVal = defaultServer
 }
 

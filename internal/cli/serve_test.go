@@ -82,6 +82,7 @@ func TestServeSameAsDirect(t *testing.T) {
 						r    testutil.Result
 					}{
 						{"--server=SOCKET", run([]string{"--server=" + s.Socket})},
+						{"--server SOCKET", run([]string{"--server", s.Socket})},
 						{"$CONFINE_SERVER", run(nil, ServerEnv+"="+s.Socket)},
 					} {
 						r := via.r

@@ -27,7 +27,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -124,6 +123,7 @@ func main() {
 		{"launch", b.launch},
 		{"hyperfine", b.hyperfine},
 		{"library", b.library},
+		{"faults", b.faults},
 		{"syscalls", b.syscalls},
 		{"spawn", b.spawn},
 		{"files", b.files},
@@ -136,6 +136,7 @@ func main() {
 		{"tier1", b.tier1},
 		{"egress", b.egress},
 		{"serve", b.serveBench},
+		{"pyserve", b.pyServe},
 	}
 	for _, s := range steps {
 		if b.only != nil && !b.only[s.id] {
@@ -534,6 +535,33 @@ func (b *bench) add(r *Row) { b.rows = append(b.rows, r) }
 
 func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 
+// alt is a backend confine offers here besides the one it selects: its
+// --backend name and the backend its result names.
+type alt struct{ flag, backend string }
+
+// altBackends are the LAUNCH_BACKENDS confine runs here, other than the one
+// it selects (none when CONFINE_FLAGS names a backend), and why any other
+// is left out.
+func (b *bench) altBackends() (alts []alt, skipped []string) {
+	if !b.hasBackendFlag || slices.Contains(b.confineFlags, "--backend") || slices.ContainsFunc(b.confineFlags, func(f string) bool { return strings.HasPrefix(f, "--backend=") }) {
+		return nil, nil
+	}
+	for _, name := range strings.Split(b.knob("LAUNCH_BACKENDS", "core,namespaces"), ",") {
+		name = strings.TrimSpace(name)
+		if name == "" {
+			continue
+		}
+		got, err := b.confineBackend([]string{"--backend", name})
+		switch {
+		case err != nil:
+			skipped = append(skipped, fmt.Sprintf("--backend %s unavailable (%v)", name, err))
+		case got != b.backend:
+			alts = append(alts, alt{name, got})
+		}
+	}
+	return alts, skipped
+}
+
 // ---- launch: interleaved wall times of /bin/true ----
 
 func (b *bench) launch() error {
@@ -552,25 +580,10 @@ func (b *bench) launch() error {
 		cands = append(cands, cand{"bwrap", func() *exec.Cmd { return b.command(bwrap, opts{}, "/bin/true") }})
 	}
 	// The other backends confine offers here, launched in the same rounds.
-	type alt struct{ flag, backend string }
-	var alts []alt
-	var altSkipped []string
-	if b.hasBackendFlag && !slices.Contains(b.confineFlags, "--backend") && !slices.ContainsFunc(b.confineFlags, func(f string) bool { return strings.HasPrefix(f, "--backend=") }) {
-		for _, name := range strings.Split(b.knob("LAUNCH_BACKENDS", "core,namespaces"), ",") {
-			name = strings.TrimSpace(name)
-			if name == "" {
-				continue
-			}
-			got, err := b.confineBackend([]string{"--backend", name})
-			switch {
-			case err != nil:
-				altSkipped = append(altSkipped, fmt.Sprintf("--backend %s unavailable (%v)", name, err))
-			case got != b.backend:
-				alts = append(alts, alt{name, got})
-				flags := []string{"--backend", name}
-				cands = append(cands, cand{"confine --backend " + name, func() *exec.Cmd { return b.command(confine, opts{confine: flags}, "/bin/true") }})
-			}
-		}
+	alts, altSkipped := b.altBackends()
+	for _, a := range alts {
+		flags := []string{"--backend", a.flag}
+		cands = append(cands, cand{"confine --backend " + a.flag, func() *exec.Cmd { return b.command(confine, opts{confine: flags}, "/bin/true") }})
 	}
 	// Each confine launch again without its memory cgroup, where it has
 	// one: what the whole-tree memory bound adds to a launch.
@@ -1669,37 +1682,22 @@ func (b *bench) concurrency() error {
 	err := b.rounds(reps, func(x box, _ int) error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		work := make(chan int, jobs)
-		for j := 0; j < jobs; j++ {
-			work <- j
-		}
-		close(work)
-		var mu sync.Mutex
-		var wg sync.WaitGroup
 		t0 := time.Now()
-		for w := 0; w < par; w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for range work {
-					if ctx.Err() != nil {
-						return
-					}
-					c := b.command(x, opts{}, "/bin/sleep", sleep)
-					var se bytes.Buffer
-					c.Stderr = &se
-					if err := c.Run(); err != nil {
-						mu.Lock()
-						fails[x]++
-						if len(firstErr) < 3 {
-							firstErr = append(firstErr, fmt.Sprintf("%s: %v: %s", x, err, lastLines(se.String(), 1)))
-						}
-						mu.Unlock()
-					}
-				}
-			}()
+		n, errs := runPool(ctx, par, jobs, func() error {
+			c := b.command(x, opts{}, "/bin/sleep", sleep)
+			var se bytes.Buffer
+			c.Stderr = &se
+			if err := c.Run(); err != nil {
+				return fmt.Errorf("%s: %v: %s", x, err, lastLines(se.String(), 1))
+			}
+			return nil
+		})
+		fails[x] += n
+		for _, e := range errs {
+			if len(firstErr) < keepErrs {
+				firstErr = append(firstErr, e.Error())
+			}
 		}
-		wg.Wait()
 		rate[x] = append(rate[x], float64(jobs)/time.Since(t0).Seconds())
 		return nil
 	})

@@ -3,7 +3,10 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -87,5 +90,111 @@ func TestFlagNoise(t *testing.T) {
 	flagNoise(r, 1.05, false)
 	if !strings.HasPrefix(r.Met, "inconclusive (bare runs") {
 		t.Errorf("noisy bare: %q", r.Met)
+	}
+}
+
+// TestRunPool: every job runs once, at most par at a time; failures are
+// counted and the first few kept; a done context stops the pool.
+func TestRunPool(t *testing.T) {
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	tests := []struct {
+		name            string
+		ctx             context.Context
+		par, jobs       int
+		failEvery       int // every n-th call fails (0: none)
+		calls, fails    int
+		kept, maxActive int
+	}{
+		{"one worker", context.Background(), 1, 10, 0, 10, 0, 0, 1},
+		{"four workers, half fail", context.Background(), 4, 20, 2, 20, 10, keepErrs, 4},
+		{"more workers than jobs", context.Background(), 8, 3, 1, 3, 3, 3, 3},
+		{"cancelled: nothing runs", cancelled, 4, 20, 0, 0, 0, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var mu sync.Mutex
+			calls, active, maxActive := 0, 0, 0
+			release := make(chan struct{})
+			started := make(chan struct{}, tt.jobs)
+			go func() {
+				// Hold the first calls until as many as can run at once
+				// have started, so that the concurrency is observed.
+				for range min(tt.par, tt.calls) {
+					<-started
+				}
+				close(release)
+			}()
+			fails, kept := runPool(tt.ctx, tt.par, tt.jobs, func() error {
+				mu.Lock()
+				calls++
+				n := calls
+				active++
+				maxActive = max(maxActive, active)
+				mu.Unlock()
+				started <- struct{}{}
+				<-release
+				mu.Lock()
+				active--
+				mu.Unlock()
+				if tt.failEvery > 0 && n%tt.failEvery == 0 {
+					return fmt.Errorf("call %d", n)
+				}
+				return nil
+			})
+			if calls != tt.calls || fails != tt.fails || len(kept) != tt.kept || maxActive != tt.maxActive {
+				t.Fatalf("calls %d, fails %d, kept %d, at once %d; want %d, %d, %d, %d",
+					calls, fails, len(kept), maxActive, tt.calls, tt.fails, tt.kept, tt.maxActive)
+			}
+		})
+	}
+}
+
+func TestParseStatFaults(t *testing.T) {
+	tests := []struct {
+		name, line string
+		want       procFaults
+		err        bool
+	}{
+		{"plain", "42 (confine) S 1 42 42 0 -1 4194560 1200 3400 5 6 10 20 0 0 20 0 8 0 100 0 0",
+			procFaults{min: 1200, cmin: 3400, maj: 5, cmaj: 6}, false},
+		{"name with spaces and parentheses", "7 (a) b (c) R 1 7 7 0 -1 0 11 22 33 44 0 0",
+			procFaults{min: 11, cmin: 22, maj: 33, cmaj: 44}, false},
+		{"cut short", "7 (x) R 1 7 7 0 -1 0 11", procFaults{}, true},
+		{"no name", "7 x R 1", procFaults{}, true},
+		{"not a number", "7 (x) R 1 7 7 0 -1 0 11 zz 33 44", procFaults{}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseStatFaults(tt.line)
+			if (err != nil) != tt.err || got != tt.want {
+				t.Fatalf("got %+v, %v; want %+v, error %v", got, err, tt.want, tt.err)
+			}
+			if err == nil && got.sub(procFaults{}) != tt.want.min+tt.want.cmin+tt.want.maj+tt.want.cmaj {
+				t.Fatalf("sub %v", got.sub(procFaults{}))
+			}
+		})
+	}
+}
+
+func TestParsePerfFaults(t *testing.T) {
+	tests := []struct {
+		name, out string
+		want      float64
+		err       bool
+	}{
+		{"counted", "# started on Tue Dec  1 23:50:00 2026\n\n682,,page-faults,11613393,100.00,,\n", 682, false},
+		{"with a modifier", "218,,page-faults:u,4239784,100.00,,\n", 218, false},
+		{"not counted", "<not counted>,,page-faults,0,0.00,,\n", 0, true},
+		{"not supported", "<not supported>,,page-faults,0,100.00,,\n", 0, true},
+		{"no line", "# started\n", 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parsePerfFaults(tt.out)
+			if (err != nil) != tt.err || got != tt.want {
+				t.Fatalf("got %v, %v; want %v, error %v", got, err, tt.want, tt.err)
+			}
+		})
 	}
 }

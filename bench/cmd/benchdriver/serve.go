@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -41,51 +40,14 @@ func (b *bench) serveBench() error {
 	jobs := b.knobInt("SERVE_JOBS", 128)
 	reps := b.knobInt("SERVE_REPS", 3)
 
-	dir := filepath.Join(b.tmp, "srv")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		return err
-	}
-	sock := filepath.Join(dir, serve.SocketName)
-	srv := exec.Command(b.confineBin, append([]string{"serve", "--socket", sock}, b.serveFlags()...)...)
-	srv.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + b.home}
-	errR, err := srv.StderrPipe()
+	srv, err := b.startServer("srv")
 	if err != nil {
 		return err
 	}
-	if err := srv.Start(); err != nil {
-		return err
-	}
-	defer func() {
-		_ = srv.Process.Signal(syscall.SIGTERM)
-		_ = srv.Wait()
-	}()
-	sc := bufio.NewScanner(errR)
-	if !sc.Scan() || !strings.Contains(sc.Text(), "serving uid") {
-		return fmt.Errorf("confine serve did not start: %s", sc.Text())
-	}
-	go func() {
-		for sc.Scan() {
-		}
-	}()
-
-	eng, err := policy.NewEngine()
+	defer srv.stop()
+	sock := srv.sock
+	w, err := b.warmLaunchers(sock)
 	if err != nil {
-		return err
-	}
-	cp, err := eng.Mint("default", "bench", 0)
-	if err != nil {
-		return err
-	}
-	lib := &confinelib.Launcher{EventLog: filepath.Join(b.tmp, "lib-events.jsonl")}
-	libSpec := spec.CommandSpec{Program: "/bin/true", Worktree: b.wd, Env: []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}, Profile: "default"}
-	req := func() *serve.Request {
-		return &serve.Request{Spec: libSpec, Profile: "default", EventLog: filepath.Join(b.tmp, "events.jsonl"),
-			CallerEnv: map[string]string{"PATH": "/usr/bin:/bin", "HOME": b.home}}
-	}
-	check := func(res spec.CommandResult, err error) error {
-		if err == nil && res.ExitCode != 0 {
-			err = fmt.Errorf("exit %d", res.ExitCode)
-		}
 		return err
 	}
 	ls := []launcher{
@@ -94,23 +56,8 @@ func (b *bench) serveBench() error {
 		{"cli_server", "`confine run --server`", func() error {
 			return b.command(confine, opts{confine: []string{"--server=" + sock}}, "/bin/true").Run()
 		}},
-		{"server", "the server's protocol from a warm client", func() error {
-			c, err := serve.Dial(sock)
-			if err != nil {
-				return err
-			}
-			resp, err := serve.Do(context.Background(), c, req(), nil)
-			if err != nil {
-				return err
-			}
-			if resp.Error != nil {
-				return fmt.Errorf("%s: %s", resp.Error.Kind, resp.Error.Message)
-			}
-			return check(*resp.Result, nil)
-		}},
-		{"library", "`Launcher.RunCommand` in this process", func() error {
-			return check(lib.RunCommand(context.Background(), cp, libSpec))
-		}},
+		{"server", "the server's protocol from a warm client", w.server},
+		{"library", "`Launcher.RunCommand` in this process", w.library},
 	}
 	if b.bwrapOK {
 		ls = append(ls, launcher{"bwrap", "bwrap", func() error { return b.command(bwrap, opts{}, "/bin/true").Run() }})
@@ -162,31 +109,18 @@ func (b *bench) serveBench() error {
 	for _, par := range []int{8, 32} {
 		rate := map[string][]float64{}
 		fails := map[string]int{}
+		firstErr := map[string][]string{}
 		for rep := 0; rep < reps; rep++ {
 			for _, k := range rand.Perm(len(ls)) {
 				l := ls[k]
-				work := make(chan struct{}, jobs)
-				for j := 0; j < jobs; j++ {
-					work <- struct{}{}
-				}
-				close(work)
-				var wg sync.WaitGroup
-				var mu sync.Mutex
 				t0 := time.Now()
-				for w := 0; w < par; w++ {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						for range work {
-							if err := l.run(); err != nil {
-								mu.Lock()
-								fails[l.id]++
-								mu.Unlock()
-							}
-						}
-					}()
+				n, errs := runPool(context.Background(), par, jobs, l.run)
+				fails[l.id] += n
+				for _, e := range errs {
+					if len(firstErr[l.id]) < keepErrs {
+						firstErr[l.id] = append(firstErr[l.id], e.Error())
+					}
 				}
-				wg.Wait()
 				rate[l.id] = append(rate[l.id], float64(jobs)/time.Since(t0).Seconds())
 			}
 		}
@@ -197,6 +131,9 @@ func (b *bench) serveBench() error {
 			r := newRow(fmt.Sprintf("serve_conc%d_%s", par, l.id), fmt.Sprintf("runs/s of `/bin/true` through %s, %d at a time", l.name, par), "runs/s", 1)
 			b.fill(r, map[box][]float64{bare: rate["bare"], confine: rate[l.id], bwrap: rate["bwrap"]})
 			r.Notes = fmt.Sprintf("%d runs per round, %d rounds; failures: %d", jobs, reps, fails[l.id])
+			if len(firstErr[l.id]) > 0 {
+				r.Notes += "; first failures: " + strings.Join(firstErr[l.id], " / ")
+			}
 			if b.bwrapOK {
 				r.Target = "≥ bwrap's runs/s, 0 failures"
 				r.Met = verdict(r.Values[confine] >= r.Values[bwrap] && fails[l.id] == 0)
@@ -211,3 +148,87 @@ func (b *bench) serveBench() error {
 // serveFlags are SERVE_FLAGS (e.g. "--max-runs 32"): the server's default
 // cap is twice the CPUs, and a request over it waits.
 func (b *bench) serveFlags() []string { return strings.Fields(b.knob("SERVE_FLAGS", "")) }
+
+// server is a `confine serve` this bench started.
+type server struct {
+	sock string
+	cmd  *exec.Cmd
+}
+
+// startServer starts `confine serve` (with SERVE_FLAGS) on a socket in a
+// new directory name under the scratch dir, and returns once it serves.
+func (b *bench) startServer(name string) (*server, error) {
+	dir := filepath.Join(b.tmp, name)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return nil, err
+	}
+	sock := filepath.Join(dir, serve.SocketName)
+	srv := exec.Command(b.confineBin, append([]string{"serve", "--socket", sock}, b.serveFlags()...)...)
+	srv.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + b.home}
+	errR, err := srv.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := srv.Start(); err != nil {
+		return nil, err
+	}
+	s := &server{sock: sock, cmd: srv}
+	sc := bufio.NewScanner(errR)
+	if !sc.Scan() || !strings.Contains(sc.Text(), "serving uid") {
+		s.stop()
+		return nil, fmt.Errorf("confine serve did not start: %s", sc.Text())
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	return s, nil
+}
+
+func (s *server) stop() {
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	_ = s.cmd.Wait()
+}
+
+// warm are the launches of /bin/true from this process, which stays warm
+// between runs: the server's protocol (what the Python client or an agent
+// pays) and the library.
+type warm struct{ server, library func() error }
+
+func (b *bench) warmLaunchers(sock string) (warm, error) {
+	eng, err := policy.NewEngine()
+	if err != nil {
+		return warm{}, err
+	}
+	cp, err := eng.Mint("default", "bench", 0)
+	if err != nil {
+		return warm{}, err
+	}
+	lib := &confinelib.Launcher{EventLog: filepath.Join(b.tmp, "lib-events.jsonl")}
+	libSpec := spec.CommandSpec{Program: "/bin/true", Worktree: b.wd, Env: []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}, Profile: "default"}
+	check := func(res spec.CommandResult, err error) error {
+		if err == nil && res.ExitCode != 0 {
+			err = fmt.Errorf("exit %d", res.ExitCode)
+		}
+		return err
+	}
+	return warm{
+		server: func() error {
+			c, err := serve.Dial(sock)
+			if err != nil {
+				return err
+			}
+			req := &serve.Request{Spec: libSpec, Profile: "default", EventLog: filepath.Join(b.tmp, "events.jsonl"),
+				CallerEnv: map[string]string{"PATH": "/usr/bin:/bin", "HOME": b.home}}
+			resp, err := serve.Do(context.Background(), c, req, nil)
+			if err != nil {
+				return err
+			}
+			if resp.Error != nil {
+				return fmt.Errorf("%s: %s", resp.Error.Kind, resp.Error.Message)
+			}
+			return check(*resp.Result, nil)
+		},
+		library: func() error { return check(lib.RunCommand(context.Background(), cp, libSpec)) },
+	}, nil
+}
