@@ -89,3 +89,36 @@ func TestGuarded(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkPrepareGuarded is what the guard adds to a core run's ruleset
+// in a work tree of 100 top-level directories (the bench's 10,000-file
+// tree): one rule per entry. Compare with /plain.
+func BenchmarkPrepareGuarded(b *testing.B) {
+	if abi, _, err := ABI(); err != nil || abi < 1 {
+		b.Skipf("no Landlock on this host (%v)", err)
+	}
+	w := b.TempDir()
+	for i := 0; i < 100; i++ {
+		if err := os.MkdirAll(fmt.Sprintf("%s/d%03d", w, i), 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(w+"/.git", 0o755); err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct {
+		name    string
+		guarded []string
+	}{{"plain", nil}, {"guarded", []string{w + "/.git"}}} {
+		b.Run(bc.name, func(b *testing.B) {
+			p := Policy{ReadExec: DefaultSystemReadExec(), Optional: DefaultSystemReadExec(), ReadWrite: []string{w}, Guarded: bc.guarded}
+			for b.Loop() {
+				r, err := Prepare(p)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r.Close()
+			}
+		})
+	}
+}
