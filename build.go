@@ -41,11 +41,14 @@ type inputs struct {
 	prof   policy.Profile
 	limits spec.Limits
 
-	dir       string
-	worktree  string // canonical
-	rw, ro    []string
-	optional  []string
-	hidden    []string // credential files left out of --ro grants
+	dir      string
+	worktree string // canonical
+	rw, ro   []string
+	optional []string
+	hidden   []string // credential files left out of --ro grants
+	// guarded are the paths inside the writable roots the persistence
+	// guard keeps read-only (the work tree's .git); see gitGuard.
+	guarded   []string
 	omitted   []string // PATH components left out
 	env       []string // sanitised, PATH decided; HOME and TMPDIR come with the private dir
 	prog      string
@@ -138,6 +141,10 @@ func (in *inputs) roots(s *spec.CommandSpec, prof policy.Profile, worktree strin
 			}
 		}
 	}
+	var err error
+	if in.guarded, err = gitGuard(worktree, in.rw, prof.Waive); err != nil {
+		return err
+	}
 	if !slices.Contains(prof.Waive, policy.GCredentials) {
 		// Landlock cannot take read access back from part of a directory
 		// the command may write, so a secret there cannot be hidden.
@@ -198,6 +205,7 @@ func (in *inputs) environment(s *spec.CommandSpec, prof policy.Profile) error {
 func (in *inputs) guarantees(p provider.Provider) ([]spec.Guarantee, error) {
 	f := provider.Facts(in.h, p, in.runAsRoot, in.limits.MaxProcs)
 	f.Allowlist = in.allow != nil
+	f.GitDir = len(in.guarded) > 0
 	return ledger.Resolve(ledger.Decide(p.Ledger(), f), in.prof.Waive)
 }
 
@@ -344,6 +352,7 @@ func (in *inputs) build(backend provider.Provider, r *run) (planned, error) {
 		PidsOptional:  in.pidsOptional,
 		PrivateTmp:    r.tmp.Root,
 		WritableRoots: slices.Clone(rw),
+		Guarded:       slices.Clone(in.guarded),
 		WallTime:      in.limits.WallTime,
 		KillGrace:     in.limits.KillGrace,
 	}

@@ -45,13 +45,17 @@ func (l *Launcher) launch(ctx context.Context, c *policy.Cap, prof policy.Profil
 	if err := seatbelt.Available(); err != nil {
 		return err
 	}
-	gs, err := ledger.Resolve(seatbelt.Decide(os.Geteuid() == 0), prof.Waive)
-	if err != nil {
-		return err
-	}
 	canon := seatbelt.Canon{}
 	lay, err := canon.Layout(seatbelt.Roots{Worktree: s.Worktree, Dir: s.Dir,
 		ReadOnly: append(slices.Clone(prof.ReadExec), s.ReadOnly...), ReadWrite: append(slices.Clone(prof.Writable), s.ReadWrite...)})
+	if err != nil {
+		return err
+	}
+	guarded, err := gitGuard(lay.Worktree, lay.Writable, prof.Waive)
+	if err != nil {
+		return err
+	}
+	gs, err := ledger.Resolve(seatbelt.Decide(os.Geteuid() == 0, len(guarded) > 0), prof.Waive)
 	if err != nil {
 		return err
 	}
@@ -118,7 +122,9 @@ func (l *Launcher) launch(ctx context.Context, c *policy.Cap, prof policy.Profil
 	if !hasEnv(env, "TMPDIR") {
 		env = append(env, "TMPDIR="+scratch+"/"+tmpdir.TmpName)
 	}
-	profile, err := seatbelt.Generate(lay.Spec(scratch, append(slices.Clone(seatbelt.Devices), prof.Devices...)))
+	sbs := lay.Spec(scratch, append(slices.Clone(seatbelt.Devices), prof.Devices...))
+	sbs.ReadOnly = guarded
+	profile, err := seatbelt.Generate(sbs)
 	if err != nil {
 		return fmt.Errorf("%w: %v", spec.ErrInvalidSpec, err)
 	}

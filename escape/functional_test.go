@@ -124,6 +124,31 @@ func TestFunctional(t *testing.T) {
 				}
 				return []string{"--", "./race.test", "-test.v"}
 			}, want: "--- PASS: TestRace"},
+		// Builds in a git work tree, whose .git the persistence guard
+		// keeps read-only (issue 12). Under the core (no namespaces) the
+		// work tree's top-level entries are fixed too, so each job's
+		// top-level outputs exist beforehand, as a checkout's would
+		// after its first build; their contents stay writable.
+		{name: "git-worktree-gcc", needs: []string{"gcc"},
+			files: map[string]string{".git/HEAD": "ref: refs/heads/main\n", ".git/config": "[core]\n", "src/hello.c": cHello, "bin/.keep": ""},
+			args: func(*testing.T, string) []string {
+				return []string{"--", "sh", "-c", "gcc -O2 -pthread -o bin/hello src/hello.c && mkdir -p bin/obj && bin/hello"}
+			}, want: "hello from C, thread ok\n"},
+		{name: "git-worktree-npm-install", needs: []string{"node", "npm"},
+			files: map[string]string{".git/HEAD": "ref: refs/heads/main\n", "node_modules/.keep": "",
+				"package.json":     `{"name":"app","version":"1.0.0","dependencies":{"dep":"file:dep"}}`,
+				"dep/package.json": `{"name":"dep","version":"1.0.0","main":"index.js"}`, "dep/index.js": "module.exports = 42;\n",
+				"main.js": "console.log('npm ok', require('dep'));\n"},
+			args: func(*testing.T, string) []string {
+				return []string{"--", "sh", "-c", "npm install --offline --no-audit --no-fund --no-package-lock >/dev/null && node main.js"}
+			}, want: "npm ok 42\n"},
+		{name: "git-worktree-commit-in-subdir-waived", needs: []string{"git"},
+			files: map[string]string{".git/HEAD": "ref: refs/heads/main\n", "sub/a.txt": "a\n",
+				"waive-git.toml": "name = \"git-writes\"\nwaive = [\"no-git-persistence\"]\n"},
+			args: func(_ *testing.T, wd string) []string {
+				return []string{"--profile", filepath.Join(wd, "waive-git.toml"), "--", "sh", "-c",
+					"git init -q sub && git -C sub add a.txt && git -C sub -c user.name=t -c user.email=t@t commit -qm one && echo committed"}
+			}, want: "committed\n"},
 	}
 	// Each user with the default backend, then under --backend bwrap.
 	type pass struct {
@@ -153,6 +178,16 @@ func TestFunctional(t *testing.T) {
 					wd := testutil.Workdir(t, u.UID)
 					for name, body := range j.files {
 						p := filepath.Join(wd, name)
+						for d := filepath.Dir(p); len(d) > len(wd); d = filepath.Dir(d) {
+							if err := os.MkdirAll(d, 0o755); err != nil {
+								t.Fatal(err)
+							}
+							if os.Geteuid() == 0 {
+								if err := os.Chown(d, u.UID, u.UID); err != nil {
+									t.Fatal(err)
+								}
+							}
+						}
 						if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
 							t.Fatal(err)
 						}

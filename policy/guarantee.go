@@ -12,6 +12,7 @@ const (
 	GFSWrite        = "fs-write-confined"
 	GFSRead         = "fs-read-confined"
 	GFSMetadata     = "fs-metadata-confined"
+	GGitPersistence = "no-git-persistence"
 	GUnixSockets    = "no-foreign-unix-sockets"
 	GSignals        = "no-foreign-signals"
 	GProcInspect    = "no-process-inspection"
@@ -24,7 +25,7 @@ const (
 )
 
 var guarantees = []string{
-	GNoNetwork, GCleanEnv, GCredentials, GNoInheritedFDs, GFSWrite, GFSRead, GFSMetadata,
+	GNoNetwork, GCleanEnv, GCredentials, GNoInheritedFDs, GFSWrite, GFSRead, GFSMetadata, GGitPersistence,
 	GUnixSockets, GSignals, GProcInspect, GTerminal, GKernelSurface,
 	GResources, GProcesses, GTreeKill, GNoPrivilege,
 }

@@ -80,7 +80,7 @@ func Args(p *plan.Plan) []string {
 	return append(a, "--ro-bind-fd", strconv.Itoa(ExeFD), InitPath, "--", InitPath)
 }
 
-var bindOption = map[nsinit.Kind]string{nsinit.ReadOnly: "--ro-bind", nsinit.ReadWrite: "--bind", nsinit.Device: "--dev-bind"}
+var bindOption = map[nsinit.Kind]string{nsinit.ReadOnly: "--ro-bind", nsinit.ReadWrite: "--bind", nsinit.Device: "--dev-bind", nsinit.Guarded: "--ro-bind"}
 
 // probeTarget is what the probe asks bwrap to exec: it does not exist, so
 // bwrap's execvp error proves every step before it worked.

@@ -39,7 +39,7 @@ func newCheck(stdout io.Writer) *cobra.Command {
 		Short: "Report what this host can enforce, guarantee by guarantee",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			r := macCheck{Backend: seatbelt.Name, SandboxExec: seatbelt.SandboxExec, Guarantees: seatbelt.Decide(os.Geteuid() == 0), OK: true}
+			r := macCheck{Backend: seatbelt.Name, SandboxExec: seatbelt.SandboxExec, Guarantees: seatbelt.Decide(os.Geteuid() == 0, workTreeHasGit()), OK: true}
 			if err := seatbelt.Available(); err != nil {
 				r.Backend, r.Error, r.OK = "", err.Error(), false
 			}

@@ -42,8 +42,11 @@ func newCheck(stdout io.Writer) *cobra.Command {
 				}
 			}
 			maxProcs := spec.Limits{}.WithDefaults().MaxProcs
+			gitDir := workTreeHasGit()
 			decide := func(p provider.Provider) []ledger.Decision {
-				return ledger.Decide(p.Ledger(), provider.Facts(h, p, runAsRoot, maxProcs))
+				f := provider.Facts(h, p, runAsRoot, maxProcs)
+				f.GitDir = gitDir
+				return ledger.Decide(p.Ledger(), f)
 			}
 			sel, selErr := provider.Select(h, provider.Request{Tier: policy.TierSandboxed,
 				Enforce: func(p provider.Provider) error { _, err := ledger.Resolve(decide(p), nil); return err }})

@@ -29,9 +29,11 @@ package landlock
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -90,6 +92,15 @@ type Policy struct {
 	// Scope forbids connecting to abstract unix sockets and signalling
 	// processes outside the sandbox. Needs ABI >= 6.
 	Scope bool
+	// Guarded are paths inside ReadWrite roots that stay read-only (the
+	// persistence guard's .git). Landlock rights are inherited by
+	// everything below the directory they are granted on, so a root
+	// holding one is granted read and execute only, and its entries one by
+	// one: every entry with the root's rights except the guarded path and
+	// the directories on the way to it, whose entries get the same
+	// treatment. Those directories' own entries are then fixed: nothing
+	// can be created, removed or renamed in them.
+	Guarded []string
 	// Defer names paths that are checked here but added by the caller
 	// later, where the path will name another inode (the /proc a new PID
 	// namespace mounts): they go to Ruleset.Deferred instead.
@@ -128,10 +139,17 @@ type Ruleset struct {
 	fsTypes map[uint64]int64 // st_dev -> statfs f_type
 }
 
-// FromPlan is the Policy for a plan's Landlock section.
-func FromPlan(l plan.Landlock) Policy {
-	return Policy{ReadExec: l.ReadExec, ReadWrite: l.ReadWrite, Devices: l.Devices,
+// FromPlan is the Policy for a plan's Landlock section. A plan without
+// namespaces has Landlock keep its guarded paths read-only; with them the
+// mount layout does, and the work tree's top level stays open.
+func FromPlan(p *plan.Plan) Policy {
+	l := p.Landlock
+	pol := Policy{ReadExec: l.ReadExec, ReadWrite: l.ReadWrite, Devices: l.Devices,
 		Optional: l.Optional, DenyTCP: l.DenyTCP, Scope: l.Scope}
+	if p.Namespaces == nil {
+		pol.Guarded = p.Guarded
+	}
+	return pol
 }
 
 // Resolution is where a root resolves, and whether it is a directory.
@@ -215,6 +233,13 @@ func Prepare(p Policy) (*Ruleset, error) {
 	}
 	for _, l := range lists {
 		for _, path := range l.paths {
+			if l.kind == kindReadWrite && guardedWithin(p.Guarded, path) {
+				if err := r.addAround(path, p.Guarded, l.rights); err != nil {
+					r.Close()
+					return nil, err
+				}
+				continue
+			}
 			deferred := p.Defer != nil && p.Defer(path)
 			skipped, err := r.addPath(l.kind, path, l.rights, optional[filepath.Clean(path)], deferred)
 			if err != nil {
@@ -227,6 +252,89 @@ func Prepare(p Policy) (*Ruleset, error) {
 		}
 	}
 	return r, nil
+}
+
+// guardedWithin says some guarded path lies strictly inside root.
+func guardedWithin(guarded []string, root string) bool {
+	for _, g := range guarded {
+		if strings.HasPrefix(g, strings.TrimSuffix(root, "/")+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// maxGuardEntries bounds the rules one directory on the way to a guarded
+// path may need (each entry is one rule).
+const maxGuardEntries = 10000
+
+// ErrGuardEntries: a directory on the way to a guarded path has more
+// entries than maxGuardEntries.
+var ErrGuardEntries = errors.New("too many entries to grant one by one")
+
+// addAround grants root (a ReadWrite root holding guarded paths) read and
+// execute, and its entries rights one by one, skipping the guarded paths
+// and descending into the directories that lead to one. Entries are opened
+// without following symlinks (a symlink entry gets nothing of its own: it
+// cannot be replaced without the root's rights), and only directories and
+// regular files get a rule; every rule is on an object inside root, with
+// at most root's rights, so it never grants more than the root would have.
+func (r *Ruleset) addAround(root string, guarded []string, rights uint64) error {
+	if _, err := r.addPath(kindReadWrite, root, readExecRights, false, false); err != nil {
+		return err
+	}
+	dir, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return fmt.Errorf("landlock: read-write path %q: %w", root, err)
+	}
+	f := os.NewFile(uintptr(dir), root)
+	defer f.Close()
+	names, err := f.Readdirnames(maxGuardEntries + 1)
+	if err != nil && len(names) == 0 && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("landlock: read-write path %q: %w", root, err)
+	}
+	if len(names) > maxGuardEntries {
+		return fmt.Errorf("landlock: read-write path %q holds a guarded path and more than %d entries: %w", root, maxGuardEntries, ErrGuardEntries)
+	}
+	for _, n := range names {
+		p := filepath.Join(root, n)
+		switch {
+		case slices.Contains(guarded, p):
+			continue
+		case guardedWithin(guarded, p):
+			if err := r.addAround(p, guarded, rights); err != nil {
+				return err
+			}
+			continue
+		}
+		fd, err := unix.Openat(dir, n, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			if errors.Is(err, unix.ENOENT) {
+				continue // gone since the listing
+			}
+			return fmt.Errorf("landlock: read-write path %q: %w", p, err)
+		}
+		var st unix.Stat_t
+		err = unix.Fstat(fd, &st)
+		if err == nil {
+			want := rights
+			switch st.Mode & unix.S_IFMT {
+			case unix.S_IFDIR:
+			case unix.S_IFREG:
+				want &= fileRights
+			default:
+				want = 0
+			}
+			if want != 0 {
+				err = ll.LandlockAddPathBeneathRule(r.FD, &ll.PathBeneathAttr{AllowedAccess: want, ParentFd: fd}, 0)
+			}
+		}
+		unix.Close(fd)
+		if err != nil {
+			return fmt.Errorf("landlock: read-write path %q: %w", p, err)
+		}
+	}
+	return nil
 }
 
 type ruleKind int

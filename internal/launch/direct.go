@@ -200,7 +200,7 @@ func (d *direct) open() error {
 // the init runs. The caller closes the ruleset.
 func (d *direct) prepare() (*landlock.Ruleset, error) {
 	p := d.p
-	policy := landlock.FromPlan(p.Landlock)
+	policy := landlock.FromPlan(p)
 	if d.ns {
 		// The command sees the /proc of its own PID namespace.
 		policy.Defer = func(path string) bool { return strings.HasPrefix(path, "/proc/") }
@@ -358,8 +358,9 @@ func (d *direct) supervise(ctx context.Context) (*Outcome, error) {
 	p := d.p
 	streams := startStreams(d.pio, d.outR, d.errR, d.stdinW)
 	stats := &notify.Stats{}
-	stopNotify := notify.Start(d.listener, notify.Config{WritableRoots: p.WritableRoots, SocketAllow: p.SocketAllow, Init: d.runInit, Stats: stats,
-		MaxTasks: p.MaxTasks(), Egress: egressConfig(p, d.pio.Egress)})
+	cfg := notify.FromPlan(p)
+	cfg.Init, cfg.Stats, cfg.Egress = d.runInit, stats, egressConfig(p, d.pio.Egress)
+	stopNotify := notify.Start(d.listener, cfg)
 	events, exits := d.events()
 
 	rep := plan.Report{Namespaces: d.ns}

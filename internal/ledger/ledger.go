@@ -54,6 +54,10 @@ type Facts struct {
 	// MemoryCgroup says the run gets a memory cgroup of its own, which
 	// bounds the whole tree.
 	MemoryCgroup bool
+	// GitDir says the run's work tree has a .git the persistence guard
+	// keeps read-only (it is a git work tree, and the guard is not
+	// waived).
+	GitDir bool
 }
 
 // Who restricts a mechanism to commands running as some uids.
@@ -100,6 +104,12 @@ type Mechanism struct {
 	// NotWith, when set, is a layer whose backend cannot use the
 	// mechanism (its supervisor lacks it).
 	NotWith Layer
+	// Alone says only the core on its own uses the mechanism: a backend
+	// with namespaces does the same job by its mount layout instead.
+	Alone bool
+	// GitDir: the mechanism serves a work tree with a .git to guard;
+	// NoGitDir: one without.
+	GitDir, NoGitDir bool
 	// Text says what enforces the guarantee. "{landlock}" stands for
 	// "landlock abi N" with the ABI in force.
 	Text string
@@ -182,6 +192,12 @@ func (m Mechanism) holds(f Facts) (bool, string) {
 	if m.UnlessMemoryCgroup && f.MemoryCgroup {
 		lack = append(lack, "no memory cgroup (which bounds the run instead)")
 	}
+	if m.GitDir && !f.GitDir {
+		lack = append(lack, "a .git in the work tree")
+	}
+	if m.NoGitDir && f.GitDir {
+		lack = append(lack, "no .git in the work tree")
+	}
 	if m.Below != "" && landlock.Has(f.LandlockABI, m.Below) {
 		ft, _ := landlock.FeatureByName(m.Below)
 		lack = append(lack, fmt.Sprintf("a Landlock ABI below %d (newer ones use %s instead)", ft.ABI, ft.What))
@@ -241,6 +257,9 @@ func decide(g Guarantee, layers []Layer, f Facts) Decision {
 // each sufficient mechanism that does not hold would need.
 func selectFor(g Guarantee, layers []Layer, f Facts) (suff, extra []Mechanism, missing []string) {
 	for _, m := range g.Mechanisms {
+		if m.Alone && len(layers) > 1 {
+			continue
+		}
 		if m.NotWith != "" && slices.Contains(layers, m.NotWith) && m.Sufficient && m.applies(f) {
 			missing = append(missing, "a backend other than "+layerBackend(m.NotWith)+" ("+m.text(f)+")")
 			continue
@@ -411,6 +430,28 @@ var table = []Guarantee{
 			sb("Seatbelt: file-write* covers file-write-mode, -owner, -times, -xattr and -flags, denied outside the writable roots"),
 		},
 		Vectors: []string{"chmod-*", "chown-*", "utimes-*", "setxattr-*", "removexattr-*", "fchmod-ro-*"},
+	},
+	{
+		// The persistence guard (issue 12): git on the host later runs
+		// hooks and configured programs from .git, so a command that may
+		// write the work tree must not write its .git.
+		Name:    policy.GGitPersistence,
+		Promise: "the work tree's .git (hooks, config, attributes, objects, refs) cannot be created, changed, renamed or replaced; other persistence paths are reported",
+		Mechanisms: []Mechanism{
+			{Layer: Core, Sufficient: true, NoGitDir: true,
+				Text: "no .git in the work tree: nothing to keep (one the command creates is reported in persistence)"},
+			{Layer: Core, Sufficient: true, GitDir: true, Alone: true,
+				Text: "{landlock}: the work tree's top-level entries granted one by one and .git only read (so no new top-level entry either); the launcher's truncate, rename and metadata calls skip .git"},
+			{Layer: Namespaces, Sufficient: true, GitDir: true,
+				Text: "mount namespace: .git bound read-only over the writable work tree (a mount point: it cannot be renamed or removed); the launcher's truncate, rename and metadata calls skip it"},
+			{Layer: Bwrap, Sufficient: true, GitDir: true,
+				Text: "bubblewrap mount namespace: .git bound read-only over the writable work tree (a mount point: it cannot be renamed or removed); the supervisor's truncate, rename and metadata calls skip it"},
+			{Layer: Seatbelt, Sufficient: true, NoGitDir: true,
+				Text: "no .git in the work tree: nothing to keep (one the command creates is reported in persistence)"},
+			{Layer: Seatbelt, Sufficient: true, GitDir: true,
+				Text: "Seatbelt: (deny file-write* (subpath <work tree>/.git)) after the grants (the last matching rule wins)"},
+		},
+		Vectors: []string{"git-*"},
 	},
 	{
 		Name:    policy.GUnixSockets,

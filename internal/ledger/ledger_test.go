@@ -116,6 +116,16 @@ func TestDecide(t *testing.T) {
 			mech: map[string]string{policy.GProcesses: "pid_max"}, nomech: map[string]string{policy.GProcesses: "counts"}},
 		{name: "pid_max is not the core's", layers: coreOnly, f: Facts{LandlockABI: 7, Seccomp: true, RootCommand: true, PidMax: true},
 			refused: []string{policy.GProcesses}, mentioned: "landlock+namespaces"},
+		// The persistence guard: the core grants around .git on its own;
+		// with namespaces the mount layout keeps it read-only instead.
+		{name: "git dir, core", layers: coreOnly, f: Facts{LandlockABI: 7, Seccomp: true, GitDir: true},
+			mech: map[string]string{policy.GGitPersistence: "top-level entries granted one by one"}, nomech: map[string]string{policy.GGitPersistence: "nothing to keep"}},
+		{name: "git dir, namespaces", layers: withNS, f: Facts{LandlockABI: 2, Seccomp: true, GitDir: true},
+			mech: map[string]string{policy.GGitPersistence: "bound read-only"}, nomech: map[string]string{policy.GGitPersistence: "one by one"}},
+		{name: "git dir, bwrap", layers: withBwrap, f: Facts{LandlockABI: 2, Seccomp: true, GitDir: true},
+			mech: map[string]string{policy.GGitPersistence: "bubblewrap mount namespace"}, nomech: map[string]string{policy.GGitPersistence: "one by one"}},
+		{name: "no git dir", layers: withNS, f: full,
+			mech: map[string]string{policy.GGitPersistence: "nothing to keep"}, nomech: map[string]string{policy.GGitPersistence: "read-only"}},
 		{name: "namespaces add, core does not", layers: withNS, f: full,
 			mech: map[string]string{policy.GNoNetwork: "+ empty network namespace", policy.GTreeKill: "+ PID namespace"}},
 	}

@@ -13,7 +13,7 @@ import (
 // table; without sandbox-exec nothing is enforced.
 func TestSeatbelt(t *testing.T) {
 	enforced := []string{policy.GNoNetwork, policy.GCleanEnv, policy.GCredentials, policy.GNoInheritedFDs,
-		policy.GFSWrite, policy.GFSRead, policy.GFSMetadata, policy.GUnixSockets, policy.GTerminal}
+		policy.GFSWrite, policy.GFSRead, policy.GFSMetadata, policy.GGitPersistence, policy.GUnixSockets, policy.GTerminal}
 	ds := Decide([]Layer{Seatbelt}, Facts{SandboxExec: true})
 	for _, d := range ds {
 		want := slices.Contains(enforced, d.Name)

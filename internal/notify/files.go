@@ -202,8 +202,8 @@ func (t *task) renameLink(kind sysKind) result {
 		if !ok {
 			return deny(unix.EXDEV, "cannot determine a parent directory's path", oldPath)
 		}
-		if !t.h.s.pol.writable(real) {
-			return deny(unix.EXDEV, what+" across directories with a side outside the writable roots", real)
+		if !t.h.s.pol.entriesWritable(real) {
+			return deny(unix.EXDEV, what+" across directories with a side outside the writable roots (or guarded)", real)
 		}
 	}
 	src := -1

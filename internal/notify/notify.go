@@ -42,6 +42,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/confine-sandbox/confine/internal/plan"
 )
 
 // Config is the policy Serve enforces.
@@ -52,6 +54,16 @@ type Config struct {
 	// SocketAllow lists further absolute paths of unix sockets connect() may
 	// reach although they are outside every writable root.
 	SocketAllow []string
+	// Guarded are paths inside the writable roots the supervisor never
+	// writes, renames into or out of, truncates or changes the metadata of
+	// (the persistence guard's .git; plan.Plan.Guarded).
+	Guarded []string
+	// GuardFixed says Landlock keeps the entries of the directories on the
+	// way from a writable root to a guarded path fixed (the core; with
+	// namespaces a read-only mount guards the path instead), so renames
+	// and links the supervisor performs on ABI 1 must not create or
+	// remove entries there either.
+	GuardFixed bool
 	// AllowAbstract lets connect() reach abstract unix sockets. Without it
 	// such connects fail with EPERM, as Landlock's scoping (ABI 6) would make
 	// them fail had the command issued them itself.
@@ -333,6 +345,8 @@ func (s *server) worker() {
 // policy is the validated Config.
 type policy struct {
 	roots         []string
+	guarded       []string
+	fixed         []string // directories whose entries only Landlock may change (GuardFixed)
 	sockets       map[string]bool
 	allowAbstract bool
 	init          *Init
@@ -350,6 +364,25 @@ func newPolicy(cfg Config) (policy, error) {
 		}
 		p.roots = append(p.roots, filepath.Clean(r))
 	}
+	for _, g := range cfg.Guarded {
+		if !filepath.IsAbs(g) {
+			return p, fmt.Errorf("notify: guarded path %q is not absolute", g)
+		}
+		g = filepath.Clean(g)
+		p.guarded = append(p.guarded, g)
+		if !cfg.GuardFixed {
+			continue
+		}
+		for d := filepath.Dir(g); ; d = filepath.Dir(d) {
+			if !p.inRoots(d) {
+				break
+			}
+			p.fixed = append(p.fixed, d)
+			if slices.Contains(p.roots, d) || d == "/" {
+				break
+			}
+		}
+	}
 	for _, s := range cfg.SocketAllow {
 		if !filepath.IsAbs(s) {
 			return p, fmt.Errorf("notify: socket path %q is not absolute", s)
@@ -365,24 +398,53 @@ func newPolicy(cfg Config) (policy, error) {
 	return p, nil
 }
 
-// writable reports whether the real path p lies inside a writable root.
-// p comes from the kernel (d_path), so it is absolute and clean unless the
-// object has no path name or is unreachable from our root, in which case it
-// does not start with '/' and is refused.
+// writable reports whether the real path p lies inside a writable root
+// and outside every guarded path. p comes from the kernel (d_path), so it
+// is absolute and clean unless the object has no path name or is
+// unreachable from our root, in which case it does not start with '/' and
+// is refused.
 func (p *policy) writable(real string) bool {
+	if !p.inRoots(real) {
+		return false
+	}
+	for _, g := range p.guarded {
+		if beneath(real, g) {
+			return false
+		}
+	}
+	return true
+}
+
+// inRoots reports whether real lies inside a writable root.
+func (p *policy) inRoots(real string) bool {
 	if len(real) == 0 || real[0] != '/' {
 		return false
 	}
 	for _, r := range p.roots {
-		if r == "/" || real == r || (len(real) > len(r) && real[:len(r)] == r && real[len(r)] == '/') {
+		if beneath(real, r) {
 			return true
 		}
 	}
 	return false
 }
 
+// entriesWritable reports whether the supervisor may create or remove
+// entries of directory real: writable, and not one whose entries Landlock
+// keeps fixed around a guarded path.
+func (p *policy) entriesWritable(real string) bool {
+	return p.writable(real) && !slices.Contains(p.fixed, real)
+}
+
+// beneath says p is dir or lies inside it.
+func beneath(p, dir string) bool {
+	return dir == "/" || p == dir || (len(p) > len(dir) && p[:len(dir)] == dir && p[len(dir)] == '/')
+}
+
+// socketAllowed: connecting is not writing, so a socket inside a guarded
+// path (git's fsmonitor daemon's) is as reachable as the rest of the
+// writable roots.
 func (p *policy) socketAllowed(real string) bool {
-	return p.writable(real) || p.sockets[real]
+	return p.inRoots(real) || p.sockets[real]
 }
 
 // Stats counts the supervisor's decisions per system call and keeps the most
@@ -472,5 +534,17 @@ func (s *Stats) record(nr int32, pid int, r result) {
 		c.Failed++
 	default:
 		c.Allowed++
+	}
+}
+
+// FromPlan is the part of Config a run's plan decides; the caller adds
+// what belongs to its supervision (Init, Stats, Egress).
+func FromPlan(p *plan.Plan) Config {
+	return Config{
+		WritableRoots: p.WritableRoots,
+		SocketAllow:   p.SocketAllow,
+		Guarded:       p.Guarded,
+		GuardFixed:    p.Namespaces == nil,
+		MaxTasks:      p.MaxTasks(),
 	}
 }

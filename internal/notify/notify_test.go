@@ -526,6 +526,29 @@ func TestPolicyPaths(t *testing.T) {
 	if _, err := newPolicy(Config{SocketAllow: []string{"rel.sock"}}); err == nil {
 		t.Error("relative socket accepted")
 	}
+	// The persistence guard: nothing inside a guarded path is writable;
+	// where Landlock keeps the entries on the way fixed (the core), the
+	// supervisor adds or removes none there either.
+	for _, fixed := range []bool{false, true} {
+		g, err := newPolicy(Config{WritableRoots: []string{"/w"}, Guarded: []string{"/w/sub/.git"}, GuardFixed: fixed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for path, want := range map[string][2]bool{ // writable, entries writable
+			"/w/sub/.git": {false, false}, "/w/sub/.git/hooks": {false, false}, "/w/sub/.gitx": {true, true},
+			"/w/sub": {true, !fixed}, "/w": {true, !fixed}, "/w/other": {true, true}, "/x": {false, false},
+		} {
+			if got := [2]bool{g.writable(path), g.entriesWritable(path)}; got != want {
+				t.Errorf("fixed %v: %s: writable, entriesWritable = %v, want %v", fixed, path, got, want)
+			}
+		}
+		if !g.socketAllowed("/w/sub/.git/fsmonitor--daemon.ipc") {
+			t.Error("a socket in a guarded path is not reachable")
+		}
+	}
+	if _, err := newPolicy(Config{Guarded: []string{"rel"}}); err == nil {
+		t.Error("relative guarded path accepted")
+	}
 	all, _ := newPolicy(Config{WritableRoots: []string{"/"}})
 	if !all.writable("/anything") || all.writable("pipe:[1]") {
 		t.Error("root /")

@@ -9,7 +9,7 @@ import "golang.org/x/sys/unix"
 // with its owner's privileges inside the run, on top of no_new_privs), and
 // read-only roots are read-only.
 func (k Kind) MountAttr() uint64 {
-	if k == ReadOnly {
+	if k == ReadOnly || k == Guarded {
 		return unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID
 	}
 	return unix.MOUNT_ATTR_NOSUID
@@ -17,7 +17,7 @@ func (k Kind) MountAttr() uint64 {
 
 // AttrStep names the mount_setattr step for path bound as k.
 func (k Kind) AttrStep(path string) string {
-	if k == ReadOnly {
+	if k == ReadOnly || k == Guarded {
 		return "make " + path + " read-only and nosuid"
 	}
 	return "make " + path + " nosuid"

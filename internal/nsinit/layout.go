@@ -26,16 +26,22 @@ const (
 	ReadWrite
 	// Device roots are character devices, bound writable.
 	Device
+	// Guarded paths lie inside a writable root and are bound read-only
+	// over themselves (the persistence guard's .git): a mount point the
+	// command can neither write into, rename nor remove.
+	Guarded
 )
 
-// Roots are a run's Landlock roots by kind, as the plan names them.
+// Roots are a run's Landlock roots by kind, as the plan names them, and
+// its guarded paths.
 type Roots struct {
 	ReadExec, ReadWrite, Devices []string
+	Guarded                      []string
 }
 
 // PlanRoots are p's roots.
 func PlanRoots(p *plan.Plan) Roots {
-	return Roots{p.Landlock.ReadExec, p.Landlock.ReadWrite, p.Landlock.Devices}
+	return Roots{p.Landlock.ReadExec, p.Landlock.ReadWrite, p.Landlock.Devices, p.Guarded}
 }
 
 // BindPath is a root bound at its own path (symlinks resolved) into the
@@ -145,6 +151,17 @@ func PlanLayout(ns *plan.Namespaces, r Roots, resolve func(string) (string, bool
 	add(r.ReadExec, ReadOnly)
 	add(r.ReadWrite, ReadWrite)
 	add(r.Devices, Device)
+	for _, g := range r.Guarded {
+		// Canonical and checked when the plan was made. Gone since, it
+		// is bound all the same: the clone of its mount then fails and so
+		// does the run, rather than running unguarded.
+		res, dir := resolved(g)
+		if res == "" {
+			res, dir = filepath.Clean(g), true
+		}
+		all = append(all, res)
+		binds = append(binds, BindPath{Path: res, Dir: dir, Kind: Guarded})
+	}
 	sort.SliceStable(binds, func(i, j int) bool { return binds[i].Path < binds[j].Path })
 	for _, b := range binds {
 		if !covered(l.Binds, b) {
@@ -212,7 +229,7 @@ func (l Layout) Shows(p string) bool { return l.shows(p) }
 // within anything but a device bind, still needs its own).
 func covered(binds []BindPath, b BindPath) bool {
 	for _, d := range binds {
-		if within(b.Path, d.Path) && (b.Kind == ReadOnly || d.Kind == b.Kind || d.Kind == Device) {
+		if b.Kind != Guarded && within(b.Path, d.Path) && (b.Kind == ReadOnly || d.Kind == b.Kind || d.Kind == Device) {
 			return true
 		}
 	}

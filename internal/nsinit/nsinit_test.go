@@ -45,7 +45,7 @@ func TestPlanLayout(t *testing.T) {
 		}
 		return p
 	}
-	a, ab, inner := mk("a"), mk("a/b"), mk("a/inner")
+	a, ab, inner, git := mk("a"), mk("a/b"), mk("a/inner"), mk("a/inner/.git")
 	file := filepath.Join(base, "file")
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -60,6 +60,7 @@ func TestPlanLayout(t *testing.T) {
 		ReadExec:  []string{ab, a, file, filepath.Join(link, "sub"), "/proc/cpuinfo", filepath.Join(base, "missing")},
 		ReadWrite: []string{inner, filepath.Join(base, "shm/x")},
 		Devices:   []string{"/dev/null"},
+		Guarded:   []string{git},
 	}
 	mk("shm/x")
 	l := PlanLayout(ns, roots, nil)
@@ -71,6 +72,7 @@ func TestPlanLayout(t *testing.T) {
 		"/dev/null 2 false",
 		a + " 0 true", // a/b comes with a
 		inner + " 1 true",
+		git + " 3 true", // read-only over the writable root: never dropped
 		file + " 0 false",
 		real + " 0 true",
 		filepath.Join(base, "shm/x") + " 1 true",

@@ -151,6 +151,12 @@ type Plan struct {
 	// WritableRoots and SocketAllow feed the metadata/connect supervisor.
 	WritableRoots []string `json:"writable_roots"`
 	SocketAllow   []string `json:"socket_allow,omitempty"`
+	// Guarded are paths inside the writable roots that stay read-only:
+	// the persistence guard's .git. Without namespaces Landlock grants
+	// around them (landlock.FromPlan); with them the mount layout binds
+	// them read-only (nsinit.PlanRoots). The supervisor never writes
+	// them either.
+	Guarded []string `json:"guarded,omitempty"`
 	// EgressProxy is the launcher's egress proxy ("127.0.0.1:PORT"), the
 	// only internet address the supervisor connects the command to
 	// (network = "allowlist"; Seccomp.NotifyInet).

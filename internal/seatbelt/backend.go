@@ -25,7 +25,9 @@ func Available() error {
 }
 
 // Decide resolves the ledger for this backend: what Seatbelt enforces on
-// its own, and what it cannot (those are refused unless waived).
-func Decide(rootCommand bool) []ledger.Decision {
-	return ledger.Decide([]ledger.Layer{ledger.Seatbelt}, ledger.Facts{SandboxExec: Available() == nil, RootCommand: rootCommand})
+// its own, and what it cannot (those are refused unless waived). gitDir:
+// the work tree has a .git the persistence guard keeps read-only
+// (Spec.ReadOnly).
+func Decide(rootCommand, gitDir bool) []ledger.Decision {
+	return ledger.Decide([]ledger.Layer{ledger.Seatbelt}, ledger.Facts{SandboxExec: Available() == nil, RootCommand: rootCommand, GitDir: gitDir})
 }

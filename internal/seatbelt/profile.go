@@ -43,6 +43,9 @@ type Spec struct {
 	// Deny are credential paths under a granted root; they stay
 	// unreadable and unwritable whatever the grants say.
 	Deny []string
+	// ReadOnly are paths inside the writable roots that stay readable but
+	// not writable (the persistence guard's .git).
+	ReadOnly []string
 }
 
 // Generate returns the SBPL profile for s. It fails, embedding nothing,
@@ -51,7 +54,7 @@ func Generate(s Spec) (string, error) {
 	if s.Worktree == "" || s.Scratch == "" {
 		return "", fmt.Errorf("%w: a profile needs a work directory and a scratch directory", ErrUnsafePath)
 	}
-	all := [][]string{{s.Worktree, s.Scratch}, s.ReadExec, s.ReadWrite, s.Devices, s.Deny}
+	all := [][]string{{s.Worktree, s.Scratch}, s.ReadExec, s.ReadWrite, s.Devices, s.Deny, s.ReadOnly}
 	for _, ps := range all {
 		for _, p := range ps {
 			if err := CheckPath(p); err != nil {
@@ -76,6 +79,7 @@ func Generate(s Spec) (string, error) {
 	rule(&b, "allow file-read*", "literal", devices)
 	rule(&b, "allow file-write*", "subpath", write)
 	rule(&b, "allow file-write*", "literal", devices)
+	rule(&b, "deny file-write*", "subpath", sorted(s.ReadOnly))
 	rule(&b, "deny file-read* file-write*", "subpath", sorted(s.Deny))
 	return b.String(), nil
 }

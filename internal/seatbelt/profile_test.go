@@ -244,6 +244,25 @@ func TestDenyAfterGrants(t *testing.T) {
 	}
 }
 
+// TestReadOnlyAfterGrants: the persistence guard's .git is denied writes
+// after the work tree's grant (the last matching rule wins).
+func TestReadOnlyAfterGrants(t *testing.T) {
+	s := goldenSpecs[0].spec
+	s.ReadOnly = []string{s.Worktree + "/.git"}
+	p, err := Generate(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deny := strings.Index(p, "(subpath "+Quote(s.Worktree+"/.git")+")")
+	if deny < 0 || strings.LastIndex(p[:deny], "(allow ") > strings.LastIndex(p[:deny], "(deny file-write*\n") {
+		t.Fatalf(".git is not denied writes after every grant:\n%s", p)
+	}
+	s.ReadOnly = []string{"relative/.git"}
+	if _, err := Generate(s); !errors.Is(err, ErrUnsafePath) {
+		t.Errorf("a relative read-only path: err = %v, want ErrUnsafePath", err)
+	}
+}
+
 func TestRefusesUnsafePaths(t *testing.T) {
 	base := Spec{Worktree: "/w", Scratch: "/s"}
 	for _, bad := range []string{"", "rel/path", "/a/../b", "/a//b", "/a/", "/a\nb", "/a\x00b", "/a\x7fb", "/a\rb", "/\xff\xfe"} {

@@ -247,6 +247,36 @@ func Cases() []Case {
 			return Fixture{Args: []string{p}, Effect: fixture.Exists(p)}, nil
 		}},
 
+		// no-git-persistence: the work directory is a git work tree.
+		Case{Guarantee: policy.GGitPersistence, Name: "git-hook-write", Vector: "write-file", Setup: func(e *Env) (Fixture, error) {
+			git, err := gitDir(e)
+			if err != nil {
+				return Fixture{}, err
+			}
+			hook := filepath.Join(git, "hooks", "pre-commit")
+			return Fixture{Args: []string{hook}, Effect: fixture.Exists(hook)}, nil
+		}},
+		Case{Guarantee: policy.GGitPersistence, Name: "git-config-write", Vector: "append-file", Setup: func(e *Env) (Fixture, error) {
+			git, err := gitDir(e)
+			if err != nil {
+				return Fixture{}, err
+			}
+			cfg := filepath.Join(git, "config")
+			return Fixture{Args: []string{cfg}, Effect: contentChanged(cfg)}, nil
+		}},
+		Case{Guarantee: policy.GGitPersistence, Name: "git-hook-rename-in", Vector: "rename-out", Setup: func(e *Env) (Fixture, error) {
+			git, err := gitDir(e)
+			if err != nil {
+				return Fixture{}, err
+			}
+			src, err := file(e.Workdir, "src/payload", 0o755)
+			if err != nil {
+				return Fixture{}, err
+			}
+			hook := filepath.Join(git, "hooks", "pre-commit")
+			return Fixture{Args: []string{src, hook}, Effect: fixture.Exists(hook)}, nil
+		}},
+
 		// fs-read-confined
 		outsideFileCase(policy.GFSRead, "read-file-outside", "read-file", only, nil),
 		outsideFileCase(policy.GFSRead, "iouring-openat-outside", "iouring-openat", only, nil),

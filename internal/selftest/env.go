@@ -114,6 +114,19 @@ func file(dir, name string, mode os.FileMode) (string, error) {
 	return p, nil
 }
 
+// gitDir makes the work directory a git work tree (a .git with a
+// configuration and a hooks directory) and returns its .git.
+func gitDir(e *Env) (string, error) {
+	git := filepath.Join(e.Workdir, ".git")
+	if _, err := file(git, "config", 0o644); err != nil {
+		return "", err
+	}
+	if _, err := file(git, "hooks/pre-commit.sample", 0o755); err != nil {
+		return "", err
+	}
+	return git, nil
+}
+
 // outsideFile is a fresh file in the outside directory.
 func (e *Env) outsideFile(name string) (string, error) {
 	d, err := e.outside()

@@ -155,7 +155,7 @@ func zombie(pid int, buf []byte) bool {
 // command's pid, or 0 with the exit status and message of why it never
 // started.
 func startCommand(p *plan.Plan, notify bool) (int, int, string) {
-	rs, err := landlock.Prepare(landlock.FromPlan(p.Landlock))
+	rs, err := landlock.Prepare(landlock.FromPlan(p))
 	if err != nil {
 		return 0, 125, "landlock: " + err.Error()
 	}

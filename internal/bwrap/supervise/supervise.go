@@ -98,13 +98,9 @@ func run(ctrl *os.File) *plan.Report {
 
 	s := &session{p: p, child: child, exitPipe: exitPipe, self: os.Getpid(),
 		rep: &plan.Report{Namespaces: true}, stats: &notify.Stats{}}
-	stopNotify := notify.Start(notifyFD, notify.Config{
-		WritableRoots: p.WritableRoots,
-		SocketAllow:   p.SocketAllow,
-		Stats:         s.stats,
-		Init:          &notify.Init{Pid: child, Pidfd: ifd},
-		MaxTasks:      p.MaxTasks(),
-	})
+	cfg := notify.FromPlan(p)
+	cfg.Stats, cfg.Init = s.stats, &notify.Init{Pid: child, Pidfd: ifd}
+	stopNotify := notify.Start(notifyFD, cfg)
 	s.sup = &proctree.Supervision{
 		// bwrap itself must not get SIGTERM: its death SIGKILLs the
 		// sandbox (--die-with-parent) and would cut the grace short.

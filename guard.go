@@ -1,0 +1,117 @@
+package confine
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/confine-sandbox/confine/policy"
+	"github.com/confine-sandbox/confine/spec"
+)
+
+// ErrGuard wraps the persistence guard's refusals (with spec.ErrUnavailable):
+// a work tree whose .git the guard cannot keep read-only as it is laid out.
+var ErrGuard = errors.New("persistence guard")
+
+// gitGuard returns the paths the persistence guard keeps read-only for a
+// run whose work tree is worktree (canonical) and whose writable roots are
+// rw (canonical, worktree first): the work tree's .git, a directory or a
+// gitfile, and the directory a gitfile names when that lies inside a
+// writable root. None when the work tree has no .git or the profile waives
+// the guarantee. It refuses what it cannot guard: a .git that is a
+// symlink or a special file, a gitfile naming a directory in a writable root
+// other than the work tree, and a writable root inside a guarded path.
+func gitGuard(worktree string, rw []string, waive []string) ([]string, error) {
+	if slices.Contains(waive, policy.GGitPersistence) {
+		return nil, nil
+	}
+	refuse := func(format string, args ...any) ([]string, error) {
+		return nil, fmt.Errorf("%w: %w: %s: %s; waive %s in the profile to let the command write it (its changes are then reported)",
+			spec.ErrUnavailable, ErrGuard, policy.GGitPersistence, fmt.Sprintf(format, args...), policy.GGitPersistence)
+	}
+	git := filepath.Join(worktree, ".git")
+	st, err := os.Lstat(git)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil
+	case err != nil:
+		return refuse("%s: %v", git, err)
+	}
+	guarded := []string{git}
+	switch {
+	case st.IsDir():
+	case st.Mode().IsRegular():
+		// A gitfile ("gitdir: <path>"): a linked worktree or a submodule.
+		dir, err := gitfileDir(git, worktree)
+		if err != nil {
+			return refuse("%v", err)
+		}
+		for _, r := range rw {
+			if spec.Within(dir, r) {
+				if r != worktree {
+					return refuse("%s names git directory %s, inside writable root %s; the guard keeps only the work tree's own entries", git, dir, r)
+				}
+				guarded = append(guarded, dir)
+				break
+			}
+		}
+	default:
+		return refuse("%s is a %s, not a directory or a gitfile", git, kindOf(st.Mode()))
+	}
+	for _, r := range rw {
+		for _, g := range guarded {
+			if spec.Within(r, g) {
+				return refuse("writable root %s lies inside %s", r, g)
+			}
+		}
+	}
+	return guarded, nil
+}
+
+// gitfileDir reads a gitfile's "gitdir: <path>" (relative to the work
+// tree when not absolute) and resolves it.
+func gitfileDir(file, worktree string) (string, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 4096))
+	if err != nil {
+		return "", fmt.Errorf("%s: %v", file, err)
+	}
+	line, _, _ := bytes.Cut(b, []byte("\n"))
+	p, ok := strings.CutPrefix(strings.TrimSpace(string(line)), "gitdir:")
+	if !ok {
+		return "", fmt.Errorf("%s is a file without a gitdir: line", file)
+	}
+	p = strings.TrimSpace(p)
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(worktree, p)
+	}
+	r, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return "", fmt.Errorf("%s names git directory %s: %v", file, p, err)
+	}
+	return r, nil
+}
+
+func kindOf(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "symlink"
+	case m&fs.ModeNamedPipe != 0:
+		return "fifo"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	}
+	return "special file"
+}
