@@ -101,6 +101,7 @@ type searcher struct {
 	o       SearchOptions
 	res     SearchResult
 	buf     []byte
+	bufs    [][]byte // one per worker of files, kept across directories
 	done    bool
 	workers int
 }
@@ -202,17 +203,22 @@ func (s *searcher) files(fd int, rel string, names []string) error {
 	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
+	if len(s.bufs) < w {
+		s.bufs = append(s.bufs, make([][]byte, w-len(s.bufs))...)
+	}
 	for k := 0; k < w; k++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var buf []byte
+			// Each worker keeps its buffer across directories: a fresh
+			// one per directory cost a page fault per 4 KiB of it.
+			buf := &s.bufs[k]
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= len(names) || s.ctx.Err() != nil {
 					return
 				}
-				s.openScan(fd, names[i], path.Join(rel, names[i]), &buf, &outs[i])
+				s.openScan(fd, names[i], path.Join(rel, names[i]), buf, &outs[i])
 			}
 		}()
 	}
