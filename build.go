@@ -142,7 +142,7 @@ func (in *inputs) roots(s *spec.CommandSpec, prof policy.Profile, worktree strin
 		}
 	}
 	var err error
-	if in.guarded, err = gitGuard(worktree, in.rw, prof.Waive); err != nil {
+	if in.guarded, err = gitGuard(in.rw, prof.Waive); err != nil {
 		return err
 	}
 	if !slices.Contains(prof.Waive, policy.GCredentials) {

@@ -20,56 +20,70 @@ import (
 var ErrGuard = errors.New("persistence guard")
 
 // gitGuard returns the paths the persistence guard keeps read-only for a
-// run whose work tree is worktree (canonical) and whose writable roots are
-// rw (canonical, worktree first): the work tree's .git, a directory or a
-// gitfile, and the directory a gitfile names when that lies inside a
-// writable root. None when the work tree has no .git or the profile waives
-// the guarantee. It refuses what it cannot guard: a .git that is a
-// symlink or a special file, a gitfile naming a directory in a writable root
-// other than the work tree, and a writable root inside a guarded path.
-func gitGuard(worktree string, rw []string, waive []string) ([]string, error) {
+// run whose writable roots are rw (canonical, the work tree first): each
+// root's .git, a directory or a gitfile, and the directory a gitfile names
+// when that lies inside the same root. None where no root has a .git, or
+// when the profile waives the guarantee. It refuses what it cannot guard:
+// a .git that is a symlink or a special file, a gitfile naming a directory
+// inside another writable root, and a writable root inside a guarded path.
+func gitGuard(rw []string, waive []string) ([]string, error) {
 	if slices.Contains(waive, policy.GGitPersistence) {
 		return nil, nil
 	}
-	refuse := func(format string, args ...any) ([]string, error) {
-		return nil, fmt.Errorf("%w: %w: %s: %s; waive %s in the profile to let the command write it (its changes are then reported)",
-			spec.ErrUnavailable, ErrGuard, policy.GGitPersistence, fmt.Sprintf(format, args...), policy.GGitPersistence)
+	var guarded []string
+	for _, r := range rw {
+		g, err := guardRoot(r, rw)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w: %s: %v; waive %s in the profile to let the command write it (its changes are then reported)",
+				spec.ErrUnavailable, ErrGuard, policy.GGitPersistence, err, policy.GGitPersistence)
+		}
+		for _, p := range g {
+			if !slices.Contains(guarded, p) {
+				guarded = append(guarded, p)
+			}
+		}
 	}
-	git := filepath.Join(worktree, ".git")
+	for _, r := range rw {
+		for _, g := range guarded {
+			if spec.Within(r, g) {
+				return nil, fmt.Errorf("%w: %w: %s: writable root %s lies inside %s; waive %s in the profile to let the command write it (its changes are then reported)",
+					spec.ErrUnavailable, ErrGuard, policy.GGitPersistence, r, g, policy.GGitPersistence)
+			}
+		}
+	}
+	return guarded, nil
+}
+
+// guardRoot is gitGuard for one writable root.
+func guardRoot(root string, rw []string) ([]string, error) {
+	git := filepath.Join(root, ".git")
 	st, err := os.Lstat(git)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, nil
 	case err != nil:
-		return refuse("%s: %v", git, err)
+		return nil, err
 	}
 	guarded := []string{git}
 	switch {
 	case st.IsDir():
 	case st.Mode().IsRegular():
 		// A gitfile ("gitdir: <path>"): a linked worktree or a submodule.
-		dir, err := gitfileDir(git, worktree)
+		dir, err := gitfileDir(git, root)
 		if err != nil {
-			return refuse("%v", err)
+			return nil, err
 		}
 		for _, r := range rw {
 			if spec.Within(dir, r) {
-				if r != worktree {
-					return refuse("%s names git directory %s, inside writable root %s; the guard keeps only the work tree's own entries", git, dir, r)
+				if !spec.Within(dir, root) {
+					return nil, fmt.Errorf("%s names git directory %s, inside writable root %s; the guard keeps only its own root's entries", git, dir, r)
 				}
 				guarded = append(guarded, dir)
 				break
 			}
 		}
 	default:
-		return refuse("%s is a %s, not a directory or a gitfile", git, kindOf(st.Mode()))
-	}
-	for _, r := range rw {
-		for _, g := range guarded {
-			if spec.Within(r, g) {
-				return refuse("writable root %s lies inside %s", r, g)
-			}
-		}
+		return nil, fmt.Errorf("%s is a %s, not a directory or a gitfile", git, kindOf(st.Mode()))
 	}
 	return guarded, nil
 }

@@ -46,6 +46,11 @@ func TestGitGuard(t *testing.T) {
 		{name: "gitfile without gitdir", make: func(w string) { must(t, os.WriteFile(w+"/.git", []byte("hello\n"), 0o644)) },
 			refused: "without a gitdir"},
 		{name: "symlink", make: func(w string) { must(t, os.Symlink(other, w+"/.git")) }, refused: "is a symlink"},
+		{name: "another writable root's .git", make: func(w string) {
+			must(t, os.Mkdir(w+"/.git", 0o755))
+			must(t, os.MkdirAll(other+"/repo/.git", 0o755))
+		}, rw: func(w string) []string { return []string{w, other + "/repo"} },
+			want: func(w string) []string { return []string{w + "/.git", other + "/repo/.git"} }},
 		{name: "writable root inside .git", make: func(w string) { must(t, os.MkdirAll(w+"/.git/objects", 0o755)) },
 			rw: func(w string) []string { return []string{w, w + "/.git/objects"} }, refused: "lies inside"},
 	}
@@ -62,7 +67,7 @@ func TestGitGuard(t *testing.T) {
 			if tt.waive {
 				waive = []string{policy.GGitPersistence}
 			}
-			got, err := gitGuard(w, rw, waive)
+			got, err := gitGuard(rw, waive)
 			if tt.refused != "" {
 				if !errors.Is(err, spec.ErrUnavailable) || !errors.Is(err, ErrGuard) || !strings.Contains(err.Error(), tt.refused) ||
 					!strings.Contains(err.Error(), "waive "+policy.GGitPersistence) {

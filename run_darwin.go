@@ -51,7 +51,7 @@ func (l *Launcher) launch(ctx context.Context, c *policy.Cap, prof policy.Profil
 	if err != nil {
 		return err
 	}
-	guarded, err := gitGuard(lay.Worktree, lay.Writable, prof.Waive)
+	guarded, err := gitGuard(lay.Writable, prof.Waive)
 	if err != nil {
 		return err
 	}

@@ -34,6 +34,14 @@ func gitVectors() []vcase {
 			hook := filepath.Join(repo(e), "hooks", "pre-commit")
 			return fixture{args: []string{hook}, effect: fx.Exists(hook)}
 		}},
+		{name: "git-rw-root-hook-write", vector: "write-file", setup: func(e *env) fixture {
+			// A repository granted with --rw: its .git is guarded too.
+			other := e.freshDir("rw-repo-")
+			e.file(other, ".git/config", 0o644)
+			e.file(other, ".git/hooks/pre-commit.sample", 0o755)
+			hook := filepath.Join(other, ".git", "hooks", "pre-commit")
+			return fixture{args: []string{hook}, cliArgs: []string{"--rw", other}, effect: fx.Exists(hook)}
+		}},
 		{name: "git-config-write", vector: "append-file", setup: func(e *env) fixture {
 			cfg := filepath.Join(repo(e), "config")
 			return fixture{args: []string{cfg}, effect: contentChanged(cfg)}

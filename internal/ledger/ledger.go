@@ -436,7 +436,7 @@ var table = []Guarantee{
 		// hooks and configured programs from .git, so a command that may
 		// write the work tree must not write its .git.
 		Name:    policy.GGitPersistence,
-		Promise: "the work tree's .git (hooks, config, attributes, objects, refs) cannot be created, changed, renamed or replaced; other persistence paths are reported",
+		Promise: "the .git of the work tree and of every writable root (hooks, config, attributes, objects, refs) cannot be changed, renamed or replaced; other persistence paths are reported",
 		Mechanisms: []Mechanism{
 			{Layer: Core, Sufficient: true, NoGitDir: true,
 				Text: "no .git in the work tree: nothing to keep (one the command creates is reported in persistence)"},
