@@ -289,7 +289,10 @@ func (s *searcher) scan(fd int, fi fileInfo, rel string, bufp *[]byte, o *fileOu
 	if int64(cap(*bufp)) < fi.size+1 {
 		*bufp = make([]byte, max(fi.size+1, 64<<10))
 	}
-	buf := (*bufp)[:fi.size+1]
+	// Read what fstat saw, and no further: a file that grew meanwhile is
+	// searched as it was (a read to EOF would cost a second read per file,
+	// on every file).
+	buf := (*bufp)[:fi.size]
 	n := 0
 	for n < len(buf) {
 		k, err := unix.Read(fd, buf[n:])
@@ -304,9 +307,6 @@ func (s *searcher) scan(fd int, fi fileInfo, rel string, bufp *[]byte, o *fileOu
 			break
 		}
 		n += k
-	}
-	if int64(n) > fi.size {
-		n = int(fi.size) // grew meanwhile: stop at the size fstat saw
 	}
 	data := buf[:n]
 	o.files++
