@@ -8,23 +8,32 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // egressClient is an HTTPS client that goes through the proxy the
 // environment names (HTTPS_PROXY), if any, and otherwise straight to
-// 127.0.0.1 for every name (the benchmark's server stands in for them).
-// One connection per request: the measure is the connection.
+// 127.0.0.1 for every name (the benchmark's server stands in for them),
+// or to $BENCH_EGRESS_SERVER (the link-limited rows' server, in a network
+// namespace the bench made). One connection per request: the measure is
+// the connection.
 func egressClient() *http.Client {
 	var d net.Dialer
+	server := os.Getenv("BENCH_EGRESS_SERVER")
+	if server == "" {
+		server = "127.0.0.1"
+	}
 	return &http.Client{Transport: &http.Transport{
 		Proxy:             http.ProxyFromEnvironment,
 		DisableKeepAlives: true,
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			if host, port, err := net.SplitHostPort(addr); err == nil && !strings.HasPrefix(host, "127.") {
-				addr = net.JoinHostPort("127.0.0.1", port)
+				addr = net.JoinHostPort(server, port)
 			}
 			return d.DialContext(ctx, network, addr)
 		},
@@ -49,7 +58,9 @@ func download(want int64, url string) (any, error) {
 	if n != want {
 		return nil, fmt.Errorf("read %d bytes, want %d", n, want)
 	}
-	return map[string]any{"bytes": n, "ns": d.Nanoseconds()}, nil
+	// Its own CPU (TLS and the socket reads), to put beside the server's
+	// and the proxy's.
+	return map[string]any{"bytes": n, "ns": d.Nanoseconds(), "cpu_ms": rusageCPU(unix.RUSAGE_SELF)}, nil
 }
 
 // conns makes n requests on fresh connections, par at a time, and
