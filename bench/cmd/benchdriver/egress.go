@@ -40,7 +40,7 @@ func egressHandler() http.Handler {
 // and the CPU (ms) this process (the server) and the confine CLI (the
 // launcher with its proxy; the command is not its child) spent on it.
 type egressRun struct {
-	m                     map[string]float64
+	m                    map[string]float64
 	serverCPU, launchCPU float64
 }
 
