@@ -43,7 +43,7 @@ func clientHello(t *testing.T, name string) []byte {
 // TestTunnelByteCounts checks that an allowed tunnel's record counts
 // exactly the payload each way, through CONNECT and SOCKS5: the
 // ClientHello, what the client sent after it in the same write (held in
-// the proxy's request buffer), and the spliced rest, against an upstream
+// the proxy's request buffer), and the relayed rest, against an upstream
 // that counts what it received.
 func TestTunnelByteCounts(t *testing.T) {
 	up, err := net.Listen("tcp", "127.0.0.1:0")
