@@ -109,7 +109,7 @@ special_addresses = ["%s/32"]
 // egress measures network = "allowlist" (issue 11): the payload fetches
 // over HTTPS from a server on loopback, bare straight to it and confined
 // through the egress proxy (the supervisor's connect, the CONNECT, the
-// ClientHello check, the splice). Both do the same TLS, so the ratio is
+// ClientHello check, the relay). Both do the same TLS, so the ratio is
 // the proxy's cost. bwrap has no proxy: its column is n/a. Then the same
 // download over a rate-limited link between two network namespaces
 // (egressLink).
