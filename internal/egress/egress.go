@@ -320,14 +320,14 @@ func (s *session) allow() {
 	s.p.record(s.rec)
 }
 
-// splice copies both ways until both directions end, counting payload
+// relayBoth copies both ways until both directions end, counting payload
 // bytes; pre is sent upstream first (the replayed ClientHello).
 //
 // The request phase read the client through a bufio.Reader over a
 // limitReader; whatever that buffer still holds goes upstream next, then
 // relay copies each direction through a pooled buffer. The counts are
 // what each copy wrote.
-func (s *session) splice(up net.Conn, pre []byte) {
+func (s *session) relayBoth(up net.Conn, pre []byte) {
 	s.client.SetReadDeadline(time.Time{})
 	s.lim.n.Store(-1)
 	if n := s.br.Buffered(); n > 0 {
@@ -364,10 +364,11 @@ var relayBufs = sync.Pool{New: func() any { return new([relayBufSize]byte) }}
 // relay copies src to dst until src ends or either fails, and returns
 // the bytes written. It copies through user space on purpose, hiding
 // the connections' types from io.CopyBuffer: between two *net.TCPConn
-// io.Copy would splice(2), which on loopback measured about 10% more
-// CPU in all (server, proxy and client together) for a download, as the
-// receiving client pays for the page-sized fragments a splice leaves in
-// the socket buffers (see the README's Performance section).
+// io.Copy would splice(2), which for a download on loopback measured
+// about 12% more CPU in all (server, proxy and client together): the
+// proxy spent less, the client and the server more (page-sized
+// fragments in the client's socket buffer are the likely cause; see the
+// README's Performance section).
 func relay(dst io.Writer, src io.Reader) int64 {
 	buf := relayBufs.Get().(*[relayBufSize]byte)
 	defer relayBufs.Put(buf)
