@@ -320,13 +320,15 @@ func (s *session) allow() {
 	s.p.record(s.rec)
 }
 
-// relayBoth copies both ways until both directions end, counting payload
-// bytes; pre is sent upstream first (the replayed ClientHello).
+// relayBoth copies both ways until both directions end, counting
+// payload bytes; pre is sent upstream first (the replayed ClientHello).
 //
 // The request phase read the client through a bufio.Reader over a
-// limitReader; whatever that buffer still holds goes upstream next, then
-// relay copies each direction through a pooled buffer. The counts are
-// what each copy wrote.
+// limitReader; whatever that buffer still holds goes upstream next, and
+// from then on io.Copy sees the bare connections on both sides, so that
+// between two *net.TCPConn the kernel moves the bytes (splice(2)) and
+// the proxy never copies them. The counts are io.Copy's return values
+// (no wrapper that would hide the connections' types).
 func (s *session) relayBoth(up net.Conn, pre []byte) {
 	s.client.SetReadDeadline(time.Time{})
 	s.lim.n.Store(-1)
@@ -346,34 +348,14 @@ func (s *session) relayBoth(up net.Conn, pre []byte) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		out = relay(up, s.client)
+		out, _ = io.Copy(up, s.client)
 		closeWrite(up)
 	}()
-	in := relay(s.client, up)
+	in, _ := io.Copy(s.client, up)
 	closeWrite(s.client)
 	<-done
 	s.rec.BytesOut += out
 	s.rec.BytesIn += in
-}
-
-// relayBufSize is the copy buffer of each direction of a tunnel.
-const relayBufSize = 64 << 10
-
-var relayBufs = sync.Pool{New: func() any { return new([relayBufSize]byte) }}
-
-// relay copies src to dst until src ends or either fails, and returns
-// the bytes written. It copies through user space on purpose, hiding
-// the connections' types from io.CopyBuffer: between two *net.TCPConn
-// io.Copy would splice(2), which for a download on loopback measured
-// about 12% more CPU in all (server, proxy and client together): the
-// proxy spent less, the client and the server more (page-sized
-// fragments in the client's socket buffer are the likely cause; see the
-// README's Performance section).
-func relay(dst io.Writer, src io.Reader) int64 {
-	buf := relayBufs.Get().(*[relayBufSize]byte)
-	defer relayBufs.Put(buf)
-	n, _ := io.CopyBuffer(struct{ io.Writer }{dst}, struct{ io.Reader }{src}, buf[:])
-	return n
 }
 
 func closeWrite(c net.Conn) {
