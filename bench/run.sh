@@ -46,6 +46,8 @@
 #   KILL_PROCS [200] KILL_T [2s] KILL_GRACE [100ms] KILL_REPS [5]
 #   CONC_JOBS [64] CONC_PAR [16] CONC_SLEEP [0.05] CONC_REPS [3]
 #   EGRESS_BYTES [1073741824] EGRESS_REPS [3] EGRESS_CONNS [256]  network allowlist: proxy vs direct HTTPS
+#   EGRESS_LINK_RATES [1gbit,200mbit] EGRESS_LINK_SECS [3]  the same download over a veth pair shaped by tbf
+#                          between two network namespaces the bench makes (root; skipped with the reason otherwise)
 #   SERVE_RUNS [100] SERVE_JOBS [128] SERVE_REPS [3] SERVE_FLAGS []  /bin/true through the CLI, `confine serve`
 #                          (CLI --server and a warm client), the library in-process, bwrap and bare; runs/s at 8 and 32
 #   PY_ROUNDS [30] PY_JOBS [64] PY_REPS [2]  the Python client (bench/python_serve.py) through `confine serve`, through
@@ -89,7 +91,7 @@ go build -o "$tmp/benchdriver" ./bench/cmd/benchdriver
 cmdline="bash bench/run.sh"
 for k in ONLY CONFINE_FLAGS CONFINE_TAGS CONFINE_SIM_LANDLOCK_ABI RUNS WARMUP LAUNCH_BACKENDS HF_RUNS LIB_BENCHTIME LIB_COUNT SYSCALL_N SYSCALL_REPS \
          SPAWN_N SPAWN_REPS FILES_N FILES_SIZE FILES_REPS BUILD_TARGET BUILD_RUNS FLOOD_BYTES FLOOD_REPS FLOOD_PIPE \
-         KILL_PROCS KILL_T KILL_GRACE KILL_REPS CONC_JOBS CONC_PAR CONC_SLEEP CONC_REPS CACHE_RUNS FAULT_RUNS SERVE_RUNS SERVE_JOBS SERVE_REPS SERVE_FLAGS PY_ROUNDS PY_JOBS PY_REPS; do
+         KILL_PROCS KILL_T KILL_GRACE KILL_REPS CONC_JOBS CONC_PAR CONC_SLEEP CONC_REPS EGRESS_BYTES EGRESS_REPS EGRESS_CONNS EGRESS_LINK_RATES EGRESS_LINK_SECS CACHE_RUNS FAULT_RUNS SERVE_RUNS SERVE_JOBS SERVE_REPS SERVE_FLAGS PY_ROUNDS PY_JOBS PY_REPS; do
   if [ -n "${!k:-}" ]; then cmdline="$k='${!k}' $cmdline"; fi
 done
 

@@ -320,11 +320,23 @@ func (s *session) allow() {
 	s.p.record(s.rec)
 }
 
-// splice copies both ways until both directions end, counting payload
-// bytes; pre is sent upstream first (the replayed ClientHello).
-func (s *session) splice(up net.Conn, pre []byte) {
+// relayBoth copies both ways until both directions end, counting
+// payload bytes; pre is sent upstream first (the replayed ClientHello).
+//
+// The request phase read the client through a bufio.Reader over a
+// limitReader; whatever that buffer still holds goes upstream next, and
+// from then on io.Copy sees the bare connections on both sides, so that
+// between two *net.TCPConn the kernel moves the bytes (splice(2)) and
+// the proxy never copies them. The counts are io.Copy's return values
+// (no wrapper that would hide the connections' types).
+func (s *session) relayBoth(up net.Conn, pre []byte) {
 	s.client.SetReadDeadline(time.Time{})
 	s.lim.n.Store(-1)
+	if n := s.br.Buffered(); n > 0 {
+		b, _ := s.br.Peek(n)
+		pre = append(pre, b...)
+		s.br.Discard(n)
+	}
 	if len(pre) > 0 {
 		n, err := up.Write(pre)
 		s.rec.BytesOut += int64(n)
@@ -332,21 +344,18 @@ func (s *session) splice(up net.Conn, pre []byte) {
 			return
 		}
 	}
-	var out, in atomic.Int64
-	var wg sync.WaitGroup
-	wg.Add(1)
+	var out int64
+	done := make(chan struct{})
 	go func() {
-		defer wg.Done()
-		n, _ := io.Copy(up, s.br)
-		out.Add(n)
+		defer close(done)
+		out, _ = io.Copy(up, s.client)
 		closeWrite(up)
 	}()
-	n, _ := io.Copy(s.client, up)
-	in.Add(n)
+	in, _ := io.Copy(s.client, up)
 	closeWrite(s.client)
-	wg.Wait()
-	s.rec.BytesOut += out.Load()
-	s.rec.BytesIn += in.Load()
+	<-done
+	s.rec.BytesOut += out
+	s.rec.BytesIn += in
 }
 
 func closeWrite(c net.Conn) {

@@ -89,7 +89,7 @@ func (s *session) connect(ctx context.Context, req *http.Request) {
 }
 
 // tunnel reads the ClientHello, checks its SNI against the record's
-// domain, dials ap and splices.
+// domain, dials the checked address and relays both ways.
 func (s *session) tunnel(ctx context.Context) {
 	s.lim.n.Store(maxHelloBytes + 1)
 	sni, hello, err := peekHello(s.br)
@@ -113,7 +113,7 @@ func (s *session) tunnel(ctx context.Context) {
 		return
 	}
 	defer up.Close()
-	s.splice(up, hello)
+	s.relayBoth(up, hello)
 	s.allow()
 }
 

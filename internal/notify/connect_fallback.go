@@ -157,12 +157,25 @@ const ssUnconnected = 1
 
 // fdinfoFlags returns the "flags:" (octal) of /proc/<tid>/fdinfo/<n>.
 func (t *task) fdinfoFlags(n string) (int, bool) {
-	b, err := os.ReadFile(procPath(t.tid, "fdinfo/"+n))
+	// One open and one read (os.ReadFile would also try the poller,
+	// fstat and read to EOF): it runs at every connect the supervisor
+	// handles. The "flags:" line is the second of the file, well within
+	// the first read.
+	fd, err := unix.Open(procPath(t.tid, "fdinfo/"+n), unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return 0, false
 	}
-	for line := range bytes.Lines(b) {
-		if v, ok := bytes.CutPrefix(line, []byte("flags:")); ok {
+	defer unix.Close(fd)
+	var buf [256]byte
+	k, err := unix.Read(fd, buf[:])
+	for err == unix.EINTR {
+		k, err = unix.Read(fd, buf[:])
+	}
+	if err != nil || k <= 0 {
+		return 0, false
+	}
+	for line := range bytes.Lines(buf[:k]) {
+		if v, ok := bytes.CutPrefix(line, []byte("flags:")); ok && bytes.HasSuffix(v, []byte("\n")) {
 			f, err := strconv.ParseUint(string(bytes.TrimSpace(v)), 8, 32)
 			return int(f), err == nil
 		}

@@ -198,3 +198,15 @@ func TestParsePerfFaults(t *testing.T) {
 		})
 	}
 }
+
+func TestRateBits(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want float64
+	}{{"1gbit", 1e9}, {"200mbit", 200e6}, {"2.5Gbit", 2.5e9}, {"500kbit", 500e3}, {"1gbps", 0}, {"100", 0}, {"-1mbit", 0}, {"mbit", 0}} {
+		got, err := rateBits(tt.in)
+		if got != tt.want || (err == nil) != (tt.want > 0) {
+			t.Errorf("rateBits(%q) = %v, %v; want %v", tt.in, got, err, tt.want)
+		}
+	}
+}

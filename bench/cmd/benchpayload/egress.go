@@ -8,27 +8,48 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // egressClient is an HTTPS client that goes through the proxy the
 // environment names (HTTPS_PROXY), if any, and otherwise straight to
-// 127.0.0.1 for every name (the benchmark's server stands in for them).
-// One connection per request: the measure is the connection.
+// 127.0.0.1 for every name (the benchmark's server stands in for them),
+// or to $BENCH_EGRESS_SERVER (the link-limited rows' server, in a network
+// namespace the bench made). One connection per request: the measure is
+// the connection.
 func egressClient() *http.Client {
+	c, _ := egressClientDials()
+	return c
+}
+
+// egressClientDials is egressClient with the total time its dials took
+// (socket and connect: under confine, the supervisor's part).
+func egressClientDials() (*http.Client, *atomic.Int64) {
 	var d net.Dialer
+	var dialNs atomic.Int64
+	server := os.Getenv("BENCH_EGRESS_SERVER")
+	if server == "" {
+		server = "127.0.0.1"
+	}
 	return &http.Client{Transport: &http.Transport{
 		Proxy:             http.ProxyFromEnvironment,
 		DisableKeepAlives: true,
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			if host, port, err := net.SplitHostPort(addr); err == nil && !strings.HasPrefix(host, "127.") {
-				addr = net.JoinHostPort("127.0.0.1", port)
+				addr = net.JoinHostPort(server, port)
 			}
-			return d.DialContext(ctx, network, addr)
+			t0 := time.Now()
+			c, err := d.DialContext(ctx, network, addr)
+			dialNs.Add(time.Since(t0).Nanoseconds())
+			return c, err
 		},
-	}}
+	}}, &dialNs
 }
 
 // download GETs url once and reads the body; it reports the bytes and
@@ -49,13 +70,15 @@ func download(want int64, url string) (any, error) {
 	if n != want {
 		return nil, fmt.Errorf("read %d bytes, want %d", n, want)
 	}
-	return map[string]any{"bytes": n, "ns": d.Nanoseconds()}, nil
+	// Its own CPU (TLS and the socket reads), to put beside the server's
+	// and the proxy's.
+	return map[string]any{"bytes": n, "ns": d.Nanoseconds(), "cpu_ms": rusageCPU(unix.RUSAGE_SELF)}, nil
 }
 
 // conns makes n requests on fresh connections, par at a time, and
 // reports the mean time per request of one worker.
 func conns(n, par int, url string) (any, error) {
-	c := egressClient()
+	c, dialNs := egressClientDials()
 	var wg sync.WaitGroup
 	errs := make(chan error, par)
 	per := n / par
@@ -84,5 +107,6 @@ func conns(n, par int, url string) (any, error) {
 	if err := <-errs; err != nil {
 		return nil, err
 	}
-	return map[string]any{"requests": per * par, "ns_per_request": float64(d.Nanoseconds()) / float64(per)}, nil
+	return map[string]any{"requests": per * par, "ns_per_request": float64(d.Nanoseconds()) / float64(per),
+		"dial_ns_per_request": float64(dialNs.Load()) / float64(per*par)}, nil
 }
