@@ -23,6 +23,7 @@ func nativeCall(call string) string { return call }
 // legacyCall makes one of the calls older than their *at forms (chmod,
 // chown, lchown, utime, utimes, futimesat, rename, link).
 func legacyCall(call string, sys func(uintptr, ...uintptr) unix.Errno, d uintptr, path, alt []byte, mode, owner, group, times uintptr) unix.Errno {
+	defer runtime.KeepAlive(alt) // a uintptr does not keep it alive
 	switch call {
 	case "chmod":
 		return sys(unix.SYS_CHMOD, ptr(path), mode)

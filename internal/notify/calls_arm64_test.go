@@ -51,6 +51,7 @@ func nativeCall(call string) string {
 // legacyCall makes the *at form of a call older than it (see atForm).
 func legacyCall(call string, sys func(uintptr, ...uintptr) unix.Errno, _ uintptr, path, alt []byte, mode, owner, group, _ uintptr) unix.Errno {
 	cwd := uintptr(cwdFD)
+	defer runtime.KeepAlive(alt) // a uintptr does not keep it alive
 	switch call {
 	case "chmod":
 		return sys(unix.SYS_FCHMODAT, cwd, ptr(path), mode)
