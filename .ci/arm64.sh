@@ -211,6 +211,9 @@ $B mount -t tmpfs -o mode=1777 tmp /tmp
 $B mount -t tmpfs -o mode=1777 vartmp /var/tmp
 $B cp /ci/busybox /bin/busybox
 /bin/busybox --install -s
+# The links devtmpfs leaves to udev (notify's tests use /dev/fd/N).
+ln -s /proc/self/fd /dev/fd
+for i in 0:stdin 1:stdout 2:stderr; do ln -s "/proc/self/fd/${i%%:*}" "/dev/${i#*:}"; done
 printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/sh\n' > /etc/passwd
 printf 'root:x:0:\nnogroup:x:65534:\n' > /etc/group
 say() { echo "CONFINE-ARM64: [uptime $(cut -d' ' -f1 /proc/uptime)s] $*"; }

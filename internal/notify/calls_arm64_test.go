@@ -15,10 +15,6 @@ import (
 // one-to-one form (their time structures differ) and are skipped, saying
 // why: the utimensat rows cover the only time call arm64 has.
 
-// cwdFD is AT_FDCWD (a variable: the negative constant does not convert to
-// uintptr).
-var cwdFD = unix.AT_FDCWD
-
 // archAbsent lists the handled calls this architecture does not have, with
 // why their rows do not run.
 var archAbsent = map[string]string{

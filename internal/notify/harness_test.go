@@ -292,6 +292,10 @@ func probeMain() {
 }
 
 // cstr returns a NUL-terminated copy of s; the slice keeps it alive.
+// cwdFD is AT_FDCWD (a variable: the negative constant does not convert to
+// uintptr).
+var cwdFD = unix.AT_FDCWD
+
 func cstr(s string) []byte { return append([]byte(s), 0) }
 
 func ptr(b []byte) uintptr {
