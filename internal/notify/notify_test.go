@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -444,6 +445,23 @@ func TestRootCapsGrantNothing(t *testing.T) {
 	}
 }
 
+// raceIter is how often each race repeats its call: 2000, or
+// NOTIFY_TEST_RACE_ITER where every notified call is slow (the arm64 guest,
+// emulated by qemu TCG, runs 200), saying so.
+func raceIter(t testing.TB) int {
+	t.Helper()
+	s := os.Getenv("NOTIFY_TEST_RACE_ITER")
+	if s == "" {
+		return 2000
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 4 {
+		t.Fatalf("NOTIFY_TEST_RACE_ITER=%q: want a count of at least 4", s)
+	}
+	t.Logf("races of %d calls each (NOTIFY_TEST_RACE_ITER), not 2000", n)
+	return n
+}
+
 // TestRaces attacks the check/use window: the path in memory, a symlink, the
 // descriptor and the socket address are swapped between an inside and an
 // outside target while the call is repeated. The outside target must never
@@ -453,12 +471,12 @@ func TestRaces(t *testing.T) {
 	for _, uid := range []int{0, 65534} {
 		t.Run(fmt.Sprintf("uid%d", uid), func(t *testing.T) {
 			fx := newFixture(t, uid)
-			const iter = 2000
+			iter := raceIter(t)
 			ops := []probeOp{
 				{Name: "memflip", Call: "race-memflip", Path: "w/f", Alt: "out/f", Mode: 0o600, Iter: iter},
 				{Name: "symlink", Call: "race-symlink", Path: "$BASE/w/f", Alt: "$BASE/out/f", Mode: 0o600, Iter: iter},
 				{Name: "fdswap", Call: "race-fdswap", Path: "$BASE/w/f", Alt: "$BASE/out/f", Mode: 0o600, Iter: iter},
-				{Name: "connect", Call: "race-connect", Path: "$BASE/w/s.sock", Alt: "$BASE/out/s.sock", Iter: 500},
+				{Name: "connect", Call: "race-connect", Path: "$BASE/w/s.sock", Alt: "$BASE/out/s.sock", Iter: iter / 4},
 			}
 			before := snapshot(t, fx.out)
 			res := runProbe(t, fx, ops, runOpts{confined: true, cfg: fx.config(nil)})
