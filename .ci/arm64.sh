@@ -141,8 +141,15 @@ boot() {
     -kernel "$work/vmlinuz" -initrd "$work/initrd.cpio.gz" \
     -append "console=ttyAMA0 panic=-1 quiet" \
     -virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap" \
-    -virtfs "local,path=$work,mount_tag=work,security_model=none,multidevs=remap" \
-    || rc=$?
+    -virtfs "local,path=$work,mount_tag=work,security_model=none,multidevs=remap" &
+  qpid=$!
+  # SIGTERM (.ci/run stops a boot CI no longer waits for) ends the boot:
+  # timeout passes it on to qemu. wait, unlike a foreground command, lets
+  # the trap run at once; then wait again for both to be gone.
+  trap 'kill -TERM "$qpid" 2>/dev/null' TERM
+  wait "$qpid" || rc=$?
+  while kill -0 "$qpid" 2>/dev/null; do wait "$qpid" || rc=$?; done
+  trap - TERM
   echo "$(($(date +%s) - t0)) $rc $pkg" > "$work/boot"
   report
 }
