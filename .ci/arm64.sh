@@ -31,8 +31,9 @@
 # of prepare (the packages, the kernel, the cross-build and the initramfs:
 # everything that uses apt or go), boot (the boot and its summary, from
 # what prepare left in the work directory) or all (the default: both).
-# .ci/run prepares first, then boots in the background beside the kernel
-# matrix (apt and dpkg are not shared across concurrent scripts).
+# .ci/run prepares after the kernel matrix, then boots in the background
+# beside the Docker cells, the image and the fuzz targets (prepare is
+# apart because apt and dpkg cannot serve two scripts at once).
 # Environment:
 #   CONFINE_CI_ARM64_WORK      work directory, default /var/tmp/confine-ci-arm64
 #   CONFINE_CI_ARM64_TIMEOUT   seconds for the boot, default 3600
