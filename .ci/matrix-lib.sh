@@ -150,14 +150,13 @@ exec $B switch_root /newroot /ci/init2
 EOF
 }
 
-# guest_init2: PID 1 in the tmpfs root. Builds the system the tests see (the
-# host's directories read-only, tmpfs where they write), sets the cell's
-# namespace policy, runs the test binaries and reports.
-guest_init2() {
+# guest_init2_preamble [DIR...]: the start of every second init stage (the
+# kernel matrix's and .ci/arm64.sh's): the shebang, B (the busybox), the
+# directories the mounts need and DIRs, and the kernel's file systems: proc,
+# sysfs, devtmpfs, devpts, /dev/shm, cgroup2 and securityfs.
+guest_init2_preamble() {
+  printf '#!/ci/busybox sh\nB=/ci/busybox\n$B mkdir -p /proc /sys /dev /tmp /run%s\n' "${1:+ $*}"
   cat <<'EOF'
-#!/ci/busybox sh
-B=/ci/busybox
-$B mkdir -p /proc /sys /dev /tmp /run
 $B mount -t proc proc /proc
 $B mount -t sysfs sys /sys
 $B mount -t devtmpfs dev /dev
@@ -166,6 +165,15 @@ $B mount -t devpts -o mode=620,ptmxmode=666,gid=5 devpts /dev/pts
 $B mount -t tmpfs -o mode=1777 shm /dev/shm
 $B mount -t cgroup2 cgroup2 /sys/fs/cgroup
 $B mount -t securityfs securityfs /sys/kernel/security
+EOF
+}
+
+# guest_init2: PID 1 in the tmpfs root. Builds the system the tests see (the
+# host's directories read-only, tmpfs where they write), sets the cell's
+# namespace policy, runs the test binaries and reports.
+guest_init2() {
+  guest_init2_preamble
+  cat <<'EOF'
 cell=$($B sed -n 's/.*confine\.cell=\([^ ]*\).*/\1/p' /proc/cmdline)
 say() { echo "CONFINE-MATRIX: [uptime $($B cut -d' ' -f1 /proc/uptime)s] $*"; }
 done_() { say "$*"; echo "CONFINE-MATRIX-DONE $cell"; $B sync; $B poweroff -f; }

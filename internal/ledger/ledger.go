@@ -9,6 +9,7 @@ package ledger
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -111,7 +112,9 @@ type Mechanism struct {
 	// NoGitDir: one without.
 	GitDir, NoGitDir bool
 	// Text says what enforces the guarantee. "{landlock}" stands for
-	// "landlock abi N" with the ABI in force.
+	// "landlock abi N" with the ABI in force, "{foreign}" for the
+	// foreign system call ABIs the filter kills on this architecture
+	// (foreignABIs).
 	Text string
 }
 
@@ -206,7 +209,41 @@ func (m Mechanism) holds(f Facts) (bool, string) {
 }
 
 func (m Mechanism) text(f Facts) string {
-	return strings.ReplaceAll(m.Text, "{landlock}", fmt.Sprintf("landlock abi %d", f.LandlockABI))
+	t := strings.ReplaceAll(m.Text, "{foreign}", foreignText(runtime.GOARCH))
+	return strings.ReplaceAll(t, "{landlock}", fmt.Sprintf("landlock abi %d", f.LandlockABI))
+}
+
+// foreignABIs names, per GOARCH, the foreign system call ABIs its kernel
+// offers a process, all of which the seccomp filter kills: its first
+// instructions kill every AUDIT_ARCH but the native one (the 32-bit compat
+// ABI) and, on amd64, the x32 bit. A mechanism's "{foreign}" says the
+// running architecture's; internal/seccomp's tests hold its filters to
+// this table.
+var foreignABIs = []struct {
+	GOARCH string
+	ABIs   []string
+}{
+	{"amd64", []string{"i386", "x32"}},
+	{"arm64", []string{"AArch32"}},
+}
+
+// ForeignABIs returns foreignABIs as GOARCH -> ABI names.
+func ForeignABIs() map[string][]string {
+	out := map[string][]string{}
+	for _, a := range foreignABIs {
+		out[a.GOARCH] = slices.Clone(a.ABIs)
+	}
+	return out
+}
+
+// foreignText is "{foreign}" on goarch.
+func foreignText(goarch string) string {
+	for _, a := range foreignABIs {
+		if a.GOARCH == goarch {
+			return "other ABIs' calls killed (" + strings.Join(a.ABIs, ", ") + ")"
+		}
+	}
+	return "other ABIs' calls killed"
 }
 
 // Decision is one guarantee resolved for one backend on one host.
@@ -361,9 +398,9 @@ var table = []Guarantee{
 		Name:    policy.GNoNetwork,
 		Promise: "no socket of any network family, TCP or UDP (so no DNS), by any system call ABI or io_uring",
 		Mechanisms: []Mechanism{
-			network(coreSC("seccomp: socket() limited to AF_UNIX, io_uring denied, foreign arch/x32 killed"), spec.DenyAll),
+			network(coreSC("seccomp: socket() limited to AF_UNIX, io_uring denied, {foreign}"), spec.DenyAll),
 			{Layer: Core, Sufficient: true, Seccomp: true, Network: spec.Allowlist, NotWith: Bwrap,
-				Text: "network allowlist: seccomp-notify makes internet TCP sockets unconnected placeholders and connects them only to the launcher's egress proxy (which checks the allowlist before any lookup); UDP, raw, ICMP, MPTCP and io_uring denied, foreign arch/x32 killed"},
+				Text: "network allowlist: seccomp-notify makes internet TCP sockets unconnected placeholders and connects them only to the launcher's egress proxy (which checks the allowlist before any lookup); UDP, raw, ICMP, MPTCP and io_uring denied, {foreign}"},
 			plus(feat(core("{landlock} denies TCP bind/connect"), landlock.FeatTCP)),
 			plus(ns("empty network namespace (loopback only)")),
 			plus(bw("bubblewrap: empty network namespace (loopback only)")),

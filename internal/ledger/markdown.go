@@ -44,6 +44,7 @@ func orRefused(ms []string) string {
 // markdown is one mechanism with its conditions, for the table.
 func (m Mechanism) markdown() string {
 	t := strings.ReplaceAll(m.Text, "{landlock}", "Landlock")
+	t = strings.ReplaceAll(t, "{foreign}", foreignMarkdown())
 	t = strings.ReplaceAll(t, "|", "\\|")
 	var when []string
 	if !m.Sufficient {
@@ -82,4 +83,13 @@ func (m Mechanism) markdown() string {
 		return t
 	}
 	return t + " (" + strings.Join(when, "; ") + ")"
+}
+
+// foreignMarkdown is "{foreign}" for every architecture, for the table.
+func foreignMarkdown() string {
+	per := make([]string, len(foreignABIs))
+	for i, a := range foreignABIs {
+		per[i] = a.GOARCH + ": " + strings.Join(a.ABIs, ", ")
+	}
+	return "other ABIs' calls killed (" + strings.Join(per, "; ") + ")"
 }

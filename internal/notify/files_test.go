@@ -1,4 +1,4 @@
-//go:build linux && amd64
+//go:build linux && (amd64 || arm64)
 
 package notify
 
@@ -14,20 +14,17 @@ import (
 	"github.com/confine-sandbox/confine/internal/seccomp"
 )
 
-// fileOp makes the calls of files.go for the probe: Path is the source (or
-// the file to truncate, to Mode bytes), Alt the destination; renameat2 and
-// linkat take Dir as both directory descriptors and Flags.
+// fileOp makes the calls of files.go for the probe (rename and link are
+// legacyCall's): Path is the source (or the file to truncate, to Mode
+// bytes), Alt the destination; renameat2 and linkat take Dir as both
+// directory descriptors and Flags.
 func fileOp(op probeOp, sys func(uintptr, ...uintptr) unix.Errno, d uintptr, path, alt []byte) unix.Errno {
 	defer func() { _ = alt[0] }() // keeps alt alive across the call
 	switch op.Call {
 	case "truncate":
 		return sys(unix.SYS_TRUNCATE, ptr(path), uintptr(int64(int32(op.Mode))))
-	case "rename":
-		return sys(unix.SYS_RENAME, ptr(path), ptr(alt))
 	case "renameat2":
 		return sys(unix.SYS_RENAMEAT2, d, ptr(path), d, ptr(alt), uintptr(op.Flags))
-	case "link":
-		return sys(unix.SYS_LINK, ptr(path), ptr(alt))
 	}
 	return sys(unix.SYS_LINKAT, d, ptr(path), d, ptr(alt), uintptr(op.Flags))
 }
@@ -101,7 +98,7 @@ func TestFiles(t *testing.T) {
 				}
 				return fx
 			}
-			cases := fileCases(uid)
+			cases := forArch(t, fileCases(uid))
 			ctl := prep()
 			checkResults(t, "control", cases, runProbe(t, ctl, opsOf(cases), runOpts{dropCaps: true}), false)
 
@@ -129,7 +126,7 @@ func TestFiles(t *testing.T) {
 			for _, d := range stats.Denials() {
 				denied[d.Syscall]++
 			}
-			if denied["truncate"] == 0 || denied["rename"] == 0 || denied["link"] == 0 || denied["chmod"] == 0 {
+			if denied["truncate"] == 0 || denied[nativeCall("rename")] == 0 || denied[nativeCall("link")] == 0 || denied[nativeCall("chmod")] == 0 {
 				t.Errorf("denials not recorded per call: %v", denied)
 			}
 		})
