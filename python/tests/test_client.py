@@ -347,9 +347,17 @@ def test_result_mirrors_command_result():
     assert py_fields - go_fields == set(), "Result fields CommandResult does not have"
 
 
-def test_persistence_reported(client, workdir):
-    """A command that plants a git hook: the result lists it."""
+def test_persistence_reported(client, workdir, tmp_path):
+    """In a git work tree the guard keeps .git read-only; with the guard
+    waived, a command that plants a git hook has it in its result."""
     os.makedirs(os.path.join(workdir, ".git", "hooks"))
+    hook = os.path.join(workdir, ".git", "hooks", "pre-commit")
     r = client.run(["sh", "-c", "echo x > .git/hooks/pre-commit"], workdir=workdir)
+    assert not r.ok and not os.path.exists(hook), r
+    assert any(g.name == "no-git-persistence" and not g.waived for g in r.guarantees), r.guarantees
+    waiver = tmp_path / "waive-git.toml"
+    waiver.write_text('name = "git-writes"\nwaive = ["no-git-persistence"]\n')
+    waiver.chmod(0o644)
+    r = client.run(["sh", "-c", "echo x > .git/hooks/pre-commit"], workdir=workdir, profile=str(waiver))
     assert r.ok, r
     assert confine.Persistence(path=".git/hooks/pre-commit", kind="created", what="git hooks") in r.persistence, r.persistence
