@@ -89,8 +89,9 @@ type Denial struct {
 
 // Persistence is one change a run made to a path of its work tree that a
 // program outside the sandbox may execute or obey later (git hooks and
-// configuration, a nested repository, a shell rc or editor task file). It
-// is reported, not prevented.
+// configuration, a nested repository, a shell rc or editor task file).
+// Changes to .git itself happen only where the profile waives
+// no-git-persistence; the others are reported, not prevented.
 type Persistence struct {
 	// Path is relative to the work tree.
 	Path string `json:"path"`

@@ -3,9 +3,10 @@
 // Package persist finds what a run changed among the paths of its work
 // tree that something outside the sandbox may execute later: git's hooks
 // and configuration, nested repositories, shell rc files, editor task
-// files. It reports; it does not prevent (see the README's Tier 1 section
-// for why Landlock alone cannot protect .git while new top-level entries
-// of the work tree stay possible).
+// files. It reports; the persistence guard (no-git-persistence: Landlock
+// grants around .git under the core, a read-only bind with namespaces)
+// prevents writes to .git itself, and a waiver turns the guard off, which
+// leaves this report (see the README's "Persistence guard").
 //
 // A snapshot is one lstat per watched path (and a directory read for
 // .git/hooks and for the work tree's top level, whose directories may hold
