@@ -35,7 +35,7 @@ func serverArgument(f *pflag.FlagSet, args []string) ([]string, error) {
 		if len(args) > 1 && args[1] == "--" {
 			return nil, &exitError{ExitConfine, fmt.Sprintf(
 				"--server %s --: is %s the server's socket or the program? Write --server=%s for a socket, or --server -- %s to run it through the default server",
-				first, first, first, strings.Join(args, " "))}
+				first, first, first, strings.Join(append([]string{first}, args[2:]...), " "))}
 		}
 		return args, nil
 	}

@@ -44,7 +44,7 @@ func TestServerArgument(t *testing.T) {
 		{"space, socket but no program", []string{"--server", sock}, "", nil, false, "needs a PROGRAM"},
 		{"space, socket then a bad flag", []string{"--server", sock, "--no-such-flag", "--", "true"}, "", nil, false, "no-such-flag"},
 		{"space, missing path then --: ambiguous", []string{"--server", missing, "--", "true"}, "", nil, false, "--server=" + missing},
-		{"space, program then --: ambiguous", []string{"--server", "git", "--", "f"}, "", nil, false, "--server -- git -- f"},
+		{"space, program then --: ambiguous", []string{"--server", "git", "--", "f"}, "", nil, false, "--server -- git f"},
 		{"no --server: a .sock first argument is the program", []string{"x.sock", "--", "true"}, "", []string{"x.sock", "--", "true"}, false, ""},
 	}
 	for _, tt := range tests {
