@@ -30,12 +30,15 @@ func gitGuard(rw []string, waive []string) ([]string, error) {
 	if slices.Contains(waive, policy.GGitPersistence) {
 		return nil, nil
 	}
+	refuse := func(why string) ([]string, error) {
+		return nil, fmt.Errorf("%w: %w: %s: %s; waive %s in the profile to let the command write it (its changes are then reported)",
+			spec.ErrUnavailable, ErrGuard, policy.GGitPersistence, why, policy.GGitPersistence)
+	}
 	var guarded []string
 	for _, r := range rw {
 		g, err := guardRoot(r, rw)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w: %s: %v; waive %s in the profile to let the command write it (its changes are then reported)",
-				spec.ErrUnavailable, ErrGuard, policy.GGitPersistence, err, policy.GGitPersistence)
+			return refuse(err.Error())
 		}
 		for _, p := range g {
 			if !slices.Contains(guarded, p) {
@@ -46,8 +49,7 @@ func gitGuard(rw []string, waive []string) ([]string, error) {
 	for _, r := range rw {
 		for _, g := range guarded {
 			if spec.Within(r, g) {
-				return nil, fmt.Errorf("%w: %w: %s: writable root %s lies inside %s; waive %s in the profile to let the command write it (its changes are then reported)",
-					spec.ErrUnavailable, ErrGuard, policy.GGitPersistence, r, g, policy.GGitPersistence)
+				return refuse(fmt.Sprintf("writable root %s lies inside %s", r, g))
 			}
 		}
 	}

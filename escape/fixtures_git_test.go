@@ -96,13 +96,10 @@ func gitVectors() []vcase {
 // waiveOnOldABI is oldABI for rows that may run a shell instead of the
 // probe: those cannot report, so only probe rows must.
 func waiveOnOldABI(setup func(e *env) fixture) func(e *env) fixture {
+	withWaiver := oldABI(setup)
 	return func(e *env) fixture {
-		f := setup(e)
-		if !e.confined {
-			return f
-		}
-		f.mustReport = f.command == nil
-		f.cliArgs = append(f.cliArgs, waiveMissing(e.t, e.user)...)
+		f := withWaiver(e)
+		f.mustReport = f.mustReport && f.command == nil
 		return f
 	}
 }
