@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -35,7 +36,14 @@ func vForkRace(args []string) result {
 			return usage("bad WORKERS %q", args[1])
 		}
 	}
-	runtime.GOMAXPROCS(1) // fewer threads of our own that may need making later
+	// Once the forks fill the run, the Go runtime must not need another
+	// thread: a failed thread creation is fatal and the probe would die
+	// without reporting (it did under the fork count, in CI). A thread is
+	// made when a goroutine becomes runnable while the only P sits in a
+	// blocking call it released. So: one P, no collector, and every call
+	// that may block from here on is raw (it keeps the P).
+	runtime.GOMAXPROCS(1)
+	debug.SetGCPercent(-1)
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return blocked("become a subreaper", err)
 	}
@@ -66,8 +74,8 @@ func vForkRace(args []string) result {
 		// subreaper, come back here to be reaped: none is left to count
 		// against the uid's RLIMIT_NPROC in the next run.
 		for {
-			var ws unix.WaitStatus
-			if _, err := unix.Wait4(-1, &ws, unix.WALL, nil); err == unix.ECHILD {
+			_, _, e := syscall.RawSyscall6(syscall.SYS_WAIT4, ^uintptr(0), 0, unix.WALL, 0, 0, 0)
+			if e == unix.ECHILD {
 				break
 			}
 		}
@@ -79,11 +87,14 @@ func vForkRace(args []string) result {
 	b := make([]byte, 16)
 	for range pids {
 		for got := 0; got < len(b); {
-			n, err := unix.Read(rep[0], b[got:])
-			if err != nil || n <= 0 {
-				return blockedf("a forking process died without reporting (%v)", err)
+			n, _, e := syscall.RawSyscall(syscall.SYS_READ, uintptr(rep[0]), uintptr(unsafe.Pointer(&b[got])), uintptr(len(b)-got))
+			if e == unix.EINTR {
+				continue
 			}
-			got += n
+			if e != 0 || n == 0 {
+				return blockedf("a forking process died without reporting (%v)", e)
+			}
+			got += int(n)
 		}
 		children += int(binary.LittleEndian.Uint64(b))
 		if e := unix.Errno(binary.LittleEndian.Uint64(b[8:])); e != 0 && first == 0 {
