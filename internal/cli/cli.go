@@ -107,7 +107,8 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 //  1. run --json prints {"error": {...}} on a refusal; event_log_skipped.
 //  2. persistence in run results; confine fs and confine git (Tier 1),
 //     whose refusals are the same {"error": {...}} object.
-const JSONAPI = 2
+//  3. run --die-with-parent (the Python client passes it on every run).
+const JSONAPI = 3
 
 func newVersion(stdout io.Writer) *cobra.Command {
 	var asJSON bool
@@ -148,6 +149,8 @@ type runOpts struct {
 	liveLimitSet     bool
 	json             bool
 	verbose          bool
+	// dieWithParent ends the run when confine's parent process exits.
+	dieWithParent bool
 	// server is the socket of the confine server that runs the command
 	// (run --server, $CONFINE_SERVER); "" runs it here.
 	server string
@@ -213,6 +216,7 @@ is gone when confine returns. Its environment is built from scratch.`,
 	f.Int64Var(&procs, "max-procs", 0, "process limit (default 1024)")
 	f.Var(sizeFlag{&o.limits.OpenFiles}, "max-open-files", "open file limit (default 4096)")
 	f.BoolVar(&o.json, "json", false, "capture output and print the result as one JSON object (a refusal as {\"error\": {...}})")
+	f.BoolVar(&o.dieWithParent, "die-with-parent", false, "end the run (exit 129) when the process that started confine exits, even by SIGKILL")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "say on stderr what the result records besides the outcome: PATH components left out, a skipped event log")
 	f.StringVar(&o.backend, "backend", "auto", "confinement backend: auto, namespaces (landlock+namespaces), core (landlock+seccomp), bwrap (bubblewrap; never chosen by auto)")
 	addServerFlag(f, o)
@@ -226,6 +230,14 @@ func (o *runOpts) run(ctx context.Context, args []string, stdout, stderr io.Writ
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
+	if o.dieWithParent {
+		var unwatch func()
+		var err error
+		if ctx, unwatch, err = watchParent(ctx); err != nil {
+			return &exitError{ExitConfine, err.Error()}
+		}
+		defer unwatch()
+	}
 
 	p, err := o.prepare(args, stderr)
 	if err != nil {
@@ -247,7 +259,11 @@ func (o *runOpts) run(ctx context.Context, args []string, stdout, stderr io.Writ
 	} else {
 		res, err = o.execute(ctx, p, os.Stdin, stdout, stderr, nil)
 	}
-	return o.finish(res, err, p.logSkipped, stdout, stderr)
+	err = o.finish(res, err, p.logSkipped, stdout, stderr)
+	if err != nil && res.Cancelled && errors.Is(context.Cause(ctx), errParentExited) {
+		return &exitError{128 + int(syscall.SIGHUP), errParentExited.Error() + "; the command's process tree was ended"}
+	}
+	return err
 }
 
 // prepared is a run as the CLI builds it from its flags and the caller's

@@ -23,8 +23,9 @@ from ._result import (EXIT_CONFINE, EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, Availab
                       GuaranteeStatus, Result)
 
 # The revision of confine's --json interfaces this client needs (`confine
-# version --json`'s json_api): 1 added the refusal object and version --json.
-MIN_JSON_API = 1
+# version --json`'s json_api): 1 added the refusal object and version --json,
+# 3 run --die-with-parent.
+MIN_JSON_API = 3
 
 # After SIGTERM, confine ends the tree within its kill grace (SIGTERM, then
 # SIGKILL to the tree) and prints the result; this much longer is allowed
@@ -192,7 +193,11 @@ class Client:
               event_log: Optional[str], cap: Optional[str]) -> List[str]:
         argv = _check_argv(argv, workdir)
         path, _ = self._resolve()
-        cmd = [path, "run", "--json", "--workdir", os.path.abspath(os.fspath(workdir)), "--profile", profile]
+        # --die-with-parent: a caller killed outright (SIGKILL, the OOM
+        # killer) cannot end its run, so confine ends it when this process
+        # exits.
+        cmd = [path, "run", "--json", "--die-with-parent", "--workdir", os.path.abspath(os.fspath(workdir)),
+               "--profile", profile]
         if backend:
             cmd += ["--backend", backend]
         for flag, val in (("--timeout", _duration("timeout", timeout)),

@@ -293,6 +293,36 @@ def test_sync_interrupt_kills_tree(confine_bin, workdir, tmp_path):
     assert pids_with_mark(mark) == []
 
 
+def test_caller_killed_ends_run(confine_bin, workdir):
+    """A caller killed outright (SIGKILL: no handler, no finally) cannot
+    end its run; the client passes --die-with-parent, so confine does.
+    The Go side's control (internal/cli TestDieWithParent) shows a run
+    without the flag outliving its caller."""
+    import subprocess
+    import sys
+    mark = "pyclient-" + uuid.uuid4().hex
+    code = ("import sys, confine\n"
+            "c = confine.Client(sys.argv[1])\n"
+            "c.run(['sh', '-c', 'echo up > up; sleep 300'], workdir=sys.argv[2], env={'PYCLIENT_MARK': sys.argv[3]})\n")
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(confine.__file__)))
+    p = subprocess.Popen([sys.executable, "-c", code, confine_bin, str(workdir), mark], env=env,
+                         start_new_session=True)
+    try:
+        while not (workdir / "up").exists():
+            assert p.poll() is None
+            time.sleep(0.02)
+        assert pids_with_mark(mark), "the run's sleep is alive before the kill"
+        p.kill()
+        p.wait(timeout=60)
+        deadline = time.monotonic() + 30
+        while pids_with_mark(mark) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert pids_with_mark(mark) == [], "the run outlived its killed caller"
+
+
 def test_cli_and_client_agree(client, workdir):
     """The client's Result carries what `confine run --json` prints."""
     import subprocess
@@ -313,7 +343,7 @@ def test_unavailable_guarantees_parsed(tmp_path, workdir):
                          "message": "sandbox unavailable: no-foreign-signals needs landlock abi 6",
                          "guarantees": ["no-foreign-signals"]}}
     fake = write_exe(tmp_path / "confine-fake", "#!/bin/sh\n"
-                     "if [ \"$1\" = version ]; then echo '{\"version\": \"fake\", \"json_api\": 1}'; exit 0; fi\n"
+                     "if [ \"$1\" = version ]; then echo '{\"version\": \"fake\", \"json_api\": 3}'; exit 0; fi\n"
                      "echo '%s'; echo 'confine: %s' >&2; exit 125\n" % (json.dumps(refusal),
                                                                           refusal["error"]["message"]))
     with pytest.raises(confine.SandboxUnavailable) as ei:
@@ -326,7 +356,7 @@ def test_no_json_refusal(tmp_path, workdir):
     """A bad flag value is refused by the flag parser before any JSON: the
     client still raises Refused with confine's message."""
     fake = write_exe(tmp_path / "confine-flag", "#!/bin/sh\n"
-                     "if [ \"$1\" = version ]; then echo '{\"version\": \"fake\", \"json_api\": 1}'; exit 0; fi\n"
+                     "if [ \"$1\" = version ]; then echo '{\"version\": \"fake\", \"json_api\": 3}'; exit 0; fi\n"
                      "echo 'confine: invalid argument \"x\" for \"--timeout\" flag' >&2; exit 125\n")
     with pytest.raises(confine.Refused) as ei:
         confine.Client(fake).run(["true"], workdir=workdir)

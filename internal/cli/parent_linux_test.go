@@ -1,0 +1,103 @@
+package cli
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/confine-sandbox/confine/internal/testutil"
+)
+
+// TestDieWithParent: the caller of `confine run` is killed with SIGKILL
+// (so it cannot end its run); with --die-with-parent nothing of the run
+// is left, and the control shows that without it the run goes on.
+func TestDieWithParent(t *testing.T) {
+	for _, u := range testutil.Users(t) {
+		for _, die := range []bool{true, false} {
+			name := u.Name + "/control"
+			if die {
+				name = u.Name + "/die-with-parent"
+			}
+			t.Run(name, func(t *testing.T) {
+				wd := testutil.Workdir(t, u.UID)
+				tok := testutil.NewToken()
+				args := []string{"run"}
+				if die {
+					args = append(args, "--die-with-parent")
+				}
+				args = append(args, "--env", testutil.TokenEnv+"="+tok, "--", "sh", "-c", "echo ready > ready; sleep 300")
+				cmd := testutil.CLI{Bin: testutil.SelfBinary(t), UID: u.UID, Dir: wd, Args: args}.Command()
+				// The caller: a shell that starts confine in the background
+				// and then only waits, as an agent would.
+				cmd.Args = append([]string{"sh", "-c", `"$0" "$@" & echo $! > confine.pid; exec sleep 300`}, cmd.Args...)
+				cmd.Path = "/bin/sh"
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				killCaller := func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
+				if !testutil.WaitFor(20*time.Second, func() bool { _, err := os.Stat(filepath.Join(wd, "ready")); return err == nil }) {
+					killCaller()
+					t.Fatal("the command never became ready")
+				}
+				pids, err := testutil.ReadPids(filepath.Join(wd, "confine.pid"))
+				if err != nil || len(pids) != 1 {
+					killCaller()
+					t.Fatalf("confine's pid: %v %v", pids, err)
+				}
+				confinePid := pids[0]
+				var live []int
+				testutil.WaitFor(5*time.Second, func() bool { live = testutil.TokenPids(tok); return len(live) >= 2 })
+				if len(live) < 2 {
+					killCaller()
+					t.Fatalf("only %d processes of the run alive before the caller's kill: %v", len(live), live)
+				}
+				killCaller()
+				if die {
+					if !testutil.WaitFor(20*time.Second, func() bool { return len(testutil.TokenPids(tok)) == 0 && !testutil.Alive(confinePid) }) {
+						t.Errorf("after the caller's SIGKILL: confine alive %v, the run's processes %v", testutil.Alive(confinePid), testutil.TokenPids(tok))
+					}
+				} else {
+					// The control: the run outlives its caller. Give the
+					// watch that is not there the time it would have had.
+					time.Sleep(time.Second)
+					if !testutil.Alive(confinePid) || len(testutil.TokenPids(tok)) == 0 {
+						t.Errorf("control: the run ended with its caller without --die-with-parent (confine alive %v)", testutil.Alive(confinePid))
+					}
+				}
+				// Ours: its pid was written by the shell that started it.
+				_ = syscall.Kill(confinePid, syscall.SIGTERM)
+				if !testutil.WaitFor(20*time.Second, func() bool { return len(testutil.TokenPids(tok)) == 0 }) {
+					t.Errorf("the run's processes outlived confine's SIGTERM: %v", testutil.TokenPids(tok))
+				}
+			})
+		}
+	}
+}
+
+// TestDieWithParentOutsideNamespace: a parent that cannot be watched refuses
+// the run before anything starts.
+func TestDieWithParentOutsideNamespace(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root: unshare --pid makes the parent invisible")
+	}
+	if _, err := os.Stat("/usr/bin/unshare"); err != nil {
+		t.Skip("unshare(1) is not installed")
+	}
+	wd := testutil.Workdir(t, 0)
+	cmd := testutil.CLI{Bin: testutil.SelfBinary(t), Dir: wd, Args: []string{"run", "--die-with-parent", "--", "true"}}.Command()
+	// In a new PID namespace confine is its init: getppid() is 0.
+	cmd.Args = append([]string{"unshare", "--pid", "--fork", "--"}, cmd.Args...)
+	cmd.Path = "/usr/bin/unshare"
+	out, err := cmd.CombinedOutput()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != ExitConfine {
+		t.Fatalf("want exit %d, got %v: %s", ExitConfine, err, out)
+	}
+	if !strings.Contains(string(out), "outside this PID namespace") {
+		t.Errorf("the refusal does not say why: %s", out)
+	}
+}
