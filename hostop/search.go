@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -71,7 +72,13 @@ func Search(ctx context.Context, p ConfinedReadPath, re *regexp.Regexp, o Search
 	if o.MaxFiles <= 0 {
 		o.MaxFiles = 200000
 	}
-	s := &searcher{ctx: ctx, re: re, o: o, res: SearchResult{Matches: []Match{}}, workers: runtime.GOMAXPROCS(0)}
+	s := &searcher{ctx: ctx, re: re, o: o, res: SearchResult{Matches: []Match{}}, workers: runtime.GOMAXPROCS(0), need: -1}
+	if prefix, complete := re.LiteralPrefix(); prefix != "" {
+		s.need = int(rarestByte(prefix))
+		if complete {
+			s.lit = prefix
+		}
+	}
 	pfd, err := openat2(p.root.fd, p.rel, p.rel, unix.O_PATH, false)
 	if err != nil {
 		return SearchResult{}, err
@@ -87,7 +94,16 @@ func Search(ctx context.Context, p ConfinedReadPath, re *regexp.Regexp, o Search
 		if err != nil {
 			return SearchResult{}, err
 		}
+		if s.workers > 1 {
+			s.start()
+		}
 		err = s.dir(fd, p.rel)
+		if s.jobs != nil {
+			s.finish()
+		}
+		if err == nil {
+			err = ctx.Err()
+		}
 		return s.res, err
 	}
 	err = s.filePath(pfd, fi, p.rel)
@@ -96,15 +112,59 @@ func Search(ctx context.Context, p ConfinedReadPath, re *regexp.Regexp, o Search
 }
 
 type searcher struct {
-	ctx     context.Context
-	re      *regexp.Regexp
-	o       SearchOptions
-	res     SearchResult
-	buf     []byte
-	bufs    [][]byte // one per worker of files, kept across directories
-	done    bool
+	ctx  context.Context
+	re   *regexp.Regexp
+	o    SearchOptions
+	res  SearchResult
+	buf  []byte
+	done bool
+	// need is a byte every match contains (the rarest of the pattern's
+	// literal prefix), or -1: a file without it is passed over after one
+	// vectorised scan instead of the regexp's.
+	need int
+	// lit is the whole pattern when it is a literal: found without the
+	// regexp, from the occurrences of need.
+	lit string
+
+	// With more than one worker the walk is a pipeline: this goroutine
+	// lists directories and queues their files as jobs; the workers
+	// search them; batches are merged here, in walk order, as they
+	// complete. Nobody waits at each directory's end.
 	workers int
+	jobs    chan job
+	wg      sync.WaitGroup
+	pending []*batch // queued, not merged, in walk order
+	queued  int      // files in pending
+	stop    atomic.Bool
+	free    [][]fileOut
 }
+
+// batch is one directory's files, searched by the workers.
+type batch struct {
+	dir   *os.File // kept open (and referenced) until merged and walked
+	fd    int
+	rel   string
+	names []string
+	outs  []fileOut
+	left  atomic.Int32
+	done  chan struct{}
+	// Walker only: the walk has left the directory; the batch is merged.
+	walked, merged bool
+}
+
+// job is a run of files of one batch, b.names[lo:hi]: a worker takes a
+// run rather than one file, so that the workers meet at the queue once
+// per run and each opens its files in one directory at a time.
+type job struct {
+	b      *batch
+	lo, hi int
+}
+
+// jobFiles is the files of one job at most.
+const jobFiles = 32
+
+// maxQueued bounds the files queued ahead of the merge.
+const maxQueued = 4096
 
 // fileOut is what searching one file found.
 type fileOut struct {
@@ -119,6 +179,7 @@ func (s *searcher) merge(o *fileOut) {
 	}
 	if o.files > 0 && s.res.Files >= s.o.MaxFiles {
 		s.res.Truncated, s.done = true, true
+		s.stop.Store(true)
 		return
 	}
 	s.res.Files += o.files
@@ -130,18 +191,104 @@ func (s *searcher) merge(o *fileOut) {
 		s.res.Matches = append(s.res.Matches, m)
 		if len(s.res.Matches) >= s.o.MaxMatches {
 			s.res.Truncated, s.done = true, true
+			s.stop.Store(true)
 			return
 		}
 	}
 }
 
+// start starts the workers of a pipelined walk.
+func (s *searcher) start() {
+	s.jobs = make(chan job, 64)
+	for range s.workers {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			// Each worker keeps its buffer for the whole walk: a fresh
+			// one per file or directory cost a page fault per 4 KiB.
+			var buf []byte
+			for j := range s.jobs {
+				for i := j.lo; i < j.hi && !s.stop.Load() && s.ctx.Err() == nil; i++ {
+					s.openScan(j.b.fd, j.b.rel, j.b.names[i], &buf, &j.b.outs[i])
+				}
+				if j.b.left.Add(int32(j.lo-j.hi)) == 0 {
+					close(j.b.done)
+				}
+			}
+		}()
+	}
+}
+
+// finish merges what is still queued, stops the workers and closes the
+// directories left open.
+func (s *searcher) finish() {
+	s.mergeReady(true)
+	close(s.jobs)
+	s.wg.Wait()
+}
+
+// queue hands the files of the directory d (open at fd) to the workers,
+// then merges the batches at the head of the queue that are complete,
+// waiting for the head while too many files are queued.
+func (s *searcher) queue(d *os.File, fd int, rel string, names []string) *batch {
+	if len(names) == 0 || s.done {
+		return nil
+	}
+	b := &batch{dir: d, fd: fd, rel: rel, names: names, done: make(chan struct{})}
+	if n := len(s.free); n > 0 && cap(s.free[n-1]) >= len(names) {
+		b.outs, s.free = s.free[n-1][:len(names)], s.free[:n-1]
+	} else {
+		b.outs = make([]fileOut, len(names))
+	}
+	b.left.Store(int32(len(names)))
+	s.pending = append(s.pending, b)
+	s.queued += len(names)
+	for lo := 0; lo < len(names); lo += jobFiles {
+		s.jobs <- job{b, lo, min(lo+jobFiles, len(names))}
+	}
+	s.mergeReady(false)
+	return b
+}
+
+// mergeReady merges complete batches from the head of the queue: all of
+// them, waiting for each, when all is set; otherwise those already
+// complete, and beyond that only while more than maxQueued files wait.
+func (s *searcher) mergeReady(all bool) {
+	for len(s.pending) > 0 {
+		b := s.pending[0]
+		if all || s.queued > maxQueued {
+			<-b.done
+		} else {
+			select {
+			case <-b.done:
+			default:
+				return
+			}
+		}
+		for i := range b.outs {
+			s.merge(&b.outs[i])
+		}
+		clear(b.outs)
+		s.free = append(s.free, b.outs[:0])
+		b.outs = nil
+		s.pending[0] = nil
+		s.pending = s.pending[1:]
+		s.queued -= len(b.names)
+		b.merged = true
+		if b.walked {
+			b.dir.Close()
+		}
+	}
+}
+
 // dir searches the directory open at fd (and closes it): its files first,
-// several at a time, then its subdirectories, each in name order.
+// then its subdirectories, each in name order. Pipelined, the files are
+// queued and the directory is closed once they are merged too.
 func (s *searcher) dir(fd int, rel string) error {
 	d := os.NewFile(uintptr(fd), rel)
-	defer d.Close()
 	ents, err := d.ReadDir(-1)
 	if err != nil {
+		d.Close()
 		return fmt.Errorf("readdir %s: %w", rel, err)
 	}
 	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
@@ -160,8 +307,20 @@ func (s *searcher) dir(fd int, rel string) error {
 			s.res.Special++
 		}
 	}
-	if err := s.files(fd, rel, files); err != nil {
-		return err
+	if s.jobs == nil {
+		defer d.Close()
+		if err := s.files(fd, rel, files); err != nil {
+			return err
+		}
+	} else {
+		b := s.queue(d, fd, rel, files)
+		defer func() {
+			if b == nil || b.merged {
+				d.Close()
+				return
+			}
+			b.walked = true
+		}()
 	}
 	for _, name := range dirs {
 		if s.done {
@@ -182,52 +341,19 @@ func (s *searcher) dir(fd int, rel string) error {
 	return nil
 }
 
-// files searches the regular files names of the directory open at fd, on
-// up to s.workers goroutines, and merges the findings in name order.
+// files searches, one after the other, the regular files names of the
+// directory open at fd (a walk with one worker).
 func (s *searcher) files(fd int, rel string, names []string) error {
-	if len(names) == 0 || s.done {
-		return nil
-	}
-	outs := make([]fileOut, len(names))
-	w := min(s.workers, len(names))
-	if w <= 1 {
-		for i, n := range names {
-			if err := s.ctx.Err(); err != nil {
-				return err
-			}
-			s.openScan(fd, n, path.Join(rel, n), &s.buf, &outs[i])
-			s.merge(&outs[i])
-			outs[i] = fileOut{}
+	for _, n := range names {
+		if s.done {
+			return nil
 		}
-		return nil
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	if len(s.bufs) < w {
-		s.bufs = append(s.bufs, make([][]byte, w-len(s.bufs))...)
-	}
-	for k := 0; k < w; k++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			// Each worker keeps its buffer across directories: a fresh
-			// one per directory cost a page fault per 4 KiB of it.
-			buf := &s.bufs[k]
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(names) || s.ctx.Err() != nil {
-					return
-				}
-				s.openScan(fd, names[i], path.Join(rel, names[i]), buf, &outs[i])
-			}
-		}()
-	}
-	wg.Wait()
-	if err := s.ctx.Err(); err != nil {
-		return err
-	}
-	for i := range outs {
-		s.merge(&outs[i])
+		if err := s.ctx.Err(); err != nil {
+			return err
+		}
+		var o fileOut
+		s.openScan(fd, rel, n, &s.buf, &o)
+		s.merge(&o)
 	}
 	return nil
 }
@@ -238,7 +364,7 @@ func (s *searcher) files(fd int, rel string, names []string) error {
 // in does not block; fstat then skips it) and O_NOCTTY. A device node
 // cannot be swapped in without CAP_MKNOD on this filesystem: rename and
 // link do not cross from /dev.
-func (s *searcher) openScan(dirfd int, name, rel string, buf *[]byte, o *fileOut) {
+func (s *searcher) openScan(dirfd int, dir, name string, buf *[]byte, o *fileOut) {
 	ffd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		o.special++
@@ -250,7 +376,7 @@ func (s *searcher) openScan(dirfd int, name, rel string, buf *[]byte, o *fileOut
 		o.special++
 		return
 	}
-	s.scan(ffd, fi, rel, buf, o)
+	s.scan(ffd, fi, dir, name, buf, o)
 }
 
 // filePath searches the file open (O_PATH) at pfd after checking what it
@@ -268,13 +394,14 @@ func (s *searcher) filePath(pfd int, fi fileInfo, rel string) error {
 		return nil
 	}
 	defer f.Close()
-	s.scan(int(f.Fd()), fi, rel, &s.buf, &o)
+	s.scan(int(f.Fd()), fi, rel, "", &s.buf, &o)
 	return nil
 }
 
 // scan searches the file open for reading at fd, whose fstat is fi, into
-// o. It keeps at most MaxMatches matches.
-func (s *searcher) scan(fd int, fi fileInfo, rel string, bufp *[]byte, o *fileOut) {
+// o. It keeps at most MaxMatches matches. The file's path is dir joined
+// with name (name "": dir alone), made only for a match.
+func (s *searcher) scan(fd int, fi fileInfo, dir, name string, bufp *[]byte, o *fileOut) {
 	switch {
 	case fi.mode&unix.S_IFMT != unix.S_IFREG:
 		o.special++
@@ -314,11 +441,18 @@ func (s *searcher) scan(fd int, fi fileInfo, rel string, bufp *[]byte, o *fileOu
 		o.binary++
 		return
 	}
+	if s.need >= 0 && bytes.IndexByte(data, byte(s.need)) < 0 {
+		return
+	}
+	rel := dir
+	if name != "" {
+		rel = path.Join(dir, name)
+	}
 	// One FindIndex per matching line: report the line a match starts
 	// on, then go on after that line.
 	line, counted := 1, 0
 	for start := 0; start < len(data); {
-		loc := s.re.FindIndex(data[start:])
+		loc := s.find(data[start:])
 		if loc == nil {
 			break
 		}
@@ -342,4 +476,46 @@ func (s *searcher) scan(fd int, fi fileInfo, rel string, bufp *[]byte, o *fileOu
 		counted = at
 		start = le + 1
 	}
+}
+
+// find returns the leftmost match in data, as regexp.FindIndex does.
+func (s *searcher) find(data []byte) []int {
+	if s.lit == "" {
+		return s.re.FindIndex(data)
+	}
+	// Every occurrence of the literal holds need at off; a literal
+	// occurs where need does and the bytes around it agree.
+	off := strings.IndexByte(s.lit, byte(s.need))
+	for at := off; at < len(data); {
+		j := bytes.IndexByte(data[at:], byte(s.need))
+		if j < 0 {
+			return nil
+		}
+		c := at + j - off
+		if c+len(s.lit) <= len(data) && string(data[c:c+len(s.lit)]) == s.lit {
+			return []int{c, c + len(s.lit)}
+		}
+		at += j + 1
+	}
+	return nil
+}
+
+// commonBytes lists bytes roughly from most to least frequent in source
+// code and prose; a byte not listed counts as rarer than all of them.
+const commonBytes = " etaoinsrlhdcupmfgybw\n\t.,_;()=\"kvxjqz'ETAOINSRLHDCUPMFGYBWKVXJQZ/{}:0123456789[]*<>-+!&#"
+
+// rarestByte returns the byte of lit (non-empty) least likely to occur in
+// a file, by commonBytes.
+func rarestByte(lit string) byte {
+	best, rank := lit[0], -1
+	for i := 0; i < len(lit); i++ {
+		r := strings.IndexByte(commonBytes, lit[i])
+		if r < 0 {
+			return lit[i]
+		}
+		if r > rank {
+			best, rank = lit[i], r
+		}
+	}
+	return best
 }

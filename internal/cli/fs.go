@@ -3,10 +3,11 @@
 package cli
 
 import (
-	"bytes"
+	"bufio"
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -217,11 +218,18 @@ operation is refused or fails.`,
 				matched = len(res.Matches) > 0
 				return res, err
 			}, func(res hostop.SearchResult) error {
-				var b bytes.Buffer
+				w := bufio.NewWriterSize(stdout, 64<<10)
+				var line []byte
 				for _, m := range res.Matches {
-					fmt.Fprintf(&b, "%s:%d:%s\n", m.Path, m.Line, m.Text)
+					line = append(line[:0], m.Path...)
+					line = append(line, ':')
+					line = strconv.AppendInt(line, int64(m.Line), 10)
+					line = append(line, ':')
+					line = append(line, m.Text...)
+					line = append(line, '\n')
+					w.Write(line)
 				}
-				if _, err := stdout.Write(b.Bytes()); err != nil {
+				if err := w.Flush(); err != nil {
 					return err
 				}
 				if res.Truncated {
