@@ -268,6 +268,9 @@ func (t *task) xattrArgs(a *action, nameAddr, valueAddr, size, flags uint64) uni
 // task memory it needs exactly once.
 func (t *task) decode(kind sysKind) (action, unix.Errno) {
 	a := action{dirfd: unix.AT_FDCWD}
+	if e, ok := refusedByKernel()[kind]; ok {
+		return a, e
+	}
 	var e unix.Errno
 	switch kind {
 	case sysChmod, sysFchmod, sysFchmodat, sysFchmodat2:

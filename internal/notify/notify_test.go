@@ -160,20 +160,26 @@ func opsOf(cases []tcase) []probeOp {
 	return ops
 }
 
-// applicable drops the rows the fixture's file system cannot run, saying
-// why: those naming a user.* xattr where it has none (the escape suite's
-// xattr rows say "not applicable" there too).
+// applicable adapts the rows to the kernel and drops those the fixture's
+// file system cannot run, saying why. A call this kernel does not have
+// (fchmodat2 before Linux 6.6, setxattrat and removexattrat before 6.13)
+// fails with ENOSYS unconfined, so confined it must too: the supervisor
+// must not perform for the task a call the kernel would have refused.
+// Rows naming a user.* xattr are dropped where the file system has none
+// (the escape suite's xattr rows say "not applicable" there too).
 func (fx *fixture) applicable(t testing.TB, cases []tcase) []tcase {
 	t.Helper()
-	noFchmodat2 := !kernelHasFchmodat2()
 	out := cases[:0:0]
-	var xattrs, fchmodat2 int
+	var xattrs int
+	missing := map[string]int{}
 	for _, c := range cases {
 		switch {
+		case kernelLacks(c.op.Call):
+			missing[c.op.Call]++
+			c.confined, c.control = unix.ENOSYS, unix.ENOSYS
+			out = append(out, c)
 		case fx.noUserXattr && strings.HasPrefix(c.op.XName, "user."):
 			xattrs++
-		case noFchmodat2 && c.op.Call == "fchmodat2":
-			fchmodat2++
 		default:
 			out = append(out, c)
 		}
@@ -181,19 +187,27 @@ func (fx *fixture) applicable(t testing.TB, cases []tcase) []tcase {
 	if xattrs > 0 {
 		t.Logf("skipping %d rows naming a user.* xattr: the test's file system (%s) has no user xattrs (tmpfs before Linux 6.6)", xattrs, sharedDir)
 	}
-	if fchmodat2 > 0 {
-		t.Logf("skipping %d fchmodat2 rows: this kernel has no fchmodat2 (Linux 6.6+), so their controls cannot run", fchmodat2)
+	for call, n := range missing {
+		t.Logf("%d %s rows want ENOSYS confined and unconfined: this kernel has no %s", n, call, call)
 	}
 	return out
 }
 
-// kernelHasFchmodat2 says whether the kernel knows fchmodat2: with a flag
-// no kernel accepts, it answers EINVAL where it has the call, ENOSYS where
-// it does not.
-func kernelHasFchmodat2() bool {
+// kernelLacks says whether the kernel has no such call: it answers
+// ENOSYS to arguments that a kernel with the call fails otherwise (a flag
+// no kernel accepts, a descriptor of -1), without changing anything.
+func kernelLacks(call string) bool {
 	dot := []byte(".\x00")
-	_, _, e := unix.Syscall6(unix.SYS_FCHMODAT2, uintptr(cwdFD), uintptr(unsafe.Pointer(&dot[0])), 0o755, 0x40000, 0, 0)
-	return e != unix.ENOSYS
+	var e unix.Errno
+	switch call {
+	case "fchmodat2":
+		_, _, e = unix.Syscall6(unix.SYS_FCHMODAT2, uintptr(cwdFD), uintptr(unsafe.Pointer(&dot[0])), 0o755, 0x40000, 0, 0)
+	case "setxattrat":
+		_, _, e = unix.Syscall6(unix.SYS_SETXATTRAT, ^uintptr(0), uintptr(unsafe.Pointer(&dot[0])), 0, 0, 0, 0)
+	case "removexattrat":
+		_, _, e = unix.Syscall6(unix.SYS_REMOVEXATTRAT, ^uintptr(0), uintptr(unsafe.Pointer(&dot[0])), 0, 0, 0, 0)
+	}
+	return e == unix.ENOSYS
 }
 
 // securityXattrRow is the row whose control depends on the kernel: the
@@ -765,5 +779,31 @@ func TestAllowAbstract(t *testing.T) {
 	peers := fx.peers("@" + fx.abstract)
 	if len(peers) != 1 || peers[0].Uid != 65534 {
 		t.Errorf("peers %+v", peers)
+	}
+}
+
+// TestNewerCallsFollowKernel: a call the kernel lacks is answered as the
+// kernel (or a container's profile) answers it, never performed by the
+// supervisor for the task. This kernel has them all, so the probe's
+// answer is faked; the 6.1 guests run the real case (applicable).
+func TestNewerCallsFollowKernel(t *testing.T) {
+	needRoot(t)
+	saved := refusedByKernel
+	refusedByKernel = func() map[sysKind]unix.Errno {
+		return map[sysKind]unix.Errno{sysFchmodat2: unix.ENOSYS, sysSetxattrat: unix.EPERM}
+	}
+	defer func() { refusedByKernel = saved }()
+	fx := newFixture(t, 0)
+	type P = probeOp
+	cases := []tcase{
+		{P{Name: "fchmodat2 the kernel lacks", Call: "fchmodat2", Path: "w/f", Mode: 0o600}, unix.ENOSYS, ok},
+		{P{Name: "setxattrat a profile refuses", Call: "setxattrat", Dir: "w", Path: "f", XName: "user.at", XValue: "a"}, unix.EPERM, ok},
+		{P{Name: "fchmodat still performed", Call: "fchmodat", Path: "w/f", Mode: 0o640}, ok, ok},
+	}
+	res := runProbe(t, fx, opsOf(cases), runOpts{confined: true, dropCaps: true, cfg: fx.config(&Stats{})})
+	checkResults(t, "confined", cases, res, true)
+	var st unix.Stat_t
+	if err := unix.Stat(filepath.Join(fx.w, "f"), &st); err != nil || st.Mode&0o7777 != 0o640 {
+		t.Errorf("w/f mode %o (%v), want 0640: fchmodat2 must not have run, fchmodat must", st.Mode&0o7777, err)
 	}
 }
