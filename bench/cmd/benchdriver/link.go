@@ -41,6 +41,7 @@ func ipCmd(name string, args ...string) error {
 // pair made inside them (it goes away with them), addresses and loopback
 // up. On failure it removes what it made.
 func newLink(id int) (*link, error) {
+	sweepLinks()
 	s := strconv.Itoa(id)
 	l := &link{cli: "confine-bench-cli-" + s, srv: "confine-bench-srv-" + s, cliDev: "cbc" + s, srvDev: "cbs" + s}
 	steps := [][]string{
@@ -63,6 +64,30 @@ func newLink(id int) (*link, error) {
 		}
 	}
 	return l, nil
+}
+
+// sweepLinks deletes the namespaces an earlier bench left behind when it
+// was killed before its deferred close: those named for a process that no
+// longer exists. A number reused since by another process keeps its
+// namespaces (left, never wrongly removed).
+func sweepLinks() {
+	ents, err := os.ReadDir("/run/netns")
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), "confine-bench-cli-")
+		if !ok {
+			rest, ok = strings.CutPrefix(e.Name(), "confine-bench-srv-")
+		}
+		pid, err := strconv.Atoi(rest)
+		if !ok || err != nil || pid <= 0 || unix.Kill(pid, 0) != unix.ESRCH {
+			continue
+		}
+		if err := ipCmd("ip", "netns", "del", e.Name()); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: removing a namespace a killed bench left: %v\n", err)
+		}
+	}
 }
 
 // shape sets tbf at rate on both ends. The burst is 2 ms at the rate
