@@ -102,6 +102,9 @@ func Search(ctx context.Context, p ConfinedReadPath, re *regexp.Regexp, o Search
 			s.finish()
 		}
 		if err == nil {
+			err = s.err
+		}
+		if err == nil {
 			err = ctx.Err()
 		}
 		return s.res, err
@@ -118,6 +121,7 @@ type searcher struct {
 	res  SearchResult
 	buf  []byte
 	done bool
+	err  error // the first file's error that ends the search
 	// need is a byte every match contains (the rarest of the pattern's
 	// literal prefix), or -1: a file without it is passed over after one
 	// vectorised scan instead of the regexp's.
@@ -163,18 +167,35 @@ type job struct {
 // jobFiles is the files of one job at most.
 const jobFiles = 32
 
-// maxQueued bounds the files queued ahead of the merge.
-const maxQueued = 4096
+// maxQueued bounds the files queued ahead of the merge, and
+// maxQueuedDirs the directories (each holds its descriptor open until
+// merged: a tree of many small directories must not run out of them).
+const (
+	maxQueued     = 4096
+	maxQueuedDirs = 32
+)
 
 // fileOut is what searching one file found.
 type fileOut struct {
 	matches                               []Match
 	files, binary, large, linked, special int
+	// err ends the search: the file could not be looked at for want of
+	// descriptors, which says nothing of the file.
+	err error
 }
+
+// outOfDescriptors reports the errors that are the process's, not the
+// entry's: counting them as skipped entries would hide files.
+func outOfDescriptors(err error) bool { return err == unix.EMFILE || err == unix.ENFILE }
 
 // merge adds a file's findings in walk order, applying the bounds.
 func (s *searcher) merge(o *fileOut) {
 	if s.done {
+		return
+	}
+	if o.err != nil {
+		s.err, s.done = o.err, true
+		s.stop.Store(true)
 		return
 	}
 	if o.files > 0 && s.res.Files >= s.o.MaxFiles {
@@ -252,11 +273,12 @@ func (s *searcher) queue(d *os.File, fd int, rel string, names []string) *batch 
 
 // mergeReady merges complete batches from the head of the queue: all of
 // them, waiting for each, when all is set; otherwise those already
-// complete, and beyond that only while more than maxQueued files wait.
+// complete, and beyond that only while more than maxQueued files or
+// maxQueuedDirs directories wait.
 func (s *searcher) mergeReady(all bool) {
 	for len(s.pending) > 0 {
 		b := s.pending[0]
-		if all || s.queued > maxQueued {
+		if all || s.queued > maxQueued || len(s.pending) > maxQueuedDirs {
 			<-b.done
 		} else {
 			select {
@@ -331,6 +353,9 @@ func (s *searcher) dir(fd int, rel string) error {
 		}
 		cfd, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
+			if outOfDescriptors(err) {
+				return fmt.Errorf("open %s: %w", path.Join(rel, name), err)
+			}
 			s.res.Special++ // replaced meanwhile, or unreadable
 			continue
 		}
@@ -367,6 +392,10 @@ func (s *searcher) files(fd int, rel string, names []string) error {
 func (s *searcher) openScan(dirfd int, dir, name string, buf *[]byte, o *fileOut) {
 	ffd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	if err != nil {
+		if outOfDescriptors(err) {
+			o.err = fmt.Errorf("open %s: %w", path.Join(dir, name), err)
+			return
+		}
 		o.special++
 		return
 	}

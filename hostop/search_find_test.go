@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestFindAgreesWithRegexp: the literal fast path and the rare-byte
@@ -104,5 +106,30 @@ func TestSearchPipelineAgrees(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestSearchPipelineDescriptors: a tree of many one-file directories
+// searched with few descriptors to spare: the queue holds a descriptor
+// per directory, and must not hold so many that a directory is skipped.
+func TestSearchPipelineDescriptors(t *testing.T) {
+	f := newFixture(t)
+	for d := range 300 {
+		dir := filepath.Join(f.root, "sub", fmt.Sprintf("d%03d", d))
+		must(t, os.MkdirAll(dir, 0o755))
+		must(t, os.WriteFile(filepath.Join(dir, "f"), []byte("hit\n"), 0o644))
+	}
+	var lim unix.Rlimit
+	must(t, unix.Getrlimit(unix.RLIMIT_NOFILE, &lim))
+	low := lim
+	low.Cur = 128
+	must(t, unix.Setrlimit(unix.RLIMIT_NOFILE, &low))
+	defer unix.Setrlimit(unix.RLIMIT_NOFILE, &lim)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	rp, _ := f.r.ReadPath("sub")
+	res, err := Search(context.Background(), rp, regexp.MustCompile("hit"), SearchOptions{})
+	must(t, err)
+	if len(res.Matches) != 300 || res.Files != 301 || res.Special != 0 { // the fixture has one file of its own in sub
+		t.Errorf("%d matches in %d files, %d skipped as special; want 300, 301, 0", len(res.Matches), res.Files, res.Special)
 	}
 }
