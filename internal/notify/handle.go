@@ -84,9 +84,10 @@ const unchanged = ^uint32(0)
 
 // handler is a worker's per-thread state.
 type handler struct {
-	s      *server
-	tc     *threadCreds
-	status []byte // buffer for /proc/<tid>/status
+	s        *server
+	tc       *threadCreds
+	status   []byte    // buffer for /proc/<tid>/status
+	confined *confined // the thread performing create.go's calls, started on first use
 }
 
 // task is the state of one notification.
@@ -141,6 +142,9 @@ func (h *handler) handle(n *seccompNotif) (r result) {
 	}
 	if isFileKind(ent.kind) {
 		return t.fileCall(ent.kind)
+	}
+	if isCreateKind(ent.kind) {
+		return t.createCall(ent.kind)
 	}
 	a, e := t.decode(ent.kind)
 	if e != 0 {
