@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"unsafe"
@@ -58,14 +59,17 @@ var gitNames = []struct {
 	why   string
 	match func(string) bool
 }{
-	{".git in any letter case: a casefolded directory (ext4, f2fs, tmpfs) or a case-insensitive file system the tree is copied to resolves it as .git",
-		func(n string) bool { return strings.EqualFold(n, ".git") }},
-	{".git followed by dots or spaces: NTFS drops them",
+	{"named .git", func(n string) bool { return n == ".git" }},
+	// A casefolded directory (ext4, f2fs, tmpfs) resolves .git to
+	// such an entry, and so does a case-insensitive file system the
+	// tree is copied to (macOS, Windows).
+	{"a letter-case variant of .git", func(n string) bool { return n != ".git" && strings.EqualFold(n, ".git") }},
+	{".git with trailing dots or spaces, which NTFS drops",
 		func(n string) bool {
 			t := strings.TrimRight(n, ". ")
 			return t != n && strings.EqualFold(t, ".git")
 		}},
-	{"git~1: the NTFS 8.3 short name of .git",
+	{"git~1, the NTFS 8.3 short name of .git",
 		func(n string) bool { return strings.EqualFold(n, "git~1") }},
 }
 
@@ -84,7 +88,7 @@ func gitName(p string) (string, bool) {
 
 // refuseGit is the answer to a call that would create a gitNames entry.
 func refuseGit(path, why string) result {
-	return deny(unix.EPERM, "persistence guard: no new .git in a guarded run ("+why+"); waive no-git-persistence to let the command create one", path)
+	return deny(unix.EPERM, "persistence guard: new entry "+why+" refused; waive no-git-persistence to allow it", path)
 }
 
 // isCreateKind says k is one of create.go's calls.
@@ -292,7 +296,7 @@ func (t *task) createCall(kind sysKind) result {
 	if flags >= 0 {
 		return t.openCreate(&ts, dirfd, path, flags, mode)
 	}
-	parent, last := splitParent(path)
+	parent, last := splitParent(t.ownProc(&ts, path))
 	pp, e := t.acquireDir(&ts, dirfd, parent)
 	if e != 0 {
 		return fail(e)
@@ -337,25 +341,18 @@ const maxFollow = 40
 func (t *task) openCreate(ts *taskStatus, dirfd int32, path string, flags int, mode uint32) result {
 	flags &= openFlags
 	mode &= 0o7777
-	if n, ok := procSelfFD(path); ok {
-		// /proc/self/fd/N, /dev/fd/N: the task's own descriptor N
-		// reopened, which exists (nothing to create).
-		src, e := t.taskFD(ts.tgid, n)
-		if e != 0 {
-			return fail(e)
-		}
-		return t.installOpen(ts, flags, func() (int, unix.Errno) {
-			fd, err := unix.Openat(unix.AT_FDCWD, selfFD(src), (flags&^(unix.O_CREAT|unix.O_EXCL))|unix.O_CLOEXEC, 0)
-			return fd, errnoOf(err)
-		})
+	if n, ok := stdFD(path); ok {
+		return t.reopen(ts, n, flags)
 	}
+	path = t.ownProc(ts, path)
 	parent, last := splitParent(path)
 	pp, e := t.acquireDir(ts, dirfd, parent)
 	if e != 0 {
 		return fail(e)
 	}
 	var gitWhy string
-	r := t.installOpen(ts, flags, func() (int, unix.Errno) {
+	reopen := int32(-1)
+	fd, en, r, ok := t.perform(ts, func() (int, unix.Errno) {
 		how := unix.OpenHow{Mode: uint64(mode), Resolve: unix.RESOLVE_NO_MAGICLINKS}
 		for hop := 0; ; hop++ {
 			pfd, e := t.resolve(&pp, false)
@@ -390,6 +387,13 @@ func (t *task) openCreate(ts *taskStatus, dirfd int32, path string, flags int, m
 			if link == "" {
 				return -1, unix.ENOENT
 			}
+			if n, ok := stdFD(link); ok {
+				// /dev/stdout and the like: the task's
+				// descriptor, which the caller reopens.
+				reopen = n
+				return -1, 0
+			}
+			link = t.ownProc(ts, link)
 			lp, ll := splitParent(link)
 			switch {
 			case strings.HasPrefix(link, "/"):
@@ -402,10 +406,62 @@ func (t *task) openCreate(ts *taskStatus, dirfd int32, path string, flags int, m
 			last = ll
 		}
 	})
-	if gitWhy != "" {
+	switch {
+	case !ok:
+		return r
+	case gitWhy != "":
 		return refuseGit(path+" (through a symlink)", gitWhy)
+	case reopen >= 0:
+		return t.reopen(ts, reopen, flags)
+	case en != 0:
+		return fail(en)
 	}
-	return r
+	return t.install(fd, flags)
+}
+
+// stdFD recognises the paths that name one of the caller's own
+// descriptors: procSelfFD's and /dev/stdin, /dev/stdout, /dev/stderr.
+func stdFD(p string) (int32, bool) {
+	switch p {
+	case "/dev/stdin":
+		return 0, true
+	case "/dev/stdout":
+		return 1, true
+	case "/dev/stderr":
+		return 2, true
+	}
+	return procSelfFD(p)
+}
+
+// ownProc rewrites /proc/self and /proc/thread-self, which resolved by
+// the supervisor would be its own, to the task's /proc entries.
+func (t *task) ownProc(ts *taskStatus, p string) string {
+	for _, s := range []struct{ prefix, to string }{
+		{"/proc/self", procPath(ts.tgid, "")},
+		{"/proc/thread-self", procPath(ts.tgid, "task/"+strconv.Itoa(t.tid))},
+	} {
+		if rest, ok := strings.CutPrefix(p, s.prefix); ok && (rest == "" || rest[0] == '/') {
+			return strings.TrimSuffix(s.to, "/") + rest
+		}
+	}
+	return p
+}
+
+// reopen opens the task's descriptor n anew with flags (less O_CREAT and
+// O_EXCL: the file exists), as open of /proc/self/fd/n does, on the
+// confined thread, and installs the result.
+func (t *task) reopen(ts *taskStatus, n int32, flags int) result {
+	src, e := t.taskFD(ts.tgid, n)
+	if e != 0 {
+		return fail(e)
+	}
+	return t.installOpen(ts, flags, func() (int, unix.Errno) {
+		if !t.valid() {
+			return -1, unix.EACCES
+		}
+		fd, err := unix.Openat(unix.AT_FDCWD, selfFD(src), (flags&^(unix.O_CREAT|unix.O_EXCL))|unix.O_CLOEXEC, 0)
+		return fd, errnoOf(err)
+	})
 }
 
 // installOpen performs open on the confined thread and installs the
@@ -418,6 +474,12 @@ func (t *task) installOpen(ts *taskStatus, flags int, open func() (int, unix.Err
 	if en != 0 {
 		return fail(en)
 	}
+	return t.install(fd, flags)
+}
+
+// install installs our descriptor fd into the task, answering its call
+// with the new number.
+func (t *task) install(fd int, flags int) result {
 	t.keep(fd)
 	add := seccompNotifAddfd{ID: t.n.ID, Flags: unix.SECCOMP_ADDFD_FLAG_SEND, Srcfd: uint32(fd)}
 	if flags&unix.O_CLOEXEC != 0 {
