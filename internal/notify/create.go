@@ -4,7 +4,6 @@ package notify
 
 import (
 	"errors"
-	"fmt"
 	"runtime"
 	"strconv"
 	"strings"
@@ -140,6 +139,11 @@ func (c *creator) close() {
 type confined struct {
 	reqs chan *createReq
 	dead bool
+	// shared: the thread could not unshare its filesystem attributes
+	// (Docker's default seccomp profile refuses unshare), so it shares
+	// the supervisor's umask, which the kernel applies on top of the
+	// task's (see modeFor).
+	shared bool
 }
 
 // createReq is one call to perform on the confined thread.
@@ -164,10 +168,7 @@ func startCreator(rs *landlock.Ruleset) (*confined, error) {
 	ready := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
-		if err := unix.Unshare(unix.CLONE_FS); err != nil {
-			ready <- fmt.Errorf("unshare(CLONE_FS): %w", err)
-			return
-		}
+		c.shared = unix.Unshare(unix.CLONE_FS) != nil
 		tc, err := newThreadCreds()
 		if err != nil {
 			ready <- err
@@ -182,7 +183,9 @@ func startCreator(rs *landlock.Ruleset) (*confined, error) {
 			if err := tc.become(r.cr); err != nil {
 				r.err = err
 			} else {
-				unix.Umask(r.umask)
+				if !c.shared {
+					unix.Umask(r.umask)
+				}
 				r.val, r.errno = r.do()
 			}
 			tc.restore()
@@ -235,6 +238,18 @@ func (t *task) perform(ts *taskStatus, do func() (int, unix.Errno)) (int, unix.E
 		return 0, 0, deny(unix.EACCES, "cannot assume the caller's credentials: "+r.err.Error(), ""), false
 	}
 	return r.val, r.errno, result{}, true
+}
+
+// modeFor is the creation mode to pass for the task's mode: the mode
+// itself where the confined thread has the task's umask; else the mode less
+// the task's umask, which the kernel then reduces by the supervisor's
+// umask too, so a command whose umask is laxer than the launcher's gets
+// fewer permission bits than it asked for (never more).
+func (t *task) modeFor(ts *taskStatus, mode uint32) uint32 {
+	if c := t.h.confined; c != nil && c.shared && ts.umask >= 0 {
+		return mode &^ uint32(ts.umask)
+	}
+	return mode
 }
 
 // stopConfined ends the worker's confined thread.
@@ -311,11 +326,11 @@ func (t *task) createCall(kind sysKind) result {
 		}
 		switch kind {
 		case sysMkdir, sysMkdirat:
-			return 0, errnoOf(unix.Mkdirat(pfd, last, mode))
+			return 0, errnoOf(unix.Mkdirat(pfd, last, t.modeFor(&ts, mode)))
 		case sysSymlink, sysSymlinkat:
 			return 0, errnoOf(unix.Symlinkat(target, pfd, last))
 		}
-		return 0, errnoOf(unix.Mknodat(pfd, last, mode, int(dev)))
+		return 0, errnoOf(unix.Mknodat(pfd, last, t.modeFor(&ts, mode), int(dev)))
 	})
 	if !ok {
 		r.path = path
@@ -353,7 +368,7 @@ func (t *task) openCreate(ts *taskStatus, dirfd int32, path string, flags int, m
 	var gitWhy string
 	reopen := int32(-1)
 	fd, en, r, ok := t.perform(ts, func() (int, unix.Errno) {
-		how := unix.OpenHow{Mode: uint64(mode), Resolve: unix.RESOLVE_NO_MAGICLINKS}
+		how := unix.OpenHow{Mode: uint64(t.modeFor(ts, mode)), Resolve: unix.RESOLVE_NO_MAGICLINKS}
 		for hop := 0; ; hop++ {
 			pfd, e := t.resolve(&pp, false)
 			if e != 0 {
