@@ -127,6 +127,10 @@ func testFilter() []unix.SockFilter {
 			// socket() only for the egress tests (inet_test.go).
 			continue
 		}
+		if isCreateKind(e.kind) && os.Getenv(envCreate) != "1" {
+			// Name creation only for the guard's tests (create_test.go).
+			continue
+		}
 		if (e.kind != sysFork || fork) && !(fork && isProcKind(e.kind)) {
 			nrs = append(nrs, nr)
 		}

@@ -96,10 +96,29 @@ type Config struct {
 // architecture, sorted. The command's seccomp filter should return
 // SECCOMP_RET_USER_NOTIF for them; Serve refuses (EACCES) any other call
 // routed to it.
+//
+// The calls that create names (Config.Create) are not among them: see
+// CreateSyscalls.
 func Syscalls() []string {
 	names := make([]string, 0, len(sysTable))
 	for _, e := range sysTable {
-		names = append(names, e.name)
+		if !isCreateKind(e.kind) {
+			names = append(names, e.name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// CreateSyscalls returns the names of the further system calls Serve
+// handles with Config.Create (seccomp.Config.NotifyCreate), sorted; rename
+// and link are among Syscalls already.
+func CreateSyscalls() []string {
+	var names []string
+	for _, e := range sysTable {
+		if isCreateKind(e.kind) {
+			names = append(names, e.name)
+		}
 	}
 	slices.Sort(names)
 	return names
