@@ -228,6 +228,7 @@ func (t *task) perform(ts *taskStatus, do func() (int, unix.Errno)) (int, unix.E
 		}
 		h.confined = c
 	}
+	t.sharedUmask = h.confined.shared
 	r := &createReq{cr: &ts.cr, umask: ts.umask, do: do, done: make(chan struct{})}
 	h.confined.reqs <- r
 	<-r.done
@@ -246,10 +247,53 @@ func (t *task) perform(ts *taskStatus, do func() (int, unix.Errno)) (int, unix.E
 // umask too, so a command whose umask is laxer than the launcher's gets
 // fewer permission bits than it asked for (never more).
 func (t *task) modeFor(ts *taskStatus, mode uint32) uint32 {
-	if c := t.h.confined; c != nil && c.shared && ts.umask >= 0 {
+	if t.sharedUmask && ts.umask >= 0 {
 		return mode &^ uint32(ts.umask)
 	}
 	return mode
+}
+
+// fast performs op on the handler's own thread, with the task's
+// credentials and umask, when every parent directory (resolved here, once)
+// lies where the run's Landlock rules grant every right but creating
+// device nodes: inside a writable root, outside the guarded paths, and not
+// one whose entries Landlock keeps fixed (policy.entriesWritable). There
+// Landlock allows whatever the kernel's own checks allow, so the hand-off
+// to the confined thread (about 60 us a call on this machine) buys
+// nothing. It reports false, having changed nothing, anywhere else; the
+// caller then hands the call to the confined thread, where Landlock
+// decides.
+func (t *task) fast(ts *taskStatus, parents []*prepared, op func(pfds []int) (int, unix.Errno)) (int, unix.Errno, bool) {
+	h := t.h
+	if ts.umask < 0 {
+		return 0, 0, false
+	}
+	tc := h.tc
+	defer tc.restore()
+	if tc.become(&ts.cr) != nil {
+		return 0, 0, false
+	}
+	pfds := make([]int, len(parents))
+	for i, p := range parents {
+		fd, e := t.resolve(p, false)
+		if e != 0 {
+			return 0, 0, false
+		}
+		real, ok := fdPath(fd)
+		if !ok || !h.s.pol.entriesWritable(real) {
+			return 0, 0, false
+		}
+		pfds[i] = fd
+	}
+	if !t.valid() {
+		return 0, unix.EACCES, true
+	}
+	t.sharedUmask = !h.ownFS
+	if h.ownFS {
+		unix.Umask(ts.umask)
+	}
+	v, e := op(pfds)
+	return v, e, true
 }
 
 // stopConfined ends the worker's confined thread.
@@ -316,6 +360,21 @@ func (t *task) createCall(kind sysKind) result {
 	if e != 0 {
 		return fail(e)
 	}
+	// Landlock never grants device nodes: those go to the confined
+	// thread, where it refuses them.
+	if typ := mode & unix.S_IFMT; kind != sysMknod && kind != sysMknodat || typ == 0 || typ == unix.S_IFREG || typ == unix.S_IFIFO || typ == unix.S_IFSOCK {
+		if _, en, ok := t.fast(&ts, []*prepared{&pp}, func(pfds []int) (int, unix.Errno) {
+			switch kind {
+			case sysMkdir, sysMkdirat:
+				return 0, errnoOf(unix.Mkdirat(pfds[0], last, t.modeFor(&ts, mode)))
+			case sysSymlink, sysSymlinkat:
+				return 0, errnoOf(unix.Symlinkat(target, pfds[0], last))
+			}
+			return 0, errnoOf(unix.Mknodat(pfds[0], last, t.modeFor(&ts, mode), int(dev)))
+		}); ok {
+			return fail(en)
+		}
+	}
 	_, en, r, ok := t.perform(&ts, func() (int, unix.Errno) {
 		pfd, e := t.resolve(&pp, false)
 		if e != 0 {
@@ -365,9 +424,24 @@ func (t *task) openCreate(ts *taskStatus, dirfd int32, path string, flags int, m
 	if e != 0 {
 		return fail(e)
 	}
+	// The common case on the handler's thread: a last component that is
+	// not a symlink, in a directory where Landlock grants everything.
+	fd, en, ok := t.fast(ts, []*prepared{&pp}, func(pfds []int) (int, unix.Errno) {
+		how := unix.OpenHow{Mode: uint64(t.modeFor(ts, mode)), Resolve: unix.RESOLVE_NO_MAGICLINKS,
+			Flags: uint64(flags | unix.O_NOFOLLOW | unix.O_CLOEXEC)}
+		fd, err := unix.Openat2(pfds[0], last, &how)
+		return fd, errnoOf(err)
+	})
+	switch {
+	case ok && en == 0:
+		return t.install(fd, flags)
+	case ok && (en != unix.ELOOP || flags&unix.O_NOFOLLOW != 0):
+		return fail(en)
+	}
 	var gitWhy string
 	reopen := int32(-1)
-	fd, en, r, ok := t.perform(ts, func() (int, unix.Errno) {
+	var r result
+	fd, en, r, ok = t.perform(ts, func() (int, unix.Errno) {
 		how := unix.OpenHow{Mode: uint64(t.modeFor(ts, mode)), Resolve: unix.RESOLVE_NO_MAGICLINKS}
 		for hop := 0; ; hop++ {
 			pfd, e := t.resolve(&pp, false)

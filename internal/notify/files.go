@@ -302,9 +302,10 @@ func errnoOf(err error) unix.Errno {
 	return unix.EACCES
 }
 
-// renameLinkConfined performs a rename or link on the confined thread
-// (create.go), where the run's own Landlock rules check it, on names
-// read once.
+// renameLinkConfined performs a rename or link on names read once: on
+// the handler's thread where both directories lie where Landlock grants
+// everything (create.go, fast), else on the confined thread, where the
+// run's own Landlock rules check it.
 func (t *task) renameLinkConfined(oldDir int32, oldPath string, newDir int32, newPath string, flags uint64, link bool) result {
 	ts, r, ok := t.status(newPath)
 	if !ok {
@@ -333,6 +334,18 @@ func (t *task) renameLinkConfined(oldDir int32, oldPath string, newDir int32, ne
 	}
 	if e != 0 {
 		return fail(e)
+	}
+	if !emptySrc && !follow {
+		// Both directories where Landlock grants everything: on the
+		// handler's thread (create.go, fast).
+		if _, en, ok := t.fast(&ts, []*prepared{&op, &np}, func(pfds []int) (int, unix.Errno) {
+			if link {
+				return 0, errnoOf(unix.Linkat(pfds[0], oldLast, pfds[1], newLast, 0))
+			}
+			return 0, errnoOf(unix.Renameat2(pfds[0], oldLast, pfds[1], newLast, uint(flags)))
+		}); ok {
+			return fail(en)
+		}
 	}
 	_, en, r, ok := t.perform(&ts, func() (int, unix.Errno) {
 		nfd, e := t.resolve(&np, false)

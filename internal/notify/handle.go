@@ -88,6 +88,9 @@ type handler struct {
 	tc       *threadCreds
 	status   []byte    // buffer for /proc/<tid>/status
 	confined *confined // the thread performing create.go's calls, started on first use
+	// ownFS: the thread has unshared its filesystem attributes, so it
+	// may take a task's umask (create.go's fast path).
+	ownFS bool
 }
 
 // task is the state of one notification.
@@ -98,6 +101,9 @@ type task struct {
 	mem   memReader
 	pidfd int
 	fds   []int // descriptors to close when done
+	// sharedUmask: create.go's call runs on a thread sharing the
+	// supervisor's umask (see modeFor).
+	sharedUmask bool
 	// reopened: taskFD returned a new O_PATH open of the task's
 	// descriptor (taskFDPath), not the task's open file; taskOPath: the
 	// task's own descriptor was O_PATH.

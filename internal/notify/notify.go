@@ -343,6 +343,11 @@ func (s *server) worker() {
 	rbuf := alignedBuf(s.respSize, int(unsafe.Sizeof(seccompNotifResp{})))
 	resp := (*seccompNotifResp)(unsafe.Pointer(&rbuf[0]))
 	h = handler{s: s, tc: tc, status: make([]byte, 4096)}
+	if s.creator != nil {
+		// Refused by Docker's default seccomp profile: then the
+		// task's umask is applied by hand (create.go, modeFor).
+		h.ownFS = unix.Unshare(unix.CLONE_FS) == nil
+	}
 	for s.next(nbuf) {
 		s.grow()
 		r := h.handle(n)
