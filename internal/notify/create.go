@@ -497,6 +497,7 @@ func (t *task) openCreate(ts *taskStatus, dirfd int32, path string, flags int, m
 	})
 	switch {
 	case !ok:
+		r.path = path
 		return r
 	case gitWhy != "":
 		return refuseGit(path+" (through a symlink)", gitWhy)
