@@ -376,6 +376,11 @@ func (in *inputs) build(backend provider.Provider, r *run) (planned, error) {
 		p.Seccomp.NotifyProcTargets = true
 		p.Seccomp.NotifySignals = !landlock.Has(in.h.LandlockABI, landlock.FeatScope)
 	}
+	if p.Namespaces == nil && len(p.Guarded) > 0 {
+		// The persistence guard's refusal of a new .git (notify.Create):
+		// only the core's supervisor sees the command's mounts.
+		p.Seccomp.NotifyCreate = true
+	}
 	return planned{backend: backend, plan: p, guarantees: gs, layers: layers(backend, p)}, nil
 }
 

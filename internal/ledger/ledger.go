@@ -473,16 +473,17 @@ var table = []Guarantee{
 		// hooks and configured programs from .git, so a command that may
 		// write the work tree must not write its .git.
 		Name:    policy.GGitPersistence,
-		Promise: "the .git of the work tree and of every writable root (hooks, config, attributes, objects, refs) cannot be changed, renamed or replaced; other persistence paths are reported",
+		Promise: "the .git of the work tree and of every writable root (hooks, config, attributes, objects, refs) cannot be changed, renamed or replaced; where the mechanism says so, no new .git can be created anywhere the command writes; other persistence paths are reported",
 		Mechanisms: []Mechanism{
 			{Layer: Core, Sufficient: true, NoGitDir: true,
 				Text: "no .git in the work tree: nothing to keep (one the command creates is reported in persistence)"},
-			{Layer: Core, Sufficient: true, GitDir: true, Alone: true,
-				Text: "{landlock}: the work tree's top-level entries granted one by one and .git only read (so no new top-level entry either); the launcher's truncate, rename and metadata calls skip .git"},
+			{Layer: Core, Sufficient: true, GitDir: true, Alone: true, Seccomp: true,
+				Text: "{landlock}: the work tree's top-level entries granted one by one and .git only read (so no new top-level entry either); the launcher's truncate, rename and metadata calls skip .git; " +
+					"no new .git (nor .GIT, .git., git~1 and the like) anywhere in the writable roots: seccomp user notification sends every call that creates a name (mkdir, symlink, mknod, rename, link, creat, open with O_CREAT; openat2 ENOSYS), the launcher reads the name once, refuses those and performs the rest itself with the command's credentials (never resumed: a second thread could change the name): where every parent directory lies inside a writable root, outside .git and not among the fixed top-level entries, on its own thread, else on a thread confined by the run's own Landlock rules"},
 			{Layer: Namespaces, Sufficient: true, GitDir: true,
-				Text: "mount namespace: .git bound read-only over the writable work tree (a mount point: it cannot be renamed or removed); the launcher's truncate, rename and metadata calls skip it"},
+				Text: "mount namespace: .git bound read-only over the writable work tree (a mount point: it cannot be renamed or removed); the launcher's truncate, rename and metadata calls skip it; a new .git below the top level is not refused, only reported (in a top-level directory or at a .gitmodules path)"},
 			{Layer: Bwrap, Sufficient: true, GitDir: true,
-				Text: "bubblewrap mount namespace: .git bound read-only over the writable work tree (a mount point: it cannot be renamed or removed); the supervisor's truncate, rename and metadata calls skip it"},
+				Text: "bubblewrap mount namespace: .git bound read-only over the writable work tree (a mount point: it cannot be renamed or removed); the supervisor's truncate, rename and metadata calls skip it; a new .git below the top level is not refused, only reported (in a top-level directory or at a .gitmodules path)"},
 			{Layer: Seatbelt, Sufficient: true, NoGitDir: true,
 				Text: "no .git in the work tree: nothing to keep (one the command creates is reported in persistence)"},
 			{Layer: Seatbelt, Sufficient: true, GitDir: true,

@@ -124,15 +124,9 @@ func (t *task) renameLink(kind sysKind) result {
 		}
 	}
 	link := kind == sysLink || kind == sysLinkat
-	cont := result{cont: true}
 	if link {
-		switch {
-		case flags&^uint64(unix.AT_SYMLINK_FOLLOW|unix.AT_EMPTY_PATH) != 0:
+		if flags&^uint64(unix.AT_SYMLINK_FOLLOW|unix.AT_EMPTY_PATH) != 0 {
 			return fail(unix.EINVAL)
-		case flags&unix.AT_EMPTY_PATH != 0:
-			// The source is an open file; linking it into another
-			// directory is a reparenting Landlock refuses.
-			return cont
 		}
 	} else {
 		switch {
@@ -146,7 +140,11 @@ func (t *task) renameLink(kind sysKind) result {
 		// WHITEOUT leaves a 0:0 whiteout node, which opens nothing, where
 		// the source was).
 	}
-	oldPath, e := t.pathArg(oldAddr)
+	emptySrc := link && flags&unix.AT_EMPTY_PATH != 0
+	oldPath, e := t.readPath(oldAddr)
+	if e == 0 && oldPath == "" && !emptySrc {
+		e = unix.ENOENT
+	}
 	if e != 0 {
 		return fail(e)
 	}
@@ -154,25 +152,50 @@ func (t *task) renameLink(kind sysKind) result {
 	if e != 0 {
 		return fail(e)
 	}
+	// cont resumes the call in the kernel, under the task's own Landlock
+	// domain; under the persistence guard's refusal of a new .git the
+	// names are checked first and the call is performed on the confined
+	// thread instead (create.go): a resumed call would read the names
+	// again.
+	cont := func() result { return result{cont: true} }
+	if c := t.h.s.creator; c != nil {
+		if why, ok := gitName(newPath); ok {
+			return refuseGit(newPath, why)
+		}
+		if !link && flags&unix.RENAME_EXCHANGE != 0 {
+			if why, ok := gitName(oldPath); ok {
+				return refuseGit(oldPath, why)
+			}
+		}
+		cont = func() result { return t.renameLinkConfined(oldDir, oldPath, newDir, newPath, flags, link) }
+		if c.Refer {
+			return cont()
+		}
+	}
+	if emptySrc {
+		// The source is an open file; linking it into another
+		// directory is a reparenting Landlock refuses.
+		return cont()
+	}
 	oldParent, oldLast := splitParent(oldPath)
 	newParent, newLast := splitParent(newPath)
 	if oldDir == newDir && oldParent == newParent {
 		// The same directory by name: Landlock allows or refuses it on
 		// its own, with no resolution here (the common case: a file
 		// written beside its final name, then renamed over it).
-		return cont
+		return cont()
 	}
 	ts, _, ok := t.status(oldPath)
 	if !ok {
-		return cont
+		return cont()
 	}
 	op, e := t.acquireDir(&ts, oldDir, oldParent)
 	if e != 0 {
-		return cont
+		return cont()
 	}
 	np, e := t.acquireDir(&ts, newDir, newParent)
 	if e != 0 {
-		return cont
+		return cont()
 	}
 	tc := t.h.tc
 	defer tc.restore()
@@ -181,17 +204,20 @@ func (t *task) renameLink(kind sysKind) result {
 	}
 	ofd, e := t.resolve(&op, false)
 	if e != 0 {
-		return cont
+		tc.restore()
+		return cont()
 	}
 	nfd, e := t.resolve(&np, false)
 	if e != 0 {
-		return cont
+		tc.restore()
+		return cont()
 	}
 	var ost, nst unix.Stat_t
 	if unix.Fstat(ofd, &ost) != nil || unix.Fstat(nfd, &nst) != nil ||
 		ost.Mode&unix.S_IFMT != unix.S_IFDIR || nst.Mode&unix.S_IFMT != unix.S_IFDIR ||
 		(ost.Dev == nst.Dev && ost.Ino == nst.Ino) {
-		return cont
+		tc.restore()
+		return cont()
 	}
 	what := "rename"
 	if link {
@@ -274,4 +300,82 @@ func errnoOf(err error) unix.Errno {
 		return en
 	}
 	return unix.EACCES
+}
+
+// renameLinkConfined performs a rename or link on names read once: on
+// the handler's thread where both directories lie where Landlock grants
+// everything (create.go, fast), else on the confined thread, where the
+// run's own Landlock rules check it.
+func (t *task) renameLinkConfined(oldDir int32, oldPath string, newDir int32, newPath string, flags uint64, link bool) result {
+	ts, r, ok := t.status(newPath)
+	if !ok {
+		return r
+	}
+	newParent, newLast := splitParent(newPath)
+	np, e := t.acquireDir(&ts, newDir, newParent)
+	if e != 0 {
+		return fail(e)
+	}
+	emptySrc := link && flags&unix.AT_EMPTY_PATH != 0
+	follow := link && flags&unix.AT_SYMLINK_FOLLOW != 0 && !emptySrc
+	var op prepared
+	var oldLast string
+	switch {
+	case emptySrc:
+		op, e = t.acquire(&ts, refEmpty, oldDir, "", false)
+	case follow:
+		// /proc/self/fd/N is the task's descriptor N (the O_TMPFILE
+		// idiom).
+		op, e = t.acquire(&ts, refPath, oldDir, oldPath, false)
+	default:
+		var oldParent string
+		oldParent, oldLast = splitParent(oldPath)
+		op, e = t.acquireDir(&ts, oldDir, oldParent)
+	}
+	if e != 0 {
+		return fail(e)
+	}
+	if !emptySrc && !follow {
+		// Both directories where Landlock grants everything: on the
+		// handler's thread (create.go, fast).
+		if _, en, ok := t.fast(&ts, []*prepared{&op, &np}, func(pfds []int) (int, unix.Errno) {
+			if link {
+				return 0, errnoOf(unix.Linkat(pfds[0], oldLast, pfds[1], newLast, 0))
+			}
+			return 0, errnoOf(unix.Renameat2(pfds[0], oldLast, pfds[1], newLast, uint(flags)))
+		}); ok {
+			return fail(en)
+		}
+	}
+	_, en, r, ok := t.perform(&ts, func() (int, unix.Errno) {
+		nfd, e := t.resolve(&np, false)
+		if e != 0 {
+			return 0, e
+		}
+		var src int
+		if !emptySrc {
+			// follow: the file the symlink leads to (never through a
+			// magic link); else the old parent directory.
+			if src, e = t.resolve(&op, false); e != 0 {
+				return 0, e
+			}
+		}
+		if !t.valid() {
+			return 0, unix.EACCES
+		}
+		switch {
+		case emptySrc:
+			return 0, errnoOf(unix.Linkat(op.base, "", nfd, newLast, unix.AT_EMPTY_PATH))
+		case follow:
+			return 0, errnoOf(unix.Linkat(unix.AT_FDCWD, selfFD(src), nfd, newLast, unix.AT_SYMLINK_FOLLOW))
+		case link:
+			return 0, errnoOf(unix.Linkat(src, oldLast, nfd, newLast, 0))
+		}
+		return 0, errnoOf(unix.Renameat2(src, oldLast, nfd, newLast, uint(flags)))
+	})
+	if !ok {
+		r.path = newPath
+		return r
+	}
+	return fail(en)
 }

@@ -179,6 +179,32 @@ func TestHandlesEveryNotifiedCall(t *testing.T) {
 	}
 }
 
+// TestHandlesEveryCreateCall: with NotifyCreate the filter notifies
+// exactly Syscalls and CreateSyscalls.
+func TestHandlesEveryCreateCall(t *testing.T) {
+	arch, err := seccomp.NativeArch()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules, err := seccomp.Denied(seccomp.Config{Arch: arch, NotifyMetadata: true, NotifyConnect: true,
+		NotifyProcTargets: true, NotifySignals: true, NotifyTruncate: true, NotifyRename: true, NotifyFork: true, NotifyInet: true, NotifyCreate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var notified []string
+	for _, r := range rules {
+		if r.Notify && !slices.Contains(notified, r.Syscall) {
+			notified = append(notified, r.Syscall)
+		}
+	}
+	want := append(Syscalls(), CreateSyscalls()...)
+	slices.Sort(want)
+	slices.Sort(notified)
+	if !slices.Equal(notified, want) {
+		t.Errorf("the filter notifies %v\nthe supervisor handles %v", notified, want)
+	}
+}
+
 func TestSplitParent(t *testing.T) {
 	for _, c := range []struct{ in, parent, last string }{
 		{"f", "", "f"},

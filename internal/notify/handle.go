@@ -84,9 +84,13 @@ const unchanged = ^uint32(0)
 
 // handler is a worker's per-thread state.
 type handler struct {
-	s      *server
-	tc     *threadCreds
-	status []byte // buffer for /proc/<tid>/status
+	s        *server
+	tc       *threadCreds
+	status   []byte    // buffer for /proc/<tid>/status
+	confined *confined // the thread performing create.go's calls, started on first use
+	// ownFS: the thread has unshared its filesystem attributes, so it
+	// may take a task's umask (create.go's fast path).
+	ownFS bool
 }
 
 // task is the state of one notification.
@@ -97,6 +101,9 @@ type task struct {
 	mem   memReader
 	pidfd int
 	fds   []int // descriptors to close when done
+	// sharedUmask: create.go's call runs on a thread sharing the
+	// supervisor's umask (see modeFor).
+	sharedUmask bool
 	// reopened: taskFD returned a new O_PATH open of the task's
 	// descriptor (taskFDPath), not the task's open file; taskOPath: the
 	// task's own descriptor was O_PATH.
@@ -141,6 +148,9 @@ func (h *handler) handle(n *seccompNotif) (r result) {
 	}
 	if isFileKind(ent.kind) {
 		return t.fileCall(ent.kind)
+	}
+	if isCreateKind(ent.kind) {
+		return t.createCall(ent.kind)
 	}
 	a, e := t.decode(ent.kind)
 	if e != 0 {

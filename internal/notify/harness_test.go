@@ -127,6 +127,10 @@ func testFilter() []unix.SockFilter {
 			// socket() only for the egress tests (inet_test.go).
 			continue
 		}
+		if isCreateKind(e.kind) && os.Getenv(envCreate) != "1" {
+			// Name creation only for the guard's tests (create_test.go).
+			continue
+		}
 		if (e.kind != sysFork || fork) && !(fork && isProcKind(e.kind)) {
 			nrs = append(nrs, nr)
 		}
@@ -139,6 +143,20 @@ func testFilter() []unix.SockFilter {
 		bpf.LoadAbsolute{Off: 0, Size: 4}, // seccomp_data.nr
 	}
 	for _, nr := range nrs {
+		if k := sysTable[nr].kind; k == sysOpen || k == sysOpenat {
+			// As confine's filter: only O_CREAT opens.
+			flags := uint32(1)
+			if k == sysOpenat {
+				flags = 2
+			}
+			prog = append(prog,
+				bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(nr), SkipFalse: 4},
+				bpf.LoadAbsolute{Off: 16 + 8*flags, Size: 4},
+				bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: unix.O_CREAT, SkipFalse: 1},
+				bpf.RetConstant{Val: unix.SECCOMP_RET_USER_NOTIF},
+				bpf.RetConstant{Val: unix.SECCOMP_RET_ALLOW})
+			continue
+		}
 		prog = append(prog,
 			bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(nr), SkipFalse: 1},
 			bpf.RetConstant{Val: unix.SECCOMP_RET_USER_NOTIF})
@@ -444,6 +462,8 @@ func runOp(op probeOp, base string) (r probeResult) {
 		time.Sleep(time.Duration(op.Iter) * time.Millisecond)
 	case "truncate", "renameat2", "linkat":
 		e = fileOp(op, sys, d, path, cstr(expand(op.Alt)))
+	case "mkdirat", "symlinkat", "mknodat", "openat-creat":
+		e = createOp(op, sys, d, path, cstr(expand(op.Alt)))
 	case "forks":
 		return runForks(op)
 	case "inet":

@@ -62,4 +62,16 @@ const (
 
 	sysSigaction // rt_sigaction(SIGCHLD): sigaction.go
 	sysSocket    // socket(2): inet.go
+
+	// Calls that add a name to a directory, under the persistence
+	// guard's refusal of a new .git (create.go).
+	sysMkdir
+	sysMkdirat
+	sysSymlink
+	sysSymlinkat
+	sysMknod
+	sysMknodat
+	sysOpen
+	sysOpenat
+	sysCreat
 )

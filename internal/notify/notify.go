@@ -82,6 +82,9 @@ type Config struct {
 	// are made by the supervisor and connect only to Egress.Proxy (see
 	// inet.go).
 	Egress *Egress
+	// Create, when set, refuses a new .git (see Create); the filter
+	// then sends the calls that create names (seccomp.Config.NotifyCreate).
+	Create *Create
 	// MaxTasks, when > 0, bounds the run's tasks (threads included)
 	// below Init: the task creations the filter sends
 	// (seccomp.Config.NotifyFork) fail with EAGAIN once the run holds
@@ -93,10 +96,29 @@ type Config struct {
 // architecture, sorted. The command's seccomp filter should return
 // SECCOMP_RET_USER_NOTIF for them; Serve refuses (EACCES) any other call
 // routed to it.
+//
+// The calls that create names (Config.Create) are not among them: see
+// CreateSyscalls.
 func Syscalls() []string {
 	names := make([]string, 0, len(sysTable))
 	for _, e := range sysTable {
-		names = append(names, e.name)
+		if !isCreateKind(e.kind) {
+			names = append(names, e.name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// CreateSyscalls returns the names of the further system calls Serve
+// handles with Config.Create (seccomp.Config.NotifyCreate), sorted; rename
+// and link are among Syscalls already.
+func CreateSyscalls() []string {
+	var names []string
+	for _, e := range sysTable {
+		if isCreateKind(e.kind) {
+			names = append(names, e.name)
+		}
 	}
 	slices.Sort(names)
 	return names
@@ -113,6 +135,7 @@ const workers = 4
 // notification thus never changes threads, which keeps latency low.
 type server struct {
 	pol       policy
+	creator   *creator     // nil: no creation calls expected
 	forks     *forkCounter // nil: no bound on task creation
 	listener  int          // Serve's own duplicate of the listener descriptor
 	wake      int          // eventfd, readable once ctx is cancelled
@@ -175,6 +198,7 @@ func Serve(ctx context.Context, listenerFD int, cfg Config) error {
 	}
 	s := &server{
 		pol:       pol,
+		creator:   newCreator(cfg.Create),
 		forks:     forks,
 		listener:  lfd,
 		wake:      wake,
@@ -189,6 +213,7 @@ func Serve(ctx context.Context, listenerFD int, cfg Config) error {
 	allDone := make(chan struct{})
 	go func() {
 		s.wg.Wait()
+		s.creator.close()
 		unix.Close(lfd)
 		unix.Close(wake)
 		close(allDone)
@@ -306,6 +331,8 @@ func (s *server) grow() {
 func (s *server) worker() {
 	runtime.LockOSThread()
 	defer s.wg.Done()
+	var h handler
+	defer func() { h.stopConfined() }()
 	tc, err := newThreadCreds()
 	if err != nil {
 		// Without a credential record nothing can be done safely: refuse.
@@ -315,7 +342,12 @@ func (s *server) worker() {
 	n := (*seccompNotif)(unsafe.Pointer(&nbuf[0]))
 	rbuf := alignedBuf(s.respSize, int(unsafe.Sizeof(seccompNotifResp{})))
 	resp := (*seccompNotifResp)(unsafe.Pointer(&rbuf[0]))
-	h := handler{s: s, tc: tc, status: make([]byte, 4096)}
+	h = handler{s: s, tc: tc, status: make([]byte, 4096)}
+	if s.creator != nil {
+		// Refused by Docker's default seccomp profile: then the
+		// task's umask is applied by hand (create.go, modeFor).
+		h.ownFS = unix.Unshare(unix.CLONE_FS) == nil
+	}
 	for s.next(nbuf) {
 		s.grow()
 		r := h.handle(n)

@@ -112,6 +112,8 @@ func (m *memReader) readString(addr uint64, limit int, tooLong unix.Errno) (stri
 type taskStatus struct {
 	tgid int
 	cr   creds
+	// umask is the task's file creation mask (-1: not reported).
+	umask int
 }
 
 // readStatus parses /proc/<tid>/status. The file is read afresh for every
@@ -119,7 +121,7 @@ type taskStatus struct {
 // the pid is reused. *buf is reused between calls and grown when a task has
 // very many supplementary groups.
 func readStatus(tid int, buf *[]byte) (taskStatus, bool) {
-	var st taskStatus
+	st := taskStatus{umask: -1}
 	fd, err := unix.Open(procPath(tid, "status"), unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return st, false
@@ -157,6 +159,12 @@ func readStatus(tid int, buf *[]byte) (taskStatus, bool) {
 		case "Tgid":
 			if len(f) == 1 {
 				st.tgid, _ = strconv.Atoi(string(f[0]))
+			}
+		case "Umask":
+			if len(f) == 1 {
+				if v, err := strconv.ParseUint(string(f[0]), 8, 32); err == nil && v <= 0o777 {
+					st.umask = int(v)
+				}
 			}
 		case "Uid":
 			ids, ok := parseIDs(f)

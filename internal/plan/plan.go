@@ -57,13 +57,19 @@ type Seccomp struct {
 	// seccomp.Config): set when the Landlock ABI is below 3 and 2.
 	NotifyTruncate bool `json:"notify_truncate,omitempty"`
 	NotifyRename   bool `json:"notify_rename,omitempty"`
+	// NotifyCreate sends every call that adds a name to a directory to
+	// the supervisor, which refuses a new .git (the persistence guard in
+	// a git work tree). It applies only where the run ends up without
+	// namespaces (see Effective): the supervisor resolves paths in its
+	// own mount namespace, which is the command's only there.
+	NotifyCreate bool `json:"notify_create,omitempty"`
 }
 
 // Effective returns s as it applies to a run with (pidNS) or without a PID
 // namespace.
 func (s Seccomp) Effective(pidNS bool) Seccomp {
 	if pidNS {
-		s.NotifyProcTargets, s.NotifySignals = false, false
+		s.NotifyProcTargets, s.NotifySignals, s.NotifyCreate = false, false, false
 	}
 	return s
 }
@@ -72,7 +78,7 @@ func (s Seccomp) Effective(pidNS bool) Seccomp {
 // supervisor, which then needs the filter's listener.
 func (s Seccomp) Listener() bool {
 	return s.NotifyMetadata || s.NotifyConnect || s.NotifyProcTargets || s.NotifySignals ||
-		s.NotifyTruncate || s.NotifyRename || s.NotifyFork || s.NotifyInet
+		s.NotifyTruncate || s.NotifyRename || s.NotifyFork || s.NotifyInet || s.NotifyCreate
 }
 
 // Namespaces asks for the landlock+namespaces provider: the run's init is started

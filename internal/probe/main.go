@@ -235,6 +235,7 @@ func init() {
 	}
 	addProcTargetVectors(vectors)
 	addEgressVectors(vectors)
+	addNestGitVectors(vectors)
 }
 
 // vectorTimeout bounds every vector but the long-running ones: an attempt

@@ -3,6 +3,8 @@
 package seccomp
 
 import (
+	"slices"
+
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
@@ -42,37 +44,57 @@ var renameCalls = []string{"rename", "renameat", "renameat2", "link", "linkat"}
 // package never calls it.
 func fileRules(cfg Config) []entry {
 	eperm := errno(unix.EPERM)
-	modeOnly := func(arg int) func(a *assembler, _ Config) {
+	modeThen := func(arg int, then uint32) func(a *assembler, _ Config) {
 		return func(a *assembler, _ Config) {
 			a.loadWord(argLow(arg))
-			a.jumpIf(bpf.JumpBitsSet, setIDBits, a.ret(eperm), a.ret(unix.SECCOMP_RET_ALLOW))
+			a.jumpIf(bpf.JumpBitsSet, setIDBits, a.ret(eperm), a.ret(then))
 		}
+	}
+	// mode-checked calls that create an entry: sent on under NotifyCreate.
+	created := uint32(unix.SECCOMP_RET_ALLOW)
+	if cfg.NotifyCreate {
+		created = unix.SECCOMP_RET_USER_NOTIF
 	}
 	modeDoc := []Rule{{When: "mode & (S_ISUID|S_ISGID)", Errno: unix.EPERM}}
 	openDoc := []Rule{{When: "flags & (O_CREAT|O_TMPFILE) && mode & (S_ISUID|S_ISGID)", Errno: unix.EPERM}}
 	if cfg.NotifyTruncate {
 		openDoc = append(openDoc, Rule{When: "flags & O_TRUNC && (flags & O_ACCMODE) not O_WRONLY or O_RDWR", Errno: unix.EACCES})
 	}
+	if cfg.NotifyCreate {
+		openDoc = append(openDoc, Rule{When: "flags & O_CREAT", Notify: true})
+		modeDoc = append(slices.Clone(modeDoc), Rule{When: "otherwise", Notify: true})
+	}
 	es := []entry{
 		{name: "open", block: openBlock(1, 2), doc: openDoc},
 		{name: "openat", block: openBlock(2, 3), doc: openDoc},
 		// creat() is open(O_CREAT|O_WRONLY|O_TRUNC): write access, which
 		// Landlock checks at every ABI, so only its mode matters.
-		{name: "creat", block: modeOnly(1), doc: modeDoc},
-		{name: "mknod", block: modeOnly(1), doc: modeDoc},
-		{name: "mknodat", block: modeOnly(2), doc: modeDoc},
+		{name: "creat", block: modeThen(1, created), doc: modeDoc},
+		{name: "mknod", block: modeThen(1, created), doc: modeDoc},
+		{name: "mknodat", block: modeThen(2, created), doc: modeDoc},
 		{name: "openat2", ret: errno(unix.ENOSYS), doc: []Rule{{Errno: unix.ENOSYS}}},
 	}
 	if cfg.NotifyTruncate {
 		es = append(es, entry{name: "truncate", ret: unix.SECCOMP_RET_USER_NOTIF, doc: []Rule{{Notify: true}}})
 	}
-	if cfg.NotifyRename {
+	if cfg.NotifyRename || cfg.NotifyCreate {
 		for _, n := range renameCalls {
+			es = append(es, entry{name: n, ret: unix.SECCOMP_RET_USER_NOTIF, doc: []Rule{{Notify: true}}})
+		}
+	}
+	if cfg.NotifyCreate {
+		for _, n := range createCalls {
 			es = append(es, entry{name: n, ret: unix.SECCOMP_RET_USER_NOTIF, doc: []Rule{{Notify: true}}})
 		}
 	}
 	return es
 }
+
+// createCalls go to the supervisor under Config.NotifyCreate, besides
+// renameCalls, creat, mknod, mknodat and open/openat with O_CREAT: every
+// call that adds a name to a directory (the persistence guard's refusal of
+// a new .git; see package notify, create.go).
+var createCalls = []string{"mkdir", "mkdirat", "symlink", "symlinkat"}
 
 // openBlock checks open-style calls whose flags are argument flags and
 // mode argument mode.
@@ -86,7 +108,16 @@ func fileRules(cfg Config) []entry {
 func openBlock(flags, mode int) func(a *assembler, cfg Config) {
 	return func(a *assembler, cfg Config) {
 		allow := a.ret(unix.SECCOMP_RET_ALLOW)
-		afterMode := allow
+		// final decides a call that passed the mode and truncation
+		// checks: under NotifyCreate an O_CREAT open goes to the
+		// supervisor.
+		final := allow
+		var create label
+		if cfg.NotifyCreate {
+			create = a.newLabel()
+			final = create
+		}
+		afterMode := final
 		var trunc label
 		if cfg.NotifyTruncate {
 			trunc = a.newLabel()
@@ -97,17 +128,26 @@ func openBlock(flags, mode int) func(a *assembler, cfg Config) {
 		a.jumpIf(bpf.JumpBitsSet, oCreat|oTmpfile, creates, afterMode)
 		a.mark(creates)
 		a.loadWord(argLow(mode))
-		if !cfg.NotifyTruncate {
+		switch {
+		case !cfg.NotifyTruncate && !cfg.NotifyCreate:
 			a.jumpIf(bpf.JumpBitsSet, setIDBits, a.ret(errno(unix.EPERM)), allow)
 			return
+		case !cfg.NotifyTruncate:
+			a.jumpIf(bpf.JumpBitsSet, setIDBits, a.ret(errno(unix.EPERM)), create)
+		default:
+			a.jumpIf(bpf.JumpBitsSet, setIDBits, a.ret(errno(unix.EPERM)), next)
+			a.loadWord(argLow(flags))
+			// A holds flags on both paths into trunc.
+			a.mark(trunc)
+			a.jumpIf(bpf.JumpBitsSet, oTrunc, next, final)
+			a.insn(bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: oAccmode})
+			a.jumpIf(bpf.JumpEqual, oWronly, final, next)
+			a.jumpIf(bpf.JumpEqual, oRdwr, final, a.ret(errno(unix.EACCES)))
 		}
-		a.jumpIf(bpf.JumpBitsSet, setIDBits, a.ret(errno(unix.EPERM)), next)
-		a.loadWord(argLow(flags))
-		// A holds flags on both paths into trunc.
-		a.mark(trunc)
-		a.jumpIf(bpf.JumpBitsSet, oTrunc, next, allow)
-		a.insn(bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: oAccmode})
-		a.jumpIf(bpf.JumpEqual, oWronly, allow, next)
-		a.jumpIf(bpf.JumpEqual, oRdwr, allow, a.ret(errno(unix.EACCES)))
+		if cfg.NotifyCreate {
+			a.mark(create)
+			a.loadWord(argLow(flags))
+			a.jumpIf(bpf.JumpBitsSet, oCreat, a.ret(unix.SECCOMP_RET_USER_NOTIF), allow)
+		}
 	}
 }

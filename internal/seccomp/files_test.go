@@ -75,3 +75,63 @@ func TestFileRules(t *testing.T) {
 		}
 	}
 }
+
+// TestCreateRules walks NotifyCreate (the persistence guard's refusal of a
+// new .git): every call that adds a name reaches the supervisor once the
+// mode and truncation checks passed, with the old-ABI flags off and on.
+func TestCreateRules(t *testing.T) {
+	const setuid = unix.S_ISUID | 0o644
+	cases := []struct {
+		name string
+		sys  string
+		args []uint64
+		want uint32 // NotifyCreate alone
+		old  uint32 // with NotifyTruncate and NotifyRename too
+	}{
+		{"read", "openat", []uint64{0, 0, unix.O_RDONLY, 0}, allow, allow},
+		{"write no create", "openat", []uint64{0, 0, unix.O_WRONLY | unix.O_TRUNC, 0}, allow, allow},
+		{"create", "openat", []uint64{0, 0, unix.O_WRONLY | oCreat | unix.O_TRUNC, 0o644}, notif, notif},
+		{"create excl", "openat", []uint64{0, 0, unix.O_RDWR | oCreat | unix.O_EXCL, 0o600}, notif, notif},
+		{"create rdonly", "openat", []uint64{0, 0, unix.O_RDONLY | oCreat, 0o644}, notif, notif},
+		{"create rdonly trunc", "openat", []uint64{0, 0, unix.O_RDONLY | oCreat | unix.O_TRUNC, 0o644}, notif, eacces},
+		{"create setuid", "openat", []uint64{0, 0, unix.O_WRONLY | oCreat, setuid}, eperm, eperm},
+		{"tmpfile", "openat", []uint64{0, 0, oTmpfile | unix.O_RDWR, 0o600}, allow, allow},
+		{"create flag in high word", "openat", []uint64{0, 0, unix.O_WRONLY | hi*oCreat, 0o644}, allow, allow},
+		{"open create", "open", []uint64{0, unix.O_WRONLY | oCreat, 0o644}, notif, notif},
+		{"open read", "open", []uint64{0, unix.O_RDONLY, 0}, allow, allow},
+		{"creat", "creat", []uint64{0, 0o644}, notif, notif},
+		{"creat setuid", "creat", []uint64{0, setuid}, eperm, eperm},
+		{"mknod fifo", "mknod", []uint64{0, unix.S_IFIFO | 0o644, 0}, notif, notif},
+		{"mknodat reg setgid", "mknodat", []uint64{0, 0, unix.S_IFREG | unix.S_ISGID | 0o644, 0}, eperm, eperm},
+		{"mknodat reg", "mknodat", []uint64{0, 0, unix.S_IFREG | 0o644, 0}, notif, notif},
+		{"mkdir", "mkdir", []uint64{0, 0o755}, notif, notif},
+		{"mkdirat", "mkdirat", []uint64{0, 0, 0o755}, notif, notif},
+		{"symlink", "symlink", []uint64{0, 0}, notif, notif},
+		{"symlinkat", "symlinkat", []uint64{0, 0, 0}, notif, notif},
+		{"rename", "rename", []uint64{0, 0}, notif, notif},
+		{"renameat2", "renameat2", []uint64{0, 0, 0, 0, 0}, notif, notif},
+		{"link", "link", []uint64{0, 0}, notif, notif},
+		{"linkat", "linkat", []uint64{0, 0, 0, 0, 0}, notif, notif},
+		{"truncate", "truncate", []uint64{0, 0}, allow, notif},
+		{"openat2", "openat2", []uint64{0, 0, 0, 24}, enosys, enosys},
+	}
+	for _, arch := range arches {
+		_, table, _ := archInfo(arch)
+		for _, old := range []bool{false, true} {
+			v := newVM(t, Config{Arch: arch, NotifyMetadata: true, NotifyConnect: true, NotifyCreate: true, NotifyTruncate: old, NotifyRename: old})
+			for _, c := range cases {
+				nr, ok := table[c.sys]
+				if !ok {
+					continue // arm64 has only the *at forms
+				}
+				want := c.want
+				if old {
+					want = c.old
+				}
+				if got := v.run(t, nr, c.args...); got != want {
+					t.Errorf("%v old-ABI %v: %s %s(%#x) = %s, want %s", arch, old, c.name, c.sys, c.args, retName(got), retName(want))
+				}
+			}
+		}
+	}
+}

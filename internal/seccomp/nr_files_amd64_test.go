@@ -10,4 +10,5 @@ var filesWant = map[string]uint32{
 	"truncate": unix.SYS_TRUNCATE, "mknod": unix.SYS_MKNOD, "openat": unix.SYS_OPENAT,
 	"mknodat": unix.SYS_MKNODAT, "renameat": unix.SYS_RENAMEAT, "linkat": unix.SYS_LINKAT,
 	"renameat2": unix.SYS_RENAMEAT2, "openat2": unix.SYS_OPENAT2,
+	"mkdir": unix.SYS_MKDIR, "symlink": unix.SYS_SYMLINK, "mkdirat": unix.SYS_MKDIRAT, "symlinkat": unix.SYS_SYMLINKAT,
 }

@@ -10,5 +10,6 @@ import "github.com/confine-sandbox/confine/internal/plan"
 func FromPlan(arch Arch, s plan.Seccomp) Config {
 	return Config{Arch: arch, NotifyMetadata: s.NotifyMetadata, NotifyConnect: s.NotifyConnect,
 		AllowUnixDgram: s.AllowUnixDgram, NotifyInet: s.NotifyInet, NotifyProcTargets: s.NotifyProcTargets, NotifySignals: s.NotifySignals,
-		NotifyTruncate: s.NotifyTruncate, NotifyRename: s.NotifyRename, NotifyFork: s.NotifyFork}
+		NotifyTruncate: s.NotifyTruncate, NotifyRename: s.NotifyRename, NotifyFork: s.NotifyFork,
+		NotifyCreate: s.NotifyCreate}
 }

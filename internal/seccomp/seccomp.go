@@ -151,6 +151,16 @@ type Config struct {
 	// supervisor performs those inside the writable roots). Needs a
 	// listener.
 	NotifyRename bool
+
+	// NotifyCreate is the persistence guard's refusal of a new .git
+	// (only for a run that guards a git work tree): every call that adds
+	// a name to a directory returns SECCOMP_RET_USER_NOTIF (mkdir,
+	// mkdirat, symlink, symlinkat, mknod, mknodat, creat, rename,
+	// renameat, renameat2, link, linkat, and open and openat with
+	// O_CREAT once the mode and truncation checks passed); the
+	// supervisor performs them on its own copy of the names. Needs a
+	// listener.
+	NotifyCreate bool
 }
 
 // Rule is one line of the policy the filter enforces, for documentation

@@ -1143,7 +1143,7 @@ func (b *bench) files() error {
 	flagNoise(c, 1.05, false)
 	c.Notes = "the same runs; contention inside the kernel (e.g. the filesystem's locks) still counts as system time"
 	b.add(c)
-	return nil
+	return b.filesGit(n, reps, size)
 }
 
 func boxNames(bs []box) []string {

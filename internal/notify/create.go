@@ -1,0 +1,587 @@
+//go:build linux
+
+package notify
+
+import (
+	"errors"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/confine-sandbox/confine/internal/landlock"
+)
+
+// Create is the persistence guard's refusal of a new .git anywhere the
+// command can write (seccomp.Config.NotifyCreate), for a run that guards
+// a git work tree and shares the supervisor's root and mount namespace
+// (the core).
+//
+// No Landlock rule and no mount refuses a name, and a seccomp filter cannot
+// read one. So every call that adds a name to a directory comes here: mkdir,
+// mkdirat, symlink, symlinkat, mknod, mknodat, creat, open and openat with
+// O_CREAT, rename, renameat, renameat2, link and linkat. The supervisor
+// reads the names once from the task's memory and refuses a new entry whose
+// name git, or a case-insensitive file system the tree is later copied to,
+// takes for .git (gitName). Every other call is performed by the supervisor
+// itself, on its copy of the names, never resumed in the kernel: a second
+// thread of the command could rewrite the name between the check and the
+// kernel's own read.
+//
+// The supervisor performs them on a thread of its own confined by the run's
+// own Landlock rules (Landlock) and with the task's credentials and umask,
+// so the kernel checks each call exactly as it would have checked the
+// command's; an O_CREAT open is then installed into the task with
+// SECCOMP_IOCTL_NOTIF_ADDFD. Parent directories are resolved without
+// following magic links (/proc/self would be the supervisor's).
+type Create struct {
+	// Landlock is the run's filesystem policy, which the performing
+	// threads enforce on themselves (its network and scope parts are
+	// left out: they govern nothing those threads do).
+	Landlock landlock.Policy
+	// Refer says Landlock governs renames and links across directories
+	// (ABI >= 2): they are performed on the confined thread too.
+	// Without it (ABI 1, seccomp.Config.NotifyRename) renameLink's
+	// emulation performs those across directories, after the same name
+	// check.
+	Refer bool
+}
+
+// gitNames are the names a new directory entry may not have while the
+// guard holds, each with why git could take it for a repository's .git.
+// Not covered: HFS+'s ignorable Unicode code points (".g\u200cit"), which
+// only a macOS HFS+ volume folds.
+var gitNames = []struct {
+	why   string
+	match func(string) bool
+}{
+	{"named .git", func(n string) bool { return n == ".git" }},
+	// A casefolded directory (ext4, f2fs, tmpfs) resolves .git to
+	// such an entry, and so does a case-insensitive file system the
+	// tree is copied to (macOS, Windows).
+	{"a letter-case variant of .git", func(n string) bool { return n != ".git" && strings.EqualFold(n, ".git") }},
+	{".git with trailing dots or spaces, which NTFS drops",
+		func(n string) bool {
+			t := strings.TrimRight(n, ". ")
+			return t != n && strings.EqualFold(t, ".git")
+		}},
+	{"git~1, the NTFS 8.3 short name of .git",
+		func(n string) bool { return strings.EqualFold(n, "git~1") }},
+}
+
+// gitName reports whether the last component of p (trailing slashes
+// ignored) is one of gitNames, and why.
+func gitName(p string) (string, bool) {
+	_, last := splitParent(p)
+	last = strings.TrimRight(last, "/")
+	for _, g := range gitNames {
+		if g.match(last) {
+			return g.why, true
+		}
+	}
+	return "", false
+}
+
+// refuseGit is the answer to a call that would create a gitNames entry.
+func refuseGit(path, why string) result {
+	return deny(unix.EPERM, "persistence guard: new entry "+why+" refused; waive no-git-persistence to allow it", path)
+}
+
+// isCreateKind says k is one of create.go's calls.
+func isCreateKind(k sysKind) bool { return k >= sysMkdir && k <= sysCreat }
+
+func init() {
+	for nr, e := range createSysTable {
+		sysTable[nr] = e
+	}
+}
+
+// creator holds the Landlock ruleset of the performing threads, prepared on
+// the first call that needs it (most runs create nothing through it before
+// they have run a while, and a launch should not pay for it).
+type creator struct {
+	Create
+	once sync.Once
+	rs   *landlock.Ruleset
+	err  error
+}
+
+func newCreator(c *Create) *creator {
+	if c == nil {
+		return nil
+	}
+	cc := &creator{Create: *c}
+	cc.Landlock.DenyTCP, cc.Landlock.Scope, cc.Landlock.Defer = false, false, nil
+	return cc
+}
+
+func (c *creator) ruleset() (*landlock.Ruleset, error) {
+	c.once.Do(func() {
+		c.rs, c.err = landlock.Prepare(c.Landlock)
+	})
+	return c.rs, c.err
+}
+
+func (c *creator) close() {
+	if c == nil {
+		return
+	}
+	c.once.Do(func() {})
+	if c.rs != nil {
+		c.rs.Close()
+	}
+}
+
+// confined is a worker's performing thread.
+type confined struct {
+	reqs chan *createReq
+	dead bool
+	// shared: the thread could not unshare its filesystem attributes
+	// (Docker's default seccomp profile refuses unshare), so it shares
+	// the supervisor's umask, which the kernel applies on top of the
+	// task's (see modeFor).
+	shared bool
+}
+
+// createReq is one call to perform on the confined thread.
+type createReq struct {
+	cr    *creds
+	umask int
+	do    func() (int, unix.Errno)
+	val   int
+	errno unix.Errno
+	err   error // the thread could not act for the task
+	done  chan struct{}
+}
+
+var errConfined = errors.New("notify: confined thread unusable")
+
+// startCreator starts a thread that unshares its filesystem attributes
+// (so its umask is its own), restricts itself with rs and then performs
+// requests until reqs is closed. It never unlocks its thread, which thus
+// dies with the goroutine.
+func startCreator(rs *landlock.Ruleset) (*confined, error) {
+	c := &confined{reqs: make(chan *createReq)}
+	ready := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		c.shared = unix.Unshare(unix.CLONE_FS) != nil
+		tc, err := newThreadCreds()
+		if err != nil {
+			ready <- err
+			return
+		}
+		if err := rs.RestrictSelf(); err != nil {
+			ready <- err
+			return
+		}
+		ready <- nil
+		for r := range c.reqs {
+			if err := tc.become(r.cr); err != nil {
+				r.err = err
+			} else {
+				if !c.shared {
+					unix.Umask(r.umask)
+				}
+				r.val, r.errno = r.do()
+			}
+			tc.restore()
+			if tc.poisoned {
+				r.err = errConfined
+				close(r.done)
+				// The worker learns it from r.err and
+				// starts another thread.
+				return
+			}
+			close(r.done)
+		}
+	}()
+	if err := <-ready; err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// perform runs do on the worker's confined thread with the task's
+// credentials and umask.
+//
+// It reports false with the answer when the thread could not act.
+func (t *task) perform(ts *taskStatus, do func() (int, unix.Errno)) (int, unix.Errno, result, bool) {
+	h := t.h
+	if h.s.creator == nil {
+		return 0, 0, deny(unix.EACCES, "creation call sent to a supervisor without the persistence guard", ""), false
+	}
+	if ts.umask < 0 {
+		return 0, 0, deny(unix.EACCES, "cannot read the caller's umask", ""), false
+	}
+	if h.confined == nil || h.confined.dead {
+		rs, err := h.s.creator.ruleset()
+		if err != nil {
+			return 0, 0, deny(unix.EACCES, "cannot prepare the confined thread: "+err.Error(), ""), false
+		}
+		c, err := startCreator(rs)
+		if err != nil {
+			return 0, 0, deny(unix.EACCES, "cannot start the confined thread: "+err.Error(), ""), false
+		}
+		h.confined = c
+	}
+	t.sharedUmask = h.confined.shared
+	r := &createReq{cr: &ts.cr, umask: ts.umask, do: do, done: make(chan struct{})}
+	h.confined.reqs <- r
+	<-r.done
+	if r.err != nil {
+		if errors.Is(r.err, errConfined) {
+			h.confined.dead = true
+		}
+		return 0, 0, deny(unix.EACCES, "cannot assume the caller's credentials: "+r.err.Error(), ""), false
+	}
+	return r.val, r.errno, result{}, true
+}
+
+// modeFor is the creation mode to pass for the task's mode: the mode
+// itself where the confined thread has the task's umask; else the mode less
+// the task's umask, which the kernel then reduces by the supervisor's
+// umask too, so a command whose umask is laxer than the launcher's gets
+// fewer permission bits than it asked for (never more).
+func (t *task) modeFor(ts *taskStatus, mode uint32) uint32 {
+	if t.sharedUmask && ts.umask >= 0 {
+		return mode &^ uint32(ts.umask)
+	}
+	return mode
+}
+
+// fast performs op on the handler's own thread, with the task's
+// credentials and umask, when every parent directory (resolved here, once)
+// lies where the run's Landlock rules grant every right but creating
+// device nodes: inside a writable root, outside the guarded paths, and not
+// one whose entries Landlock keeps fixed (policy.entriesWritable). There
+// Landlock allows whatever the kernel's own checks allow, so the hand-off
+// to the confined thread (about 60 us a call on this machine) buys
+// nothing. It reports false, having changed nothing, anywhere else; the
+// caller then hands the call to the confined thread, where Landlock
+// decides.
+func (t *task) fast(ts *taskStatus, parents []*prepared, op func(pfds []int) (int, unix.Errno)) (int, unix.Errno, bool) {
+	h := t.h
+	if ts.umask < 0 {
+		return 0, 0, false
+	}
+	tc := h.tc
+	defer tc.restore()
+	if tc.become(&ts.cr) != nil {
+		return 0, 0, false
+	}
+	pfds := make([]int, len(parents))
+	for i, p := range parents {
+		fd, e := t.resolve(p, false)
+		if e != 0 {
+			return 0, 0, false
+		}
+		real, ok := fdPath(fd)
+		if !ok || !h.s.pol.entriesWritable(real) {
+			return 0, 0, false
+		}
+		pfds[i] = fd
+	}
+	if !t.valid() {
+		return 0, unix.EACCES, true
+	}
+	t.sharedUmask = !h.ownFS
+	if h.ownFS {
+		unix.Umask(ts.umask)
+	}
+	v, e := op(pfds)
+	return v, e, true
+}
+
+// stopConfined ends the worker's confined thread.
+func (h *handler) stopConfined() {
+	if h.confined != nil && !h.confined.dead {
+		close(h.confined.reqs)
+	}
+	h.confined = nil
+}
+
+// createCall handles the calls of createSysTable.
+func (t *task) createCall(kind sysKind) result {
+	args := t.n.Data.Args
+	dirfd := int32(unix.AT_FDCWD)
+	var pathAddr, targetAddr uint64
+	var mode uint32
+	var dev uint64
+	flags := -1 // an open's flags; -1 for the other calls
+	switch kind {
+	case sysMkdir:
+		pathAddr, mode = args[0], uint32(args[1])
+	case sysMkdirat:
+		dirfd, pathAddr, mode = int32(args[0]), args[1], uint32(args[2])
+	case sysSymlink:
+		targetAddr, pathAddr = args[0], args[1]
+	case sysSymlinkat:
+		targetAddr, dirfd, pathAddr = args[0], int32(args[1]), args[2]
+	case sysMknod:
+		pathAddr, mode, dev = args[0], uint32(args[1]), args[2]
+	case sysMknodat:
+		dirfd, pathAddr, mode, dev = int32(args[0]), args[1], uint32(args[2]), args[3]
+	case sysOpen:
+		pathAddr, flags, mode = args[0], int(int32(args[1])), uint32(args[2])
+	case sysOpenat:
+		dirfd, pathAddr, flags, mode = int32(args[0]), args[1], int(int32(args[2])), uint32(args[3])
+	case sysCreat:
+		pathAddr, flags, mode = args[0], unix.O_CREAT|unix.O_WRONLY|unix.O_TRUNC, uint32(args[1])
+	default:
+		return deny(unix.EACCES, "system call not handled by the supervisor", "")
+	}
+	var target string
+	if kind == sysSymlink || kind == sysSymlinkat {
+		var e unix.Errno
+		if target, e = t.pathArg(targetAddr); e != 0 {
+			return fail(e)
+		}
+	}
+	path, e := t.pathArg(pathAddr)
+	if e != 0 {
+		return fail(e)
+	}
+	if why, ok := gitName(path); ok {
+		return refuseGit(path, why)
+	}
+	ts, r, ok := t.status(path)
+	if !ok {
+		return r
+	}
+	if flags >= 0 {
+		return t.openCreate(&ts, dirfd, path, flags, mode)
+	}
+	parent, last := splitParent(t.ownProc(&ts, path))
+	pp, e := t.acquireDir(&ts, dirfd, parent)
+	if e != 0 {
+		return fail(e)
+	}
+	// Landlock never grants device nodes: those go to the confined
+	// thread, where it refuses them.
+	if typ := mode & unix.S_IFMT; kind != sysMknod && kind != sysMknodat || typ == 0 || typ == unix.S_IFREG || typ == unix.S_IFIFO || typ == unix.S_IFSOCK {
+		if _, en, ok := t.fast(&ts, []*prepared{&pp}, func(pfds []int) (int, unix.Errno) {
+			switch kind {
+			case sysMkdir, sysMkdirat:
+				return 0, errnoOf(unix.Mkdirat(pfds[0], last, t.modeFor(&ts, mode)))
+			case sysSymlink, sysSymlinkat:
+				return 0, errnoOf(unix.Symlinkat(target, pfds[0], last))
+			}
+			return 0, errnoOf(unix.Mknodat(pfds[0], last, t.modeFor(&ts, mode), int(dev)))
+		}); ok {
+			return fail(en)
+		}
+	}
+	_, en, r, ok := t.perform(&ts, func() (int, unix.Errno) {
+		pfd, e := t.resolve(&pp, false)
+		if e != 0 {
+			return 0, e
+		}
+		if !t.valid() {
+			return 0, unix.EACCES
+		}
+		switch kind {
+		case sysMkdir, sysMkdirat:
+			return 0, errnoOf(unix.Mkdirat(pfd, last, t.modeFor(&ts, mode)))
+		case sysSymlink, sysSymlinkat:
+			return 0, errnoOf(unix.Symlinkat(target, pfd, last))
+		}
+		return 0, errnoOf(unix.Mknodat(pfd, last, t.modeFor(&ts, mode), int(dev)))
+	})
+	if !ok {
+		r.path = path
+		return r
+	}
+	return fail(en)
+}
+
+// openFlags are the flags openat2 accepts (it refuses unknown bits, which
+// open and openat ignore).
+const openFlags = unix.O_ACCMODE | unix.O_CREAT | unix.O_EXCL | unix.O_NOCTTY | unix.O_TRUNC |
+	unix.O_APPEND | unix.O_NONBLOCK | unix.O_DSYNC | unix.O_ASYNC | unix.O_DIRECT | unix.O_LARGEFILE |
+	unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_NOATIME | unix.O_CLOEXEC | unix.O_SYNC | unix.O_PATH | unix.O_TMPFILE
+
+// maxFollow bounds the symlinks an O_CREAT open follows at its last
+// component, as the kernel's MAXSYMLINKS does.
+const maxFollow = 40
+
+// openCreate performs open(path, flags, mode) with O_CREAT and installs the
+// result into the task. A last component that is a symlink is followed here,
+// one link at a time, so that the name finally created is checked too (the
+// kernel creates a dangling symlink's target).
+func (t *task) openCreate(ts *taskStatus, dirfd int32, path string, flags int, mode uint32) result {
+	flags &= openFlags
+	mode &= 0o7777
+	if n, ok := stdFD(path); ok {
+		return t.reopen(ts, n, flags)
+	}
+	path = t.ownProc(ts, path)
+	parent, last := splitParent(path)
+	pp, e := t.acquireDir(ts, dirfd, parent)
+	if e != 0 {
+		return fail(e)
+	}
+	// The common case on the handler's thread: a last component that is
+	// not a symlink, in a directory where Landlock grants everything.
+	fd, en, ok := t.fast(ts, []*prepared{&pp}, func(pfds []int) (int, unix.Errno) {
+		how := unix.OpenHow{Mode: uint64(t.modeFor(ts, mode)), Resolve: unix.RESOLVE_NO_MAGICLINKS,
+			Flags: uint64(flags | unix.O_NOFOLLOW | unix.O_CLOEXEC)}
+		fd, err := unix.Openat2(pfds[0], last, &how)
+		return fd, errnoOf(err)
+	})
+	switch {
+	case ok && en == 0:
+		return t.install(fd, flags)
+	case ok && (en != unix.ELOOP || flags&unix.O_NOFOLLOW != 0):
+		return fail(en)
+	}
+	var gitWhy string
+	reopen := int32(-1)
+	var r result
+	fd, en, r, ok = t.perform(ts, func() (int, unix.Errno) {
+		how := unix.OpenHow{Mode: uint64(t.modeFor(ts, mode)), Resolve: unix.RESOLVE_NO_MAGICLINKS}
+		for hop := 0; ; hop++ {
+			pfd, e := t.resolve(&pp, false)
+			if e != 0 {
+				return -1, e
+			}
+			if why, ok := gitName(last); ok {
+				gitWhy = why
+				return -1, unix.EPERM
+			}
+			if !t.valid() {
+				return -1, unix.EACCES
+			}
+			how.Flags = uint64(flags | unix.O_NOFOLLOW | unix.O_CLOEXEC)
+			fd, err := unix.Openat2(pfd, last, &how)
+			if err != unix.ELOOP || flags&unix.O_NOFOLLOW != 0 {
+				return fd, errnoOf(err)
+			}
+			// The last component is a symlink.
+			if flags&unix.O_EXCL != 0 {
+				return -1, unix.EEXIST
+			}
+			if hop >= maxFollow {
+				return -1, unix.ELOOP
+			}
+			var buf [pathMax]byte
+			n, err := unix.Readlinkat(pfd, last, buf[:])
+			if err != nil {
+				return -1, errnoOf(err)
+			}
+			link := string(buf[:n])
+			if link == "" {
+				return -1, unix.ENOENT
+			}
+			if n, ok := stdFD(link); ok {
+				// /dev/stdout and the like: the task's
+				// descriptor, which the caller reopens.
+				reopen = n
+				return -1, 0
+			}
+			link = t.ownProc(ts, link)
+			lp, ll := splitParent(link)
+			switch {
+			case strings.HasPrefix(link, "/"):
+				pp = prepared{base: unix.AT_FDCWD, path: lp}
+			case lp == "":
+				pp = prepared{base: pfd}
+			default:
+				pp = prepared{base: pfd, path: lp}
+			}
+			last = ll
+		}
+	})
+	switch {
+	case !ok:
+		r.path = path
+		return r
+	case gitWhy != "":
+		return refuseGit(path+" (through a symlink)", gitWhy)
+	case reopen >= 0:
+		return t.reopen(ts, reopen, flags)
+	case en != 0:
+		return fail(en)
+	}
+	return t.install(fd, flags)
+}
+
+// stdFD recognises the paths that name one of the caller's own
+// descriptors: procSelfFD's and /dev/stdin, /dev/stdout, /dev/stderr.
+func stdFD(p string) (int32, bool) {
+	switch p {
+	case "/dev/stdin":
+		return 0, true
+	case "/dev/stdout":
+		return 1, true
+	case "/dev/stderr":
+		return 2, true
+	}
+	return procSelfFD(p)
+}
+
+// ownProc rewrites /proc/self and /proc/thread-self, which resolved by
+// the supervisor would be its own, to the task's /proc entries.
+func (t *task) ownProc(ts *taskStatus, p string) string {
+	for _, s := range []struct{ prefix, to string }{
+		{"/proc/self", procPath(ts.tgid, "")},
+		{"/proc/thread-self", procPath(ts.tgid, "task/"+strconv.Itoa(t.tid))},
+	} {
+		if rest, ok := strings.CutPrefix(p, s.prefix); ok && (rest == "" || rest[0] == '/') {
+			return strings.TrimSuffix(s.to, "/") + rest
+		}
+	}
+	return p
+}
+
+// reopen opens the task's descriptor n anew with flags (less O_CREAT and
+// O_EXCL: the file exists), as open of /proc/self/fd/n does, on the
+// confined thread, and installs the result.
+func (t *task) reopen(ts *taskStatus, n int32, flags int) result {
+	src, e := t.taskFD(ts.tgid, n)
+	if e != 0 {
+		return fail(e)
+	}
+	return t.installOpen(ts, flags, func() (int, unix.Errno) {
+		if !t.valid() {
+			return -1, unix.EACCES
+		}
+		fd, err := unix.Openat(unix.AT_FDCWD, selfFD(src), (flags&^(unix.O_CREAT|unix.O_EXCL))|unix.O_CLOEXEC, 0)
+		return fd, errnoOf(err)
+	})
+}
+
+// installOpen performs open on the confined thread and installs the
+// descriptor it returns into the task, answering the call with its number.
+func (t *task) installOpen(ts *taskStatus, flags int, open func() (int, unix.Errno)) result {
+	fd, en, r, ok := t.perform(ts, open)
+	if !ok {
+		return r
+	}
+	if en != 0 {
+		return fail(en)
+	}
+	return t.install(fd, flags)
+}
+
+// install installs our descriptor fd into the task, answering its call
+// with the new number.
+func (t *task) install(fd int, flags int) result {
+	t.keep(fd)
+	add := seccompNotifAddfd{ID: t.n.ID, Flags: unix.SECCOMP_ADDFD_FLAG_SEND, Srcfd: uint32(fd)}
+	if flags&unix.O_CLOEXEC != 0 {
+		add.NewfdFlags = unix.O_CLOEXEC
+	}
+	nfd, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(t.h.s.listener), unix.SECCOMP_IOCTL_NOTIF_ADDFD, uintptr(unsafe.Pointer(&add)))
+	if e == unix.EINVAL {
+		add.Flags = 0
+		nfd, _, e = unix.Syscall(unix.SYS_IOCTL, uintptr(t.h.s.listener), unix.SECCOMP_IOCTL_NOTIF_ADDFD, uintptr(unsafe.Pointer(&add)))
+	}
+	if e != 0 {
+		return deny(unix.EACCES, "cannot install the descriptor: "+e.Error(), "")
+	}
+	return result{val: int64(nfd)}
+}
