@@ -4,7 +4,6 @@ package probe
 
 import (
 	"encoding/binary"
-	"os"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
@@ -39,15 +38,19 @@ func vForkRace(args []string) result {
 	// Once the forks fill the run, the Go runtime must not need another
 	// thread: a failed thread creation is fatal and the probe would die
 	// without reporting (it did under the fork count, in CI). A thread is
-	// made when a goroutine becomes runnable while the only P sits in a
-	// blocking call it released. So: one P, no collector, and every call
-	// that may block from here on is raw (it keeps the P).
+	// made when a goroutine becomes runnable (the scavenger, the
+	// GOMAXPROCS updater) while the only P was handed off from a system
+	// call that took a while, however short the call is meant to be. So:
+	// one P, no collector, and every system call from the first fork on
+	// is raw (it keeps the P).
 	runtime.GOMAXPROCS(1)
 	debug.SetGCPercent(-1)
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return blocked("become a subreaper", err)
 	}
-	runtime.LockOSThread()
+	// Not locked to its thread: preempted (sysmon preempts a goroutine
+	// after 10 ms, a long raw read included), a locked goroutine hands
+	// its P to a new thread; an unlocked one is rescheduled on its own.
 	var gate, rep [2]int
 	if err := unix.Pipe2(gate[:], unix.O_CLOEXEC); err != nil {
 		return blocked("pipe", err)
@@ -68,7 +71,7 @@ func vForkRace(args []string) result {
 	}
 	defer func() {
 		for _, p := range pids {
-			_ = unix.Kill(p, unix.SIGKILL)
+			syscall.RawSyscall(syscall.SYS_KILL, uintptr(p), uintptr(syscall.SIGKILL), 0)
 		}
 		// The children die with their forking process and, this being a
 		// subreaper, come back here to be reaped: none is left to count
@@ -80,8 +83,9 @@ func vForkRace(args []string) result {
 			}
 		}
 	}()
-	if _, err := unix.Write(gate[1], make([]byte, len(pids))); err != nil {
-		return blocked("start the forking processes", err)
+	go1 := make([]byte, len(pids)+1)
+	if _, _, e := syscall.RawSyscall(syscall.SYS_WRITE, uintptr(gate[1]), uintptr(unsafe.Pointer(&go1[0])), uintptr(len(pids))); e != 0 {
+		return blocked("start the forking processes", e)
 	}
 	children := 0
 	b := make([]byte, 16)
@@ -118,8 +122,8 @@ func vForkRace(args []string) result {
 // the sandbox hides it, the threads the Go runtime made (none exits here:
 // no goroutine ends while locked to its thread).
 func ownThreads() int {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
+	b, ok := rawReadFile("/proc/self/status")
+	if !ok {
 		return pprof.Lookup("threadcreate").Count()
 	}
 	for _, l := range strings.Split(string(b), "\n") {
@@ -129,6 +133,37 @@ func ownThreads() int {
 		}
 	}
 	return 0
+}
+
+// rawReadFile reads a small file with raw system calls: while they run,
+// the goroutine keeps its P, so the runtime never starts a thread to run
+// something else meanwhile (which, the run being full, would be fatal).
+func rawReadFile(path string) ([]byte, bool) {
+	p, err := unix.BytePtrFromString(path)
+	if err != nil {
+		return nil, false
+	}
+	cwd := unix.AT_FDCWD
+	fd, _, e := syscall.RawSyscall6(syscall.SYS_OPENAT, uintptr(cwd), uintptr(unsafe.Pointer(p)), syscall.O_RDONLY|syscall.O_CLOEXEC, 0, 0, 0)
+	if e != 0 {
+		return nil, false
+	}
+	defer syscall.RawSyscall(syscall.SYS_CLOSE, fd, 0, 0)
+	b := make([]byte, 0, 4096)
+	for len(b) < cap(b) {
+		n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&b[len(b):cap(b)][0])), uintptr(cap(b)-len(b)))
+		if e == unix.EINTR {
+			continue
+		}
+		if e != 0 {
+			return nil, false
+		}
+		if n == 0 {
+			return b, true
+		}
+		b = b[:len(b)+int(n)]
+	}
+	return b, true
 }
 
 // RawFork starts, in a child made by a raw clone (outside the Go
