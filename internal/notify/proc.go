@@ -154,6 +154,11 @@ func readStatus(tid int, buf *[]byte) (taskStatus, bool) {
 		if !ok {
 			continue
 		}
+		switch string(key) {
+		case "Tgid", "Uid", "Gid", "Groups":
+		default:
+			continue // split only the lines used: this runs per notification
+		}
 		f := bytes.Fields(val)
 		switch string(key) {
 		case "Tgid":
