@@ -94,7 +94,10 @@ func (tc *threadCreds) become(c *creds) error {
 			c.fsgid != tc.fsgid || !sameGroups(c.groups, tc.groups) {
 			return errCredMismatch
 		}
-	} else {
+	} else if c.euid != tc.euid || c.fsuid != tc.fsuid || c.egid != tc.egid ||
+		c.fsgid != tc.fsgid || !sameGroups(c.groups, tc.groups) {
+		// (Ids equal to the thread's own, which restore verified last
+		// time, need no switch: a root supervisor serving a root task.)
 		tc.switched = true
 		if !sameGroups(c.groups, tc.groups) {
 			if err := setgroups(c.groups); err != nil {

@@ -193,8 +193,12 @@ func (t *task) renameLink(kind sysKind) result {
 	if e != 0 {
 		return cont()
 	}
-	np, e := t.acquireDir(&ts, newDir, newParent)
-	if e != 0 {
+	var np prepared
+	if newDir == oldDir && relative(oldParent) && relative(newParent) {
+		// Both start from the same directory: take it once (an open of
+		// /proc/TID/cwd or a pidfd_getfd less per call).
+		np = prepared{base: op.base, path: newParent}
+	} else if np, e = t.acquireDir(&ts, newDir, newParent); e != 0 {
 		return cont()
 	}
 	tc := t.h.tc
@@ -264,6 +268,10 @@ func (t *task) acquireDir(ts *taskStatus, dirfd int32, parent string) (prepared,
 	}
 	return t.acquire(ts, refPath, dirfd, parent, false)
 }
+
+// relative says parent, from splitParent, starts at the directory
+// descriptor rather than at the root.
+func relative(parent string) bool { return parent == "" || parent[0] != '/' }
 
 // splitParent splits a non-empty path into its parent directory ("" for
 // the start directory, "/" for the root) and its last component, which keeps

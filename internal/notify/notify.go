@@ -130,9 +130,16 @@ func CreateSyscalls() []string {
 const workers = 4
 
 // server is shared by the workers. They follow a leader/followers scheme: the
-// worker holding pollMu waits for and receives the next notification, then
-// passes the role on and handles what it received on its own thread. The
-// notification thus never changes threads, which keeps latency low.
+// worker holding pollMu (the leader) waits for and receives the next
+// notification, then handles what it received on its own thread. The
+// notification thus never changes threads, which keeps latency low. For a
+// call whose handler may block (connect() to a full backlog, a slow file
+// system) the leader first passes the role on, so that the others are
+// answered meanwhile. For a quick one it keeps the role and polls again
+// right after: waking a follower to take the role would cost more thread
+// switches than the handling itself (a fork, or a Go runtime's tgkill to
+// its own thread, is answered in microseconds and arrives thousands of
+// times per build where these calls come here).
 type server struct {
 	pol       policy
 	creator   *creator     // nil: no creation calls expected
@@ -240,13 +247,16 @@ func Serve(ctx context.Context, listenerFD int, cfg Config) error {
 // finish before returning without them.
 const stopGrace = 100 * time.Millisecond
 
-// next waits for the next notification and receives it into buf. It reports
-// false when the workers must stop.
-func (s *server) next(buf []uint64) bool {
-	s.waiting.Add(1)
-	defer s.waiting.Add(-1)
-	s.pollMu.Lock()
-	defer s.pollMu.Unlock()
+// next waits for the next notification and receives it into buf, as the
+// leader: it takes pollMu unless the caller still holds it (held), and
+// returns true with pollMu held. It reports false, pollMu released, when
+// the workers must stop.
+func (s *server) next(buf []uint64, held bool) bool {
+	if !held {
+		s.waiting.Add(1)
+		s.pollMu.Lock()
+		s.waiting.Add(-1)
+	}
 	for !s.done {
 		ok, err := s.recv(buf)
 		if ok {
@@ -259,7 +269,24 @@ func (s *server) next(buf []uint64) bool {
 			}
 		}
 	}
+	s.pollMu.Unlock()
 	return false
+}
+
+// quick reports whether the handler of a call of kind never blocks: it
+// reads only /proc and the supervisor's own state, never the task's memory
+// (a page of it may sit on a slow file system) nor a socket or a file. Its
+// worker keeps the leader's role while it handles the call; any other call
+// makes the leader pass the role on first, so that the others are answered
+// meanwhile.
+func quick(kind sysKind) bool {
+	switch {
+	case kind == sysFork:
+		return true
+	case kind == sysRtSigqueueinfo || kind == sysRtTgsigqueueinfo:
+		return false // they read a siginfo from the task's memory
+	}
+	return isProcKind(kind)
 }
 
 var errStop = errors.New("stop")
@@ -348,8 +375,14 @@ func (s *server) worker() {
 		// task's umask is applied by hand (create.go, modeFor).
 		h.ownFS = unix.Unshare(unix.CLONE_FS) == nil
 	}
-	for s.next(nbuf) {
-		s.grow()
+	held := false
+	for s.next(nbuf, held) {
+		ent, ok := sysTable[n.Data.Nr]
+		held = ok && n.Data.Arch == nativeArch && quick(ent.kind)
+		if !held {
+			s.pollMu.Unlock()
+			s.grow()
+		}
 		r := h.handle(n)
 		clear(rbuf)
 		resp.ID = n.ID
@@ -366,6 +399,9 @@ func (s *server) worker() {
 		_ = ioctlPtr(s.listener, ioctlNotifSend, unsafe.Pointer(resp))
 		s.stats.record(n.Data.Nr, int(n.PID), r)
 		if tc.poisoned {
+			if held {
+				s.pollMu.Unlock()
+			}
 			// Replace this worker; its thread ends with the goroutine.
 			s.wg.Add(1)
 			go s.worker()

@@ -154,34 +154,34 @@ func readStatus(tid int, buf *[]byte) (taskStatus, bool) {
 		if !ok {
 			continue
 		}
-		f := bytes.Fields(val)
+		// Split only the lines used (fields): this runs per notification.
 		switch string(key) {
 		case "Tgid":
-			if len(f) == 1 {
+			if f := bytes.Fields(val); len(f) == 1 {
 				st.tgid, _ = strconv.Atoi(string(f[0]))
 			}
 		case "Umask":
-			if len(f) == 1 {
+			if f := bytes.Fields(val); len(f) == 1 {
 				if v, err := strconv.ParseUint(string(f[0]), 8, 32); err == nil && v <= 0o777 {
 					st.umask = int(v)
 				}
 			}
 		case "Uid":
-			ids, ok := parseIDs(f)
+			ids, ok := parseIDs(bytes.Fields(val))
 			if !ok || len(ids) != 4 {
 				return st, false
 			}
 			st.cr.euid, st.cr.fsuid = ids[1], ids[3]
 			haveUID = true
 		case "Gid":
-			ids, ok := parseIDs(f)
+			ids, ok := parseIDs(bytes.Fields(val))
 			if !ok || len(ids) != 4 {
 				return st, false
 			}
 			st.cr.egid, st.cr.fsgid = ids[1], ids[3]
 			haveGID = true
 		case "Groups":
-			ids, ok := parseIDs(f)
+			ids, ok := parseIDs(bytes.Fields(val))
 			if !ok {
 				return st, false
 			}

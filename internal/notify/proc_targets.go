@@ -17,6 +17,11 @@ package notify
 //     caller's own tgid too, since the kernel then checks the tid against
 //     that group). The caller is blocked in this very call, so neither
 //     number can be freed, and CONTINUE re-reads registers, not memory.
+//     The thread group id is recognised without parsing the caller's
+//     /proc/TID/status (ownGroup: a pidfd, one stat, one check), because
+//     Go's runtime preempts its threads with tgkill to its own group: on
+//     kernels without Landlock's signal scope, every build pays for this
+//     test thousands of times.
 //   - A signal to another process is sent by the supervisor through a
 //     pidfd it opened itself: a pidfd names one process for good (it
 //     never refers to a later process with the same number). Membership is
@@ -126,6 +131,19 @@ func (t *task) procCall(kind sysKind) result {
 	if pid == int32(t.tid) && kind != sysPidfdSendSignal && kind != sysTgkill && kind != sysRtTgsigqueueinfo {
 		return cont()
 	}
+	// The caller's own thread group, named by number, is the caller too
+	// (for tgkill and rt_tgsigqueueinfo: the kernel then signals a thread
+	// only if it is in that group). Anything else needs the status.
+	grp := pid
+	switch kind {
+	case sysTgkill, sysRtTgsigqueueinfo, sysRtSigqueueinfo:
+		grp = int32(args[0])
+	case sysTkill, sysPidfdSendSignal:
+		grp = 0
+	}
+	if grp > 0 && t.ownGroup(int(grp)) {
+		return cont()
+	}
 
 	st, ok := readStatus(t.tid, &t.h.status)
 	switch {
@@ -211,6 +229,32 @@ func (t *task) procCall(kind sysKind) result {
 		return t.pidfdSendSignal(&st)
 	}
 	return deny(unix.EACCES, "system call not handled by the supervisor", "")
+}
+
+// ownGroup reports whether x is the caller's thread group id. Three facts,
+// in this order: a pidfd of x opens without PIDFD_THREAD, so at that moment
+// x led a thread group, and the pidfd names that group's process; the
+// caller's thread appears under /proc/x/task/, so the task holding x then
+// was in the caller's group; that process still holds x afterwards (exists),
+// so it held x throughout and the two facts are about one task: the
+// caller's group leader. The tid named the caller during the stat if the
+// caller is still blocked in this call when the answer goes out; a
+// CONTINUE sent later reaches nobody (the send fails), so the answer needs
+// no valid() of its own. A process keeps its number until reaped, and the
+// group leader's until its last thread is gone, so x stays the caller's
+// while it is blocked. Any failure answers false, and the caller takes the
+// slow path through the status.
+func (t *task) ownGroup(x int) bool {
+	fd, err := unix.PidfdOpen(x, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if unix.Stat("/proc/"+strconv.Itoa(x)+"/task/"+strconv.Itoa(t.tid), &st) != nil {
+		return false
+	}
+	return exists(fd)
 }
 
 // siginfo reads the caller's siginfo once; the supervisor sends its copy.
