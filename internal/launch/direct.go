@@ -361,7 +361,7 @@ func (d *direct) supervise(ctx context.Context) (*Outcome, error) {
 	cfg := notify.FromPlan(p)
 	cfg.Init, cfg.Stats, cfg.Egress = d.runInit, stats, egressConfig(p, d.pio.Egress)
 	if d.sc.NotifyCreate {
-		cfg.Create = &notify.Create{Landlock: landlock.FromPlan(p), Refer: !d.sc.NotifyRename}
+		cfg.Create = &notify.Create{Landlock: landlock.FromPlan(p), Refer: !d.sc.NotifyRename, Namespaced: d.ns}
 	}
 	stopNotify := notify.Start(d.listener, cfg)
 	events, exits := d.events()
