@@ -53,6 +53,10 @@ type Create struct {
 	// tree (inroot.go) and every call goes to the confined thread: the
 	// fast path's path checks are the supervisor's view. Needs Refer.
 	Namespaced bool
+	// InRoot are rules of Landlock the command's init added in its own
+	// mount namespace (its private tmpfs directories): the performing
+	// threads add them too, each path resolved in the command's root.
+	InRoot []landlock.Deferred
 }
 
 // gitNames are the names a new directory entry may not have while the
@@ -123,9 +127,21 @@ func newCreator(c *Create) *creator {
 	return cc
 }
 
-func (c *creator) ruleset() (*landlock.Ruleset, error) {
+// ruleset prepares the performing threads' ruleset; root is the command's
+// root directory, for InRoot.
+func (c *creator) ruleset(root int) (*landlock.Ruleset, error) {
 	c.once.Do(func() {
 		c.rs, c.err = landlock.Prepare(c.Landlock)
+		for _, d := range c.InRoot {
+			if c.err != nil {
+				break
+			}
+			if root < 0 {
+				c.err = errors.New("no root directory for the command's own rules")
+				break
+			}
+			c.err = c.rs.AddDeferred(root, d)
+		}
 	})
 	return c.rs, c.err
 }
@@ -223,7 +239,7 @@ func (t *task) perform(ts *taskStatus, do func() (int, unix.Errno)) (int, unix.E
 		return 0, 0, deny(unix.EACCES, "cannot read the caller's umask", ""), false
 	}
 	if h.confined == nil || h.confined.dead {
-		rs, err := h.s.creator.ruleset()
+		rs, err := h.s.creator.ruleset(t.root)
 		if err != nil {
 			return 0, 0, deny(unix.EACCES, "cannot prepare the confined thread: "+err.Error(), ""), false
 		}
