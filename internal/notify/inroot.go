@@ -79,15 +79,35 @@ func (t *task) walk(base int, path string, follow bool) (int, unix.Errno) {
 	if strings.HasSuffix(path, "/") {
 		follow = true
 	}
-	cur, rest := base, path
+	// cur is closed when left if the walk opened it (own): a long path
+	// must not hold a descriptor per component.
+	cur, own := base, false
+	move := func(fd int, opened bool) {
+		if own {
+			unix.Close(cur)
+		}
+		cur, own = fd, opened
+	}
+	defer func() { move(-1, false) }()
+	// found hands fd over to the task's descriptors, closed with it.
+	found := func(fd int) (int, unix.Errno) {
+		if fd == cur {
+			own = false
+		}
+		if fd != base && fd != t.root {
+			t.keep(fd)
+		}
+		return fd, 0
+	}
+	rest := path
 	if strings.HasPrefix(rest, "/") {
-		cur = t.root
+		move(t.root, false)
 	}
 	links := 0
 	for {
 		rest = strings.TrimLeft(rest, "/")
 		if rest == "" {
-			return cur, 0
+			return found(cur)
 		}
 		comp, after, _ := strings.Cut(rest, "/")
 		rest = after
@@ -110,44 +130,35 @@ func (t *task) walk(base int, path string, follow bool) (int, unix.Errno) {
 		if err != nil {
 			return -1, errnoOf(err)
 		}
-		t.keep(fd)
 		var st unix.Stat_t
 		if err := unix.Fstat(fd, &st); err != nil {
+			unix.Close(fd)
 			return -1, errnoOf(err)
 		}
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFDIR:
-			cur = fd
+			move(fd, true)
 			continue
 		case unix.S_IFLNK:
 			if last && !follow {
-				return fd, 0
+				return found(fd)
 			}
 		default:
 			if !last {
+				unix.Close(fd)
 				return -1, unix.ENOTDIR
 			}
-			return fd, 0
+			return found(fd)
 		}
 		// A symlink to follow.
-		if links++; links > maxFollow {
-			return -1, unix.ELOOP
+		target, e := readLink(fd, links)
+		unix.Close(fd)
+		if e != 0 {
+			return -1, e
 		}
-		var sfs unix.Statfs_t
-		if err := unix.Fstatfs(fd, &sfs); err != nil || sfs.Type == procSuperMagic {
-			return -1, unix.EACCES
-		}
-		var buf [pathMax]byte
-		n, err := unix.Readlinkat(fd, "", buf[:])
-		if err != nil {
-			return -1, errnoOf(err)
-		}
-		target := string(buf[:n])
-		if target == "" {
-			return -1, unix.ENOENT
-		}
+		links++
 		if strings.HasPrefix(target, "/") {
-			cur = t.root
+			move(t.root, false)
 		}
 		if rest != "" {
 			target += "/" + rest
@@ -156,4 +167,25 @@ func (t *task) walk(base int, path string, follow bool) (int, unix.Errno) {
 		}
 		rest = target
 	}
+}
+
+// readLink reads the symlink fd, the walk's links+1st: ELOOP past
+// maxFollow, EACCES on procfs (procSuperMagic), ENOENT when empty.
+func readLink(fd, links int) (string, unix.Errno) {
+	if links >= maxFollow {
+		return "", unix.ELOOP
+	}
+	var sfs unix.Statfs_t
+	if err := unix.Fstatfs(fd, &sfs); err != nil || sfs.Type == procSuperMagic {
+		return "", unix.EACCES
+	}
+	var buf [pathMax]byte
+	n, err := unix.Readlinkat(fd, "", buf[:])
+	if err != nil {
+		return "", errnoOf(err)
+	}
+	if n == 0 {
+		return "", unix.ENOENT
+	}
+	return string(buf[:n]), 0
 }

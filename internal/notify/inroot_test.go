@@ -5,6 +5,7 @@ package notify
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -84,8 +85,17 @@ func TestWalk(t *testing.T) {
 		tk.close()
 	}
 
+	// A long walk holds one descriptor at a time and leaves only its
+	// result to the task.
+	tk := &task{root: rootFD, pidfd: -1, mem: memReader{fd: -1}}
+	long := "a/" + strings.Repeat("b/../", 200) + "b"
+	if _, e := tk.walk(rootFD, long, true); e != 0 || len(tk.fds) != 1 {
+		t.Errorf("walk(a/ + b/../ x 200 + b): errno %v, %d descriptors kept, want 0 and 1", e, len(tk.fds))
+	}
+	tk.close()
+
 	// procfs symlinks (/proc/self, magic links) are refused.
-	tk := &task{root: open("/"), pidfd: -1, mem: memReader{fd: -1}}
+	tk = &task{root: open("/"), pidfd: -1, mem: memReader{fd: -1}}
 	defer tk.close()
 	if _, e := tk.walk(open("/proc"), "self/fd", true); e != unix.EACCES {
 		t.Errorf("walk(/proc/self/fd): errno %v, want EACCES", e)
