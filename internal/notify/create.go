@@ -55,7 +55,9 @@ type Create struct {
 	Namespaced bool
 	// InRoot are rules of Landlock the command's init added in its own
 	// mount namespace (its private tmpfs directories): the performing
-	// threads add them too, each path resolved in the command's root.
+	// threads add them too, each path resolved in the command's root
+	// (they do not reuse the command's ruleset itself, whose network and
+	// scope parts they leave out: see newCreator).
 	InRoot []landlock.Deferred
 }
 
