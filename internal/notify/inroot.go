@@ -3,6 +3,7 @@
 package notify
 
 import (
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -78,6 +79,30 @@ func (t *task) walk(base int, path string, follow bool) (int, unix.Errno) {
 	}
 	if strings.HasSuffix(path, "/") {
 		follow = true
+	}
+	// The common case in one call: without ".." and symlinks, the
+	// kernel's walk from the command's directory only goes down, through
+	// the command's mounts. ELOOP says a symlink is on the way.
+	if !slices.Contains(strings.Split(path, "/"), "..") {
+		start, rel := base, path
+		if strings.HasPrefix(path, "/") {
+			start, rel = t.root, strings.TrimLeft(path, "/")
+		}
+		if rel == "" {
+			return start, 0
+		}
+		how := unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+		if !follow {
+			how.Flags |= unix.O_NOFOLLOW
+		}
+		fd, err := unix.Openat2(start, rel, &how)
+		if err == nil {
+			return t.keep(fd), 0
+		}
+		if err != unix.ELOOP {
+			return -1, errnoOf(err)
+		}
 	}
 	// cur is closed when left if the walk opened it (own): a long path
 	// must not hold a descriptor per component.
