@@ -376,9 +376,12 @@ func (in *inputs) build(backend provider.Provider, r *run) (planned, error) {
 		p.Seccomp.NotifyProcTargets = true
 		p.Seccomp.NotifySignals = !landlock.Has(in.h.LandlockABI, landlock.FeatScope)
 	}
-	if p.Namespaces == nil && len(p.Guarded) > 0 {
-		// The persistence guard's refusal of a new .git (notify.Create):
-		// only the core's supervisor sees the command's mounts.
+	if len(p.Guarded) > 0 && (p.Namespaces == nil ||
+		p.Namespaces.Bwrap == "" && landlock.Has(in.h.LandlockABI, landlock.FeatRefer)) {
+		// The persistence guard's refusal of a new .git (notify.Create).
+		// With namespaces the supervisor resolves in the command's own
+		// tree, which needs Landlock to govern renames across directories
+		// (ABI 2); bubblewrap's supervisor has no such resolution.
 		p.Seccomp.NotifyCreate = true
 	}
 	return planned{backend: backend, plan: p, guarantees: gs, layers: layers(backend, p)}, nil

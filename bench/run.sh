@@ -37,7 +37,7 @@
 #                          where perf works): bare, the CLI per backend, through `confine serve`, the library, bwrap
 #   SYSCALL_N [1000000] SYSCALL_REPS [5]        calls per run, runs
 #   SPAWN_N [1000] SPAWN_REPS [7]               fork+exec of /bin/true in one sh
-#   FILES_N [20000] FILES_SIZE [512] FILES_REPS [5]  (also files_git: the same under --backend core
+#   FILES_N [20000] FILES_SIZE [512] FILES_REPS [5]  (also files_git and files_git_ns: the same under --backend core and namespaces
 #                          in a work tree without and with .git, the persistence guard's cost on file creation)
 #   BUILD_TARGET [cmd/go] BUILD_RUNS [3]        go build -a TARGET, fresh GOCACHE in the workdir
 #   CACHE_RUNS [3]         spf13/cobra go test -count=1 ./...: bare warm vs confine --profile go warm (and one cold);

@@ -3,9 +3,12 @@
 package escape
 
 import (
+	"encoding/json"
 	"path/filepath"
+	"sync"
 
 	fx "github.com/confine-sandbox/confine/internal/fixture"
+	"github.com/confine-sandbox/confine/internal/testutil"
 )
 
 // nestGitVectors attack the persistence guard's refusal of a new .git
@@ -14,9 +17,12 @@ import (
 // gitfile named .git, and a second thread flipping a name to .git while
 // the first creates it. Each control plants the .git unconfined.
 //
-// Only the core's supervisor refuses these (the ledger says so), so the
-// confined runs ask for --backend core; the bubblewrap pass skips them,
-// saying why.
+// The supervisor refuses them under the core and, resolving in the
+// command's own tree, under landlock+namespaces on Landlock ABI 2 and later
+// (the ledger says so): each row runs with --backend namespaces (skipped,
+// saying why, where that backend or the refusal is unavailable) and again
+// as "-core" with --backend core. Bubblewrap only reports them, so the
+// bubblewrap pass skips them, saying why.
 func nestGitVectors() []vcase {
 	// repo makes e.wd a git work tree with a source directory, whose
 	// sub holds the new repository (made through e.wd: every directory
@@ -27,14 +33,21 @@ func nestGitVectors() []vcase {
 		}
 		return filepath.Join(e.wd, "src")
 	}
-	core := func(setup func(e *env) fixture) func(e *env) fixture {
+	guarded := func(setup func(e *env) fixture, core bool) func(e *env) fixture {
 		return func(e *env) fixture {
 			if e.confined && e.backend == "bwrap" {
-				e.t.Skip("a new .git below the top level is refused by the core's supervisor only; under bubblewrap it is reported, not refused (ledger: no-git-persistence)")
+				e.t.Skip("a new .git below the top level is refused by the supervisor of landlock+namespaces and the core only; under bubblewrap it is reported, not refused (ledger: no-git-persistence)")
+			}
+			if e.confined && !core && e.backend == "" {
+				requireNamespaces(e)
 			}
 			f := setup(e)
-			if e.confined {
-				f.cliArgs = append(f.cliArgs, "--backend", "core")
+			if e.confined && e.backend == "" {
+				b := "namespaces"
+				if core {
+					b = "core"
+				}
+				f.cliArgs = append(f.cliArgs, "--backend", b)
 			}
 			return f
 		}
@@ -71,13 +84,81 @@ func nestGitVectors() []vcase {
 			git := filepath.Join(src, ".git")
 			return fixture{args: []string{git, "evil"}, effect: fx.Exists(git)}
 		}},
+		// The supervisor performs the command's creations: it must
+		// resolve their paths in the command's tree, where .git is a
+		// read-only mount, never in its own, where .git is writable.
+		// Through an absolute symlink, a dangling one, and "..".
+		{name: "git-hook-abs-symlink", vector: "write-file", setup: func(e *env) fixture {
+			hooks := filepath.Join(e.wd, ".git", "hooks")
+			repo(e)
+			e.file(e.wd, ".git/hooks/pre-commit.sample", 0o755)
+			hook := filepath.Join(hooks, "pre-commit")
+			return fixture{command: []string{"sh", "-c", `ln -s "$1" src/hk && "$0" write-file src/hk/pre-commit`, probePath, hooks}, effect: fx.Exists(hook)}
+		}},
+		{name: "git-hook-dangling-symlink", vector: "write-file", setup: func(e *env) fixture {
+			repo(e)
+			e.file(e.wd, ".git/hooks/pre-commit.sample", 0o755)
+			hook := filepath.Join(e.wd, ".git", "hooks", "pre-commit")
+			return fixture{command: []string{"sh", "-c", `ln -s "$1" src/hk && "$0" write-file src/hk`, probePath, hook}, effect: fx.Exists(hook)}
+		}},
+		{name: "git-hook-dotdot", vector: "write-file", setup: func(e *env) fixture {
+			repo(e)
+			e.file(e.wd, ".git/hooks/pre-commit.sample", 0o755)
+			hook := filepath.Join(e.wd, ".git", "hooks", "pre-commit")
+			return fixture{command: []string{"sh", "-c", `cd src && "$0" write-file ../.git/hooks/pre-commit`, probePath}, effect: fx.Exists(hook)}
+		}},
 		{name: "git-nested-race", vector: "name-race", setup: func(e *env) fixture {
 			src := repo(e)
 			return fixture{args: []string{src}, effect: fx.Exists(filepath.Join(src, ".git"))}
 		}},
 	}
-	for i := range rows {
-		rows[i].setup = waiveOnOldABI(core(rows[i].setup))
+	all := make([]vcase, 0, 2*len(rows))
+	for _, r := range rows {
+		c := r
+		c.name += "-core"
+		c.setup = waiveOnOldABI(guarded(r.setup, true))
+		r.setup = waiveOnOldABI(guarded(r.setup, false))
+		all = append(all, r, c)
 	}
-	return rows
+	return all
+}
+
+// nsRefusal caches, per uid, why the namespaces backend cannot refuse a
+// nested .git here ("" when it can).
+var nsRefusal sync.Map
+
+// requireNamespaces skips a row of the landlock+namespaces refusal where
+// that backend does not work for the user, or where Landlock lacks ABI 2
+// (renames across directories), below which that backend only reports a
+// nested .git (ledger: no-git-persistence).
+func requireNamespaces(e *env) {
+	why, ok := nsRefusal.Load(e.user.UID)
+	if !ok {
+		c := testutil.CLI{Bin: testutil.SelfBinary(e.t), UID: e.user.UID, Dir: e.wd, Args: []string{"check", "--json"}}
+		o := execute(e.t, c.Command())
+		var ck checkReport
+		var abi struct {
+			Host struct {
+				ABI int `json:"landlock_abi"`
+			} `json:"host"`
+		}
+		err := json.Unmarshal([]byte(o.stdout), &ck)
+		if err == nil {
+			err = json.Unmarshal([]byte(o.stdout), &abi)
+		}
+		switch {
+		case err != nil:
+			e.t.Fatalf("check --json (exit %d): %v\n%s\n%s", o.code, err, o.stdout, o.stderr)
+		case !ck.Host.UserNS:
+			why = "user namespaces do not work here (" + ck.Host.UserNSErr + ")"
+		case abi.Host.ABI < 2:
+			why = "Landlock ABI below 2: landlock+namespaces reports a nested .git instead of refusing it"
+		default:
+			why = ""
+		}
+		nsRefusal.Store(e.user.UID, why)
+	}
+	if why != "" {
+		e.t.Skipf("not applicable as %s: %s; the -core row covers the core", e.user.Name, why)
+	}
 }

@@ -407,6 +407,27 @@ func (r *Ruleset) addPath(kind ruleKind, path string, rights uint64, optional, d
 	return false, nil
 }
 
+// AddDeferred adds d with its path resolved beneath root, an O_PATH
+// descriptor of another mount namespace's root (openat2 RESOLVE_IN_ROOT),
+// as that namespace's init added it: a supervisor thread that acts in the
+// command's tree gets the command's rules for what exists only there.
+func (r *Ruleset) AddDeferred(root int, d Deferred) error {
+	fd, err := unix.Openat2(root, d.Path, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS})
+	if err != nil {
+		if d.Optional && errors.Is(err, unix.ENOENT) {
+			return nil
+		}
+		return fmt.Errorf("landlock: deferred %q: %w", d.Path, err)
+	}
+	defer unix.Close(fd)
+	attr := ll.PathBeneathAttr{AllowedAccess: d.Rights, ParentFd: fd}
+	if err := ll.LandlockAddPathBeneathRule(r.FD, &attr, 0); err != nil {
+		return fmt.Errorf("landlock: deferred %q: landlock_add_rule(rights %#x): %w", d.Path, d.Rights, err)
+	}
+	return nil
+}
+
 // checkPath refuses rules that would quietly defeat the sandbox: "/" (it
 // covers /proc/<pid> of every process and all secrets), /proc wholesale or
 // any per-process /proc entry, writable procfs/sysfs, /dev wholesale and

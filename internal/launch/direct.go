@@ -79,6 +79,9 @@ type direct struct {
 	// not be made and the profile waived its guarantee.
 	joined, noCgroup bool
 	sc               plan.Seccomp // the seccomp section in effect
+	// private: the Landlock rules of the namespace's private tmpfs
+	// directories, for notify.Create.InRoot.
+	private []landlock.Deferred
 
 	closers                      []*os.File
 	outR, outW, errR, errW       *os.File
@@ -233,6 +236,7 @@ func (d *direct) prepare() (*landlock.Ruleset, error) {
 		if layout.Stage, lerr = nsinit.FindStage(); lerr != nil {
 			return fail(&errNamespaces{host.ExplainNamespaceFailure("namespace set-up failed: " + lerr.Error())})
 		}
+		d.private = program.PrivateRules(rs, layout)
 		b, err = program.Namespaced(p, d.fds, rs, layout, filter)
 	} else {
 		b, err = program.Subreaped(p, d.fds, filter, d.privileged, selfExe)
@@ -361,7 +365,8 @@ func (d *direct) supervise(ctx context.Context) (*Outcome, error) {
 	cfg := notify.FromPlan(p)
 	cfg.Init, cfg.Stats, cfg.Egress = d.runInit, stats, egressConfig(p, d.pio.Egress)
 	if d.sc.NotifyCreate {
-		cfg.Create = &notify.Create{Landlock: landlock.FromPlan(p), Refer: !d.sc.NotifyRename}
+		cfg.Create = &notify.Create{Landlock: landlock.FromPlan(p), Refer: !d.sc.NotifyRename,
+			Namespaced: d.ns, InRoot: d.private}
 	}
 	stopNotify := notify.Start(d.listener, cfg)
 	events, exits := d.events()

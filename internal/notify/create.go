@@ -48,6 +48,17 @@ type Create struct {
 	// emulation performs those across directories, after the same name
 	// check.
 	Refer bool
+	// Namespaced: the command has its own mount namespace and root
+	// (landlock+namespaces). Its paths are then resolved in its own
+	// tree (inroot.go) and every call goes to the confined thread: the
+	// fast path's path checks are the supervisor's view. Needs Refer.
+	Namespaced bool
+	// InRoot are rules of Landlock the command's init added in its own
+	// mount namespace (its private tmpfs directories): the performing
+	// threads add them too, each path resolved in the command's root
+	// (they do not reuse the command's ruleset itself, whose network and
+	// scope parts they leave out: see newCreator).
+	InRoot []landlock.Deferred
 }
 
 // gitNames are the names a new directory entry may not have while the
@@ -118,9 +129,21 @@ func newCreator(c *Create) *creator {
 	return cc
 }
 
-func (c *creator) ruleset() (*landlock.Ruleset, error) {
+// ruleset prepares the performing threads' ruleset; root is the command's
+// root directory, for InRoot.
+func (c *creator) ruleset(root int) (*landlock.Ruleset, error) {
 	c.once.Do(func() {
 		c.rs, c.err = landlock.Prepare(c.Landlock)
+		for _, d := range c.InRoot {
+			if c.err != nil {
+				break
+			}
+			if root < 0 {
+				c.err = errors.New("no root directory for the command's own rules")
+				break
+			}
+			c.err = c.rs.AddDeferred(root, d)
+		}
 	})
 	return c.rs, c.err
 }
@@ -218,7 +241,7 @@ func (t *task) perform(ts *taskStatus, do func() (int, unix.Errno)) (int, unix.E
 		return 0, 0, deny(unix.EACCES, "cannot read the caller's umask", ""), false
 	}
 	if h.confined == nil || h.confined.dead {
-		rs, err := h.s.creator.ruleset()
+		rs, err := h.s.creator.ruleset(t.root)
 		if err != nil {
 			return 0, 0, deny(unix.EACCES, "cannot prepare the confined thread: "+err.Error(), ""), false
 		}
@@ -265,7 +288,9 @@ func (t *task) modeFor(ts *taskStatus, mode uint32) uint32 {
 // decides.
 func (t *task) fast(ts *taskStatus, parents []*prepared, op func(pfds []int) (int, unix.Errno)) (int, unix.Errno, bool) {
 	h := t.h
-	if ts.umask < 0 {
+	if ts.umask < 0 || t.inRoot {
+		// In the command's own tree the supervisor's paths mean
+		// nothing: every call goes to the confined thread.
 		return 0, 0, false
 	}
 	tc := h.tc
@@ -350,6 +375,9 @@ func (t *task) createCall(kind sysKind) result {
 	}
 	ts, r, ok := t.status(path)
 	if !ok {
+		return r
+	}
+	if r, ok := t.enterRoot(path); !ok {
 		return r
 	}
 	if flags >= 0 {
@@ -485,6 +513,8 @@ func (t *task) openCreate(ts *taskStatus, dirfd int32, path string, flags int, m
 			link = t.ownProc(ts, link)
 			lp, ll := splitParent(link)
 			switch {
+			case strings.HasPrefix(link, "/") && t.inRoot:
+				pp = prepared{base: t.root, path: lp}
 			case strings.HasPrefix(link, "/"):
 				pp = prepared{base: unix.AT_FDCWD, path: lp}
 			case lp == "":
@@ -509,6 +539,25 @@ func (t *task) openCreate(ts *taskStatus, dirfd int32, path string, flags int, m
 	return t.install(fd, flags)
 }
 
+// enterRoot makes the task's paths resolve in its own tree when the
+// command has its own root (Create.Namespaced).
+func (t *task) enterRoot(path string) (result, bool) {
+	c := t.h.s.creator
+	if c == nil || !c.Namespaced {
+		return result{}, true
+	}
+	if !c.Refer {
+		// renameLink's ABI 1 emulation resolves in the supervisor's
+		// tree.
+		return deny(unix.EACCES, "persistence guard in a mount namespace needs Landlock ABI 2", path), false
+	}
+	t.inRoot = true
+	if _, e := t.rootFD(); e != 0 {
+		return deny(unix.EACCES, "cannot open the caller's root directory", path), false
+	}
+	return result{}, true
+}
+
 // stdFD recognises the paths that name one of the caller's own
 // descriptors: procSelfFD's and /dev/stdin, /dev/stdout, /dev/stderr.
 func stdFD(p string) (int32, bool) {
@@ -526,6 +575,11 @@ func stdFD(p string) (int32, bool) {
 // ownProc rewrites /proc/self and /proc/thread-self, which resolved by
 // the supervisor would be its own, to the task's /proc entries.
 func (t *task) ownProc(ts *taskStatus, p string) string {
+	if t.inRoot {
+		// The task's /proc is its own PID namespace's: walk refuses
+		// its symlinks rather than mapping PIDs.
+		return p
+	}
 	for _, s := range []struct{ prefix, to string }{
 		{"/proc/self", procPath(ts.tgid, "")},
 		{"/proc/thread-self", procPath(ts.tgid, "task/"+strconv.Itoa(t.tid))},

@@ -319,6 +319,9 @@ func (t *task) renameLinkConfined(oldDir int32, oldPath string, newDir int32, ne
 	if !ok {
 		return r
 	}
+	if r, ok := t.enterRoot(newPath); !ok {
+		return r
+	}
 	newParent, newLast := splitParent(newPath)
 	np, e := t.acquireDir(&ts, newDir, newParent)
 	if e != 0 {

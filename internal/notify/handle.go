@@ -108,10 +108,14 @@ type task struct {
 	// descriptor (taskFDPath), not the task's open file; taskOPath: the
 	// task's own descriptor was O_PATH.
 	reopened, taskOPath bool
+	// inRoot: the task's paths are resolved in its own tree, from
+	// root (inroot.go), not in the supervisor's.
+	inRoot bool
+	root   int
 }
 
 func (h *handler) handle(n *seccompNotif) (r result) {
-	t := task{h: h, n: n, tid: int(n.PID), mem: memReader{tid: int(n.PID), fd: -1}, pidfd: -1}
+	t := task{h: h, n: n, tid: int(n.PID), mem: memReader{tid: int(n.PID), fd: -1}, pidfd: -1, root: -1}
 	defer t.close()
 	defer func() {
 		// Never let one odd notification take the supervisor down; the
@@ -607,6 +611,9 @@ func (t *task) acquire(st *taskStatus, ref refKind, dirfd int32, path string, no
 		p.base, e = t.cwdFD()
 	case ref == refEmpty:
 		p.base, e = t.taskFD(st.tgid, dirfd)
+	case strings.HasPrefix(path, "/") && t.inRoot:
+		p.base, e = t.rootFD()
+		p.path = path
 	case strings.HasPrefix(path, "/"):
 		p.base, p.path = unix.AT_FDCWD, path
 	case dirfd == unix.AT_FDCWD:
@@ -627,6 +634,9 @@ func (t *task) acquire(st *taskStatus, ref refKind, dirfd int32, path string, no
 func (t *task) resolve(p *prepared, nofollow bool) (int, unix.Errno) {
 	if p.path == "" {
 		return p.base, 0
+	}
+	if t.inRoot {
+		return t.walk(p.base, p.path, !nofollow)
 	}
 	how := unix.OpenHow{
 		Flags:   unix.O_PATH | unix.O_CLOEXEC,

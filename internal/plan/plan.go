@@ -59,9 +59,8 @@ type Seccomp struct {
 	NotifyRename   bool `json:"notify_rename,omitempty"`
 	// NotifyCreate sends every call that adds a name to a directory to
 	// the supervisor, which refuses a new .git (the persistence guard in
-	// a git work tree). It applies only where the run ends up without
-	// namespaces (see Effective): the supervisor resolves paths in its
-	// own mount namespace, which is the command's only there.
+	// a git work tree). With namespaces the supervisor resolves the
+	// command's paths in the command's own tree (notify.Create.Namespaced).
 	NotifyCreate bool `json:"notify_create,omitempty"`
 }
 
@@ -69,7 +68,7 @@ type Seccomp struct {
 // namespace.
 func (s Seccomp) Effective(pidNS bool) Seccomp {
 	if pidNS {
-		s.NotifyProcTargets, s.NotifySignals, s.NotifyCreate = false, false, false
+		s.NotifyProcTargets, s.NotifySignals = false, false
 	}
 	return s
 }

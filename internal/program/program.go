@@ -13,6 +13,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -244,18 +245,27 @@ func (b *Built) namespaceOps(ns *plan.Namespaces) []spawn.Op {
 	return init
 }
 
+// PrivateRules are the Landlock rules of the private tmpfs directories the
+// command may write, which exist only in its mount namespace: its init adds
+// them there (deferredRuleOps), and so does the supervisor's thread that
+// creates names for it (notify.Create.InRoot).
+func PrivateRules(rs *landlock.Ruleset, layout nsinit.Layout) []landlock.Deferred {
+	var out []landlock.Deferred
+	for _, c := range layout.Private {
+		if c.Writable() {
+			out = append(out, landlock.Deferred{Path: c.Dir(), Rights: rs.WritableDirRights()})
+		}
+	}
+	return out
+}
+
 // deferredRuleOps add the Landlock rules for what exists only in here: the
 // new /proc's entries and the private tmpfs the command may write.
 func (b *Built) deferredRuleOps(rs *landlock.Ruleset, layout nsinit.Layout) []spawn.Op {
 	prog, str := b.P, b.P.Str
 	var init []spawn.Op
 	add := func(o spawn.Op) { init = append(init, o) }
-	deferred := rs.Deferred
-	for _, c := range layout.Private {
-		if c.Writable() {
-			deferred = append(deferred, landlock.Deferred{Path: c.Dir(), Rights: rs.WritableDirRights()})
-		}
-	}
+	deferred := append(slices.Clone(rs.Deferred), PrivateRules(rs, layout)...)
 	for _, d := range deferred {
 		r := &pathRule{access: d.Rights}
 		prog.Keep(r)

@@ -9,13 +9,22 @@ import (
 	"strconv"
 )
 
-// filesGit is the files payload under --backend core in a work tree
-// without .git ("bare" column) and with one ("confine" column): the
-// persistence guard then sends every name the payload creates to the
-// supervisor, which refuses a new .git and performs the rest itself
-// (internal/notify, create.go). Both runs are confine runs, interleaved;
-// the row's ratio is the guard's cost on file creation.
+// filesGit is the files payload under --backend core (files_git) and
+// --backend namespaces (files_git_ns) in a work tree without .git ("bare"
+// column) and with one ("confine" column): the persistence guard then
+// sends every name the payload creates to the supervisor, which refuses a
+// new .git and performs the rest itself (internal/notify, create.go; with
+// namespaces always on its Landlock-confined thread, resolving in the
+// command's tree). Both runs are confine runs, interleaved; the row's
+// ratio is the guard's cost on file creation.
 func (b *bench) filesGit(n, reps, size int) error {
+	if err := b.filesGitOn("core", "files_git", n, reps, size); err != nil {
+		return err
+	}
+	return b.filesGitOn("namespaces", "files_git_ns", n, reps, size)
+}
+
+func (b *bench) filesGitOn(backend, id string, n, reps, size int) error {
 	tree := filepath.Join(b.wd, "files-git")
 	git := filepath.Join(tree, ".git")
 	// Under the core a guarded work tree's top-level entries are fixed:
@@ -42,10 +51,10 @@ func (b *bench) filesGit(n, reps, size int) error {
 			}
 			dir := filepath.Join(out, fmt.Sprintf("%s-%d", x, i))
 			// The later --workdir wins over the bench's own.
-			m, err := b.payloadJSON(confine, opts{confine: []string{"--backend", "core", "--workdir", tree, "--ro", filepath.Dir(b.payload)}}, "files", strconv.Itoa(n), dir, strconv.Itoa(size))
+			m, err := b.payloadJSON(confine, opts{confine: []string{"--backend", backend, "--workdir", tree, "--ro", filepath.Dir(b.payload)}}, "files", strconv.Itoa(n), dir, strconv.Itoa(size))
 			os.RemoveAll(dir)
 			if err != nil {
-				return fmt.Errorf("files_git (%s): %w", map[box]string{bare: "without .git", confine: "with .git"}[x], err)
+				return fmt.Errorf("%s (%s): %w", id, map[box]string{bare: "without .git", confine: "with .git"}[x], err)
 			}
 			s[x] = append(s[x], m["total_ms"])
 			for k := range phases {
@@ -53,7 +62,7 @@ func (b *bench) filesGit(n, reps, size int) error {
 			}
 		}
 	}
-	r := newRow("files_git", fmt.Sprintf("files (%d × %d B), --backend core: work tree without .git (bare column) / with .git, guarded (confine column)", n, size), "ms", 0)
+	r := newRow(id, fmt.Sprintf("files (%d × %d B), --backend %s: work tree without .git (bare column) / with .git, guarded (confine column)", n, size, backend), "ms", 0)
 	r.hide[bwrap] = true
 	r.Text[bwrap] = "n/a"
 	b.fill(r, s)

@@ -1,0 +1,87 @@
+//go:build linux
+
+package escape
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/confine-sandbox/confine/internal/testutil"
+)
+
+// createScript makes names every way a command does (modes under a umask,
+// a fifo, symlinks, a hard link, a rename, O_EXCL, a setgid directory,
+// read-only places, ".." above the root, absolute and dangling symlinks,
+// a directory descriptor, /dev/shm, /dev/stderr) and lists what it made,
+// with owners. Its last line tries a nested .git.
+const createScript = `r() { "$@" 2>&1 | sed 's/^[a-z]*: //'; echo "[$*] rc=$?"; }
+umask 027
+r mkdir -m 0775 d1
+r mkdir d1/d2
+r touch f1
+r mkfifo p1
+r ln -s f1 s1
+r ln f1 h1
+r mv f1 d1/f1m
+r sh -c 'set -C; echo a > d1/f1m'
+r mkdir sg; chmod 2775 sg; r mkdir sg/inner; r touch sg/file
+r touch /usr/newfile
+r mkdir /tmp/x
+r sh -c 'echo q > /dev/shm/q && cat /dev/shm/q'
+r sh -c 'cd d1/d2 && touch ../../up1 && mkdir ../../../../../../top'
+r ln -s /etc/passwd abs
+r sh -c 'echo x > abs'
+r ln -s /nonexist/zz dang
+r sh -c 'echo x > dang'
+r mkdir d1/d2/
+r mkdir d1//d3///
+r touch d1/d2/../../t2
+r sh -c 'exec 3<d1; cd /; echo hi > /proc/self/fd/3/viafd'
+r sh -c 'echo hi > /dev/stderr'
+find . -mindepth 1 ! -path './.git*' -printf '%p %M %U:%G %l\n' | sort
+mkdir d1/.git 2>/dev/null; echo "nested .git: $?"
+`
+
+// TestCreateNamespacesAsKernel runs createScript under landlock+namespaces
+// in a git work tree twice: guarded, where the supervisor performs every
+// name the script creates, and with no-git-persistence waived, where the
+// kernel does. Everything but the nested .git must come out the same
+// (errors, modes, owners), as root and as 65534.
+func TestCreateNamespacesAsKernel(t *testing.T) {
+	for _, u := range testutil.Users(t) {
+		t.Run(u.Name, func(t *testing.T) {
+			e := newEnv(t, u, true)
+			requireNamespaces(e)
+			profile := filepath.Join(testutil.Workdir(t, u.UID), "waive-git.toml")
+			if err := os.WriteFile(profile, []byte("name = \"git-writes\"\nwaive = [\"no-git-persistence\"]\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out := map[bool]string{}
+			for _, guarded := range []bool{true, false} {
+				wd := testutil.Workdir(t, u.UID)
+				we := &env{t: t, user: u, confined: true, wd: wd}
+				we.file(wd, ".git/HEAD", 0o644)
+				args := []string{"run", "--workdir", wd, "--backend", "namespaces"}
+				if !guarded {
+					args = append(args, "--profile", profile)
+				}
+				o := cliRun(t, u, wd, nil, append(args, "--", "sh", "-c", createScript)...)
+				if o.code != 0 {
+					t.Fatalf("guarded %v: exit %d\nstdout: %s\nstderr: %s", guarded, o.code, o.stdout, o.stderr)
+				}
+				out[guarded] = o.stdout
+			}
+			g, gok := strings.CutSuffix(out[true], "nested .git: 1\n")
+			k, kok := strings.CutSuffix(out[false], "nested .git: 0\n")
+			if !gok || !kok {
+				t.Fatalf("nested .git: want refused when guarded, made when waived\nguarded:\n%s\nwaived:\n%s", out[true], out[false])
+			}
+			if g != k {
+				t.Fatalf("the supervisor's creations differ from the kernel's\nguarded:\n%s\nwaived (kernel):\n%s", g, k)
+			}
+			t.Logf("%d lines the same", strings.Count(g, "\n"))
+		})
+	}
+}

@@ -1,0 +1,216 @@
+//go:build linux
+
+package notify
+
+import (
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// A command with its own mount namespace and root (landlock+namespaces)
+// sees other mounts than the supervisor: .git bound read-only over the
+// work tree, its own /proc, /dev and tmpfs directories, nothing of the
+// host but the granted roots. A path it names must therefore be resolved
+// in its tree, never in the supervisor's (Create.Namespaced): from its
+// root (/proc/<tid>/root) when absolute, from its working directory or
+// descriptor when relative. Starting from those descriptors, every mount
+// crossed is one of the command's. Only two things of a kernel walk would
+// still be the supervisor's: an absolute symlink (which restarts at the
+// walking thread's root) and ".." at the command's root (which the kernel
+// stops only at the walking thread's root). So walk follows symlinks
+// itself, one component at a time, restarting absolute ones at the
+// command's root and keeping ".." at it: what openat2's RESOLVE_IN_ROOT
+// does, for a start directory that need not be the root.
+
+// rootFD opens the task's root directory, once per notification.
+func (t *task) rootFD() (int, unix.Errno) {
+	if t.root >= 0 {
+		return t.root, 0
+	}
+	fd, err := unix.Open(procPath(t.tid, "root"), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, unix.EACCES
+	}
+	t.root = t.keep(fd)
+	return t.root, 0
+}
+
+// objID identifies a directory: a bind mount shows the same inode on
+// another mount, where ".." leads elsewhere.
+type objID struct {
+	dev, ino, mnt uint64
+}
+
+func idOf(fd int) (objID, unix.Errno) {
+	var sx unix.Statx_t
+	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, unix.STATX_INO|unix.STATX_MNT_ID, &sx); err != nil {
+		return objID{}, errnoOf(err)
+	}
+	id := objID{dev: uint64(sx.Dev_major)<<32 | uint64(sx.Dev_minor), ino: sx.Ino}
+	if sx.Mask&unix.STATX_MNT_ID != 0 {
+		id.mnt = sx.Mnt_id
+	}
+	return id, 0
+}
+
+// procSuperMagic is procfs's f_type: its symlinks are magic links
+// (/proc/<pid>/fd/N, cwd, root) or name a PID of the command's PID
+// namespace (/proc/self), which the supervisor cannot follow as the
+// command's kernel would.
+const procSuperMagic = 0x9fa0
+
+// walk resolves path from base as the kernel resolves it for the task
+// whose root is t.root, returning an O_PATH descriptor: symlinks are
+// followed (the last one only with follow, or when path ends in a slash),
+// absolute paths and absolute symlink targets start at the task's root,
+// ".." at the task's root stays there. It runs with the task's
+// credentials, so every step needs the search permission the task's own
+// walk would need. A symlink on procfs is refused (EACCES): see
+// procSuperMagic.
+func (t *task) walk(base int, path string, follow bool) (int, unix.Errno) {
+	if t.root < 0 {
+		return -1, unix.EACCES
+	}
+	rootID, e := idOf(t.root)
+	if e != 0 {
+		return -1, e
+	}
+	if strings.HasSuffix(path, "/") {
+		follow = true
+	}
+	// The common case in one call: without ".." and symlinks, the
+	// kernel's walk from the command's directory only goes down, through
+	// the command's mounts. ELOOP says a symlink is on the way.
+	if !slices.Contains(strings.Split(path, "/"), "..") {
+		start, rel := base, path
+		if strings.HasPrefix(path, "/") {
+			start, rel = t.root, strings.TrimLeft(path, "/")
+		}
+		if rel == "" {
+			return start, 0
+		}
+		how := unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+		if !follow {
+			how.Flags |= unix.O_NOFOLLOW
+		}
+		fd, err := unix.Openat2(start, rel, &how)
+		if err == nil {
+			return t.keep(fd), 0
+		}
+		if err != unix.ELOOP {
+			return -1, errnoOf(err)
+		}
+	}
+	// cur is closed when left if the walk opened it (own): a long path
+	// must not hold a descriptor per component.
+	cur, own := base, false
+	move := func(fd int, opened bool) {
+		if own {
+			unix.Close(cur)
+		}
+		cur, own = fd, opened
+	}
+	defer func() { move(-1, false) }()
+	// found hands fd over to the task's descriptors, closed with it.
+	found := func(fd int) (int, unix.Errno) {
+		if fd == cur {
+			own = false
+		}
+		if fd != base && fd != t.root {
+			t.keep(fd)
+		}
+		return fd, 0
+	}
+	rest := path
+	if strings.HasPrefix(rest, "/") {
+		move(t.root, false)
+	}
+	links := 0
+	for {
+		rest = strings.TrimLeft(rest, "/")
+		if rest == "" {
+			return found(cur)
+		}
+		comp, after, _ := strings.Cut(rest, "/")
+		rest = after
+		last := strings.TrimLeft(rest, "/") == ""
+		if comp == "." {
+			continue
+		}
+		if comp == ".." {
+			id, e := idOf(cur)
+			if e != 0 {
+				return -1, e
+			}
+			if id == rootID {
+				continue
+			}
+		}
+		how := unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+		fd, err := unix.Openat2(cur, comp, &how)
+		if err != nil {
+			return -1, errnoOf(err)
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			unix.Close(fd)
+			return -1, errnoOf(err)
+		}
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFDIR:
+			move(fd, true)
+			continue
+		case unix.S_IFLNK:
+			if last && !follow {
+				return found(fd)
+			}
+		default:
+			if !last {
+				unix.Close(fd)
+				return -1, unix.ENOTDIR
+			}
+			return found(fd)
+		}
+		// A symlink to follow.
+		target, e := readLink(fd, links)
+		unix.Close(fd)
+		if e != 0 {
+			return -1, e
+		}
+		links++
+		if strings.HasPrefix(target, "/") {
+			move(t.root, false)
+		}
+		if rest != "" {
+			target += "/" + rest
+		} else if strings.HasSuffix(path, "/") {
+			target += "/"
+		}
+		rest = target
+	}
+}
+
+// readLink reads the symlink fd, the walk's links+1st: ELOOP past
+// maxFollow, EACCES on procfs (procSuperMagic), ENOENT when empty.
+func readLink(fd, links int) (string, unix.Errno) {
+	if links >= maxFollow {
+		return "", unix.ELOOP
+	}
+	var sfs unix.Statfs_t
+	if err := unix.Fstatfs(fd, &sfs); err != nil || sfs.Type == procSuperMagic {
+		return "", unix.EACCES
+	}
+	var buf [pathMax]byte
+	n, err := unix.Readlinkat(fd, "", buf[:])
+	if err != nil {
+		return "", errnoOf(err)
+	}
+	if n == 0 {
+		return "", unix.ENOENT
+	}
+	return string(buf[:n]), 0
+}
