@@ -488,10 +488,11 @@ var table = []Guarantee{
 				Text: "mount namespace: .git bound read-only over the writable work tree (a mount point: it cannot be renamed or removed); the launcher's truncate, rename and metadata calls skip it; a new .git below the top level is not refused, only reported (in a top-level directory or at a .gitmodules path): the launcher's refusal needs Landlock to govern renames across directories"},
 			{Layer: Bwrap, Sufficient: true, GitDir: true,
 				Text: "bubblewrap mount namespace: .git bound read-only over the writable work tree (a mount point: it cannot be renamed or removed); the supervisor's truncate, rename and metadata calls skip it; a new .git below the top level is not refused, only reported (in a top-level directory or at a .gitmodules path)"},
+			// persistence reports are Linux only (internal/persist).
 			{Layer: Seatbelt, Sufficient: true, NoGitDir: true,
-				Text: "no .git in the work tree: nothing to keep (one the command creates is reported in persistence)"},
+				Text: "no .git in the work tree: nothing to keep (one the command creates is neither refused nor reported: macOS has no persistence report)"},
 			{Layer: Seatbelt, Sufficient: true, GitDir: true,
-				Text: "Seatbelt: (deny file-write* (subpath <work tree>/.git)) after the grants (the last matching rule wins)"},
+				Text: "Seatbelt: (deny file-write* (subpath <work tree>/.git)) after the grants (the last matching rule wins); a new .git below the top level is neither refused nor reported, nor are the other persistence paths: macOS has no persistence report"},
 		},
 		Vectors: []string{"git-*"},
 	},
