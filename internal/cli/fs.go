@@ -96,7 +96,7 @@ func (o *hostOpts) fail(stdout io.Writer, err error) error {
 		r.Error.Kind, r.Error.Message, r.Error.ExitStatus = hostop.ErrorKind(err), err.Error(), ExitConfine
 		_ = writeJSON(stdout, r)
 	}
-	return &exitError{ExitConfine, err.Error()}
+	return confineFailed(err)
 }
 
 // hostRun is one Tier 1 operation from end to end: it opens the root
