@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"crypto/hmac"
 	"fmt"
 	"slices"
 	"strings"
@@ -75,8 +74,12 @@ func (h *HostOpCap) Profile() string { return h.c.profile }
 // Scope is the scope the capability was issued for.
 func (h *HostOpCap) Scope() string { return h.c.scope }
 
+// hostSealDomain labels a HostOpCap's seal, so that a Cap cannot pass for
+// one.
+const hostSealDomain = "confine host operation capability seal v1"
+
 func (e *Engine) sealHost(h *HostOpCap) []byte {
-	return e.mac("confine host operation capability seal v1", capFields(&h.c))
+	return e.key.MAC(hostSealDomain, capFields(&h.c))
 }
 
 // MintHostOp issues a Tier 1 capability for a built-in or registered
@@ -139,7 +142,7 @@ func AuthorizeHostOp(h *HostOpCap, op HostOp) (Profile, error) {
 	switch {
 	case h == nil:
 		return Profile{}, fmt.Errorf("%w: no capability", spec.ErrCapability)
-	case h.c.eng == nil || !hmac.Equal(h.mac, h.c.eng.sealHost(h)):
+	case h.c.eng == nil || !h.c.eng.key.Verify(h.mac, hostSealDomain, capFields(&h.c)):
 		return Profile{}, fmt.Errorf("%w: host capability was not issued by a policy engine", spec.ErrCapability)
 	case !h.c.expires.IsZero() && time.Now().After(h.c.expires):
 		return Profile{}, fmt.Errorf("%w: capability %s expired at %s", spec.ErrCapability, h.c.id, h.c.expires.Format(time.RFC3339))
