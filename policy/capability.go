@@ -22,7 +22,7 @@ type Engine struct {
 	mu        sync.Mutex
 	revoked   map[string]bool
 	profiles  map[string]Profile
-	approvals []Approval
+	approvals []approval
 	// environ, when set, is the caller's environment the recipes are
 	// discovered in (SetEnviron).
 	environ []string
@@ -47,7 +47,7 @@ func NewEngine() (*Engine, error) {
 	return &Engine{key: k, revoked: map[string]bool{}}, nil
 }
 
-// Register makes a profile loaded from a file (LoadProfile) known to this
+// Register makes a profile loaded from a file (loadProfile) known to this
 // engine under its name, so that Mint, ParseToken and Authorize accept it.
 // It refuses a built-in's name, an invalid name, and a different profile
 // under a name already registered (the same content again is fine).

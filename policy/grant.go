@@ -50,7 +50,7 @@ func (g EgressGrant) check() error {
 	}
 	if name, ok := strings.CutPrefix(g.Host, "group:"); ok {
 		if _, ok := registryGroups[name]; !ok {
-			return fmt.Errorf("unknown registry group %q (known: %s)", name, strings.Join(RegistryGroups(), ", "))
+			return fmt.Errorf("unknown registry group %q (known: %s)", name, strings.Join(registryGroupNames(), ", "))
 		}
 		return nil
 	}

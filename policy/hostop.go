@@ -30,11 +30,8 @@ const (
 // hostOps is every operation, in a stable order.
 var hostOps = []HostOp{OpReadFile, OpWriteFile, OpApplyPatch, OpSearch, OpList, OpGitRead, OpGitWrite}
 
-// HostOps lists every Tier 1 operation.
-func HostOps() []HostOp { return slices.Clone(hostOps) }
-
-// KnownHostOp reports whether op names a Tier 1 operation.
-func KnownHostOp(op string) bool { return slices.Contains(hostOps, HostOp(op)) }
+// knownHostOp reports whether op names a Tier 1 operation.
+func knownHostOp(op string) bool { return slices.Contains(hostOps, HostOp(op)) }
 
 func hostOpNames() string {
 	s := make([]string, len(hostOps))
@@ -148,7 +145,7 @@ func AuthorizeHostOp(h *HostOpCap, op HostOp) (Profile, error) {
 		return Profile{}, fmt.Errorf("%w: capability %s expired at %s", spec.ErrCapability, h.c.id, h.c.expires.Format(time.RFC3339))
 	case h.c.eng.isRevoked(h.c.id):
 		return Profile{}, fmt.Errorf("%w: capability %s was revoked", spec.ErrCapability, h.c.id)
-	case !KnownHostOp(string(op)):
+	case !knownHostOp(string(op)):
 		return Profile{}, fmt.Errorf("%w: unknown host operation %q (known: %s)", spec.ErrCapability, op, hostOpNames())
 	}
 	p, err := h.c.eng.lookup(h.c.profile)

@@ -91,8 +91,8 @@ var recipes = map[string]*recipe{
 	"c":      {name: "c", discover: discoverC},
 }
 
-// RecipeNames lists the recipe profiles.
-func RecipeNames() []string {
+// recipeNames lists the recipe profiles.
+func recipeNames() []string {
 	n := make([]string, 0, len(recipes))
 	for k := range recipes {
 		n = append(n, k)
@@ -282,7 +282,7 @@ func recipeProfile(tc toolchain, homes []string) (Profile, error) {
 			notes = append(notes, fmt.Sprintf("%s %s absent, not granted", d.what, d.path))
 			continue
 		}
-		if err := CheckPathSyntax(real); err != nil {
+		if err := checkPathSyntax(real); err != nil {
 			return Profile{}, unavailable(tc.recipe, "%s %s: %v", d.what, d.path, err)
 		}
 		for _, h := range realHomes {
@@ -318,11 +318,11 @@ func recipeProfile(tc toolchain, homes []string) (Profile, error) {
 	}
 	for _, kv := range set {
 		name, val, _ := strings.Cut(kv, "=")
-		if !IsPathListVar(name) {
+		if !isPathListVar(name) {
 			continue
 		}
-		for _, c := range PathListComponents(name, val) {
-			if err := CheckPathSyntax(c); err != nil {
+		for _, c := range pathListComponents(name, val) {
+			if err := checkPathSyntax(c); err != nil {
 				return Profile{}, unavailable(tc.recipe, "%s: %v", name, err)
 			}
 		}
@@ -428,7 +428,7 @@ func checkTool(tc toolchain, grants []string) error {
 	if err != nil {
 		return unavailable(tc.recipe, "%s: %v", tc.tool, err)
 	}
-	if CheckPathComponent(dir, roots, nil) == nil && under(real, roots) {
+	if checkPathComponent(dir, roots, nil) == nil && under(real, roots) {
 		return nil
 	}
 	granted := strings.Join(grants, ", ")

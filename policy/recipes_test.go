@@ -175,7 +175,7 @@ func checkRecipeInvariants(t *testing.T, p Profile, home string) {
 		t.Errorf("devices %v", p.Devices)
 	}
 	for _, r := range p.ReadExec {
-		if err := CheckPathSyntax(r); err != nil {
+		if err := checkPathSyntax(r); err != nil {
 			t.Errorf("grant %q: %v", r, err)
 		}
 		if home != "" && spec.Within(home, r) {

@@ -90,54 +90,54 @@ func (e *Engine) ParseToken(tok string) (*Cap, error) {
 	return c, nil
 }
 
-// ApprovalKind is what an approval allows.
-type ApprovalKind string
+// approvalKind is what an approval allows.
+type approvalKind string
 
-// Approval kinds (seed 000: network, package installs and new hosts need
+// approval kinds (seed 000: network, package installs and new hosts need
 // approval).
 const (
-	// ApprovalNewHost lets runs reach a host (Subject: the host name).
-	ApprovalNewHost ApprovalKind = "new-host"
-	// ApprovalPackageInstall lets runs install a package (Subject: the
+	// approvalNewHost lets runs reach a host (Subject: the host name).
+	approvalNewHost approvalKind = "new-host"
+	// approvalPackageInstall lets runs install a package (Subject: the
 	// package, e.g. "npm:left-pad@1.3.0").
-	ApprovalPackageInstall ApprovalKind = "package-install"
+	approvalPackageInstall approvalKind = "package-install"
 )
 
-// Approval is a recorded grant. Nothing in this version acts on it: the
+// approval is a recorded grant. Nothing in this version acts on it: the
 // egress proxy, when it exists, consumes approvals by ID.
-type Approval struct {
+type approval struct {
 	ID      string       `json:"id"`
-	Kind    ApprovalKind `json:"kind"`
+	Kind    approvalKind `json:"kind"`
 	Subject string       `json:"subject"`
 	Granted time.Time    `json:"granted"`
 }
 
-// Approve records an approval and returns it with a fresh ID. It refuses
+// approve records an approval and returns it with a fresh ID. It refuses
 // an unknown kind and a subject that is empty, longer than 1024 bytes, or
 // holds control characters. Errors wrap spec.ErrInvalidSpec.
-func (e *Engine) Approve(kind ApprovalKind, subject string) (Approval, error) {
+func (e *Engine) approve(kind approvalKind, subject string) (approval, error) {
 	switch kind {
-	case ApprovalNewHost, ApprovalPackageInstall:
+	case approvalNewHost, approvalPackageInstall:
 	default:
-		return Approval{}, fmt.Errorf("%w: unknown approval kind %q (want %q or %q)", spec.ErrInvalidSpec, kind, ApprovalNewHost, ApprovalPackageInstall)
+		return approval{}, fmt.Errorf("%w: unknown approval kind %q (want %q or %q)", spec.ErrInvalidSpec, kind, approvalNewHost, approvalPackageInstall)
 	}
 	if subject == "" || len(subject) > 1024 || strings.IndexFunc(subject, unicode.IsControl) >= 0 {
-		return Approval{}, fmt.Errorf("%w: approval subject %q: want 1-1024 bytes without control characters", spec.ErrInvalidSpec, subject)
+		return approval{}, fmt.Errorf("%w: approval subject %q: want 1-1024 bytes without control characters", spec.ErrInvalidSpec, subject)
 	}
 	id, err := token.NewID()
 	if err != nil {
-		return Approval{}, fmt.Errorf("approval id: %w", err)
+		return approval{}, fmt.Errorf("approval id: %w", err)
 	}
-	a := Approval{ID: id, Kind: kind, Subject: subject, Granted: time.Now().Round(0)}
+	a := approval{ID: id, Kind: kind, Subject: subject, Granted: time.Now().Round(0)}
 	e.mu.Lock()
 	e.approvals = append(e.approvals, a)
 	e.mu.Unlock()
 	return a, nil
 }
 
-// Approvals returns the recorded approvals in the order they were granted.
-func (e *Engine) Approvals() []Approval {
+// grantedApprovals returns the recorded approvals in the order they were granted.
+func (e *Engine) grantedApprovals() []approval {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return append([]Approval(nil), e.approvals...)
+	return append([]approval(nil), e.approvals...)
 }

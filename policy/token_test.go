@@ -168,7 +168,7 @@ func TestTokenMinting(t *testing.T) {
 
 func TestRegisteredProfiles(t *testing.T) {
 	path := writeProfile(t, "ci.toml", fullProfile)
-	p, err := LoadProfile(path)
+	p, err := loadProfile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,34 +233,34 @@ func TestRegisteredProfiles(t *testing.T) {
 
 func TestApprovals(t *testing.T) {
 	e := keyedEngine(t, 1)
-	a, err := e.Approve(ApprovalNewHost, "proxy.golang.org")
+	a, err := e.approve(approvalNewHost, "proxy.golang.org")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := e.Approve("package-install", "npm:left-pad@1.3.0")
+	b, err := e.approve("package-install", "npm:left-pad@1.3.0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.ID == "" || a.ID == b.ID || a.Kind != ApprovalNewHost || b.Kind != ApprovalPackageInstall || a.Granted.IsZero() {
+	if a.ID == "" || a.ID == b.ID || a.Kind != approvalNewHost || b.Kind != approvalPackageInstall || a.Granted.IsZero() {
 		t.Fatalf("approvals %+v %+v", a, b)
 	}
-	got := e.Approvals()
+	got := e.grantedApprovals()
 	if len(got) != 2 || got[0] != a || got[1] != b {
 		t.Fatalf("Approvals = %+v", got)
 	}
 	got[0].Subject = "changed"
-	if e.Approvals()[0].Subject != a.Subject {
+	if e.grantedApprovals()[0].Subject != a.Subject {
 		t.Fatal("Approvals returned the engine's own slice")
 	}
 	for _, bad := range []struct {
-		kind    ApprovalKind
+		kind    approvalKind
 		subject string
-	}{{"network", "x"}, {"", "x"}, {ApprovalNewHost, ""}, {ApprovalNewHost, "a\nb"}, {ApprovalNewHost, strings.Repeat("x", 1025)}} {
-		if _, err := e.Approve(bad.kind, bad.subject); !errors.Is(err, spec.ErrInvalidSpec) {
+	}{{"network", "x"}, {"", "x"}, {approvalNewHost, ""}, {approvalNewHost, "a\nb"}, {approvalNewHost, strings.Repeat("x", 1025)}} {
+		if _, err := e.approve(bad.kind, bad.subject); !errors.Is(err, spec.ErrInvalidSpec) {
 			t.Errorf("Approve(%q, %q) = %v", bad.kind, bad.subject, err)
 		}
 	}
-	if len(e.Approvals()) != 2 {
+	if len(e.grantedApprovals()) != 2 {
 		t.Fatal("a refused approval was recorded")
 	}
 }
