@@ -241,7 +241,7 @@ func (in *inputs) prepare(backend provider.Provider, required bool) (*run, error
 		r.cleanup()
 		return nil, err
 	}
-	if r.primary.plan.Namespaces == nil || r.primary.plan.Namespaces.Bwrap != "" {
+	if r.primary.plan.Backend != plan.BackendNamespaces {
 		return r, nil
 	}
 	r.required = required
@@ -334,15 +334,15 @@ func (in *inputs) build(backend provider.Provider, r *run) (planned, error) {
 		p.Rlimits.Data = unix.RLIM_INFINITY
 	}
 	backend.Configure(p)
-	if p.Namespaces == nil {
+	if p.Backend == plan.BackendCore {
 		// Without a PID namespace only the supervisor keeps calls that
 		// name another process inside the run: signals too where
 		// Landlock has no signal scope.
 		p.Seccomp.NotifyProcTargets = true
 		p.Seccomp.NotifySignals = !landlock.Has(in.h.LandlockABI, landlock.FeatScope)
 	}
-	if len(p.Guarded) > 0 && (p.Namespaces == nil ||
-		p.Namespaces.Bwrap == "" && landlock.Has(in.h.LandlockABI, landlock.FeatRefer)) {
+	if len(p.Guarded) > 0 && (p.Backend == plan.BackendCore ||
+		p.Backend == plan.BackendNamespaces && landlock.Has(in.h.LandlockABI, landlock.FeatRefer)) {
 		// The persistence guard's refusal of a new .git (notify.Create).
 		// With namespaces the supervisor resolves in the command's own
 		// tree, which needs Landlock to govern renames across directories
