@@ -324,7 +324,8 @@ func (sh *shadow) syncHead() error {
 	if !headRE().Match(b) || strings.HasPrefix(string(b), "ref:") {
 		return nil
 	}
-	p, err := sh.root.WritePath(".git/HEAD")
+	// git's own HEAD: the trusted writer's, past the guard.
+	p, err := sh.root.GitWritePath(".git/HEAD")
 	if err != nil {
 		return err
 	}
