@@ -41,6 +41,12 @@ func (r *Repo) runGit(ctx context.Context, sub string, args []string, stdin []by
 	if err != nil {
 		return res, fmt.Errorf("git: %w", err)
 	}
+	// Nothing git may read under .git leads out of the root: checked
+	// before (refused, git not run) and after (a link that appeared
+	// meanwhile: git's output is dropped).
+	if err := containGitDir(r.h.Root()); err != nil {
+		return res, err
+	}
 	sh, err := newShadow(r.h.Root(), root)
 	if err != nil {
 		return res, err
@@ -93,7 +99,12 @@ func (r *Repo) runGit(ctx context.Context, sub string, args []string, stdin []by
 	}
 	cr, err := confine.RunCommand(ctx, c, s)
 	res.Backend = cr.Backend
+	cr.Stderr.Head, cr.Stderr.Tail = sanitize(cr.Stderr.Head, sh.dir), sanitize(cr.Stderr.Tail, sh.dir)
 	res.ExitCode, res.Stdout, res.Stderr = cr.ExitCode, cr.Stdout, cr.Stderr
+	if cerr := containGitDir(r.h.Root()); cerr != nil {
+		res.Stdout, res.Stderr = spec.Stream{}, spec.Stream{}
+		return res, fmt.Errorf("%w (it appeared while git ran: its output is withheld)", cerr)
+	}
 	if err != nil {
 		return res, fmt.Errorf("git %s under confine: %w", sub, err)
 	}
