@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/confine-sandbox/confine/internal/eventlog"
 	"github.com/confine-sandbox/confine/internal/guardset"
 	"github.com/confine-sandbox/confine/policy"
 )
@@ -196,3 +197,57 @@ func TestGuardGitfileRoot(t *testing.T) {
 		t.Errorf("trusted write = %v", err)
 	}
 }
+
+// TestHostGuardProfile: a Host's guard follows its capability's profile:
+// the default Tier 1 profile refuses .git/config, one that waives
+// no-git-persistence writes it and reports it (in the result and the
+// event log), as Tier 2 does.
+func TestHostGuardProfile(t *testing.T) {
+	e, err := policy.NewEngine()
+	must(t, err)
+	must(t, e.Register(policy.Profile{Name: "host-waive-git", Tier: policy.TierStructured,
+		HostOps: []string{string(policy.OpWriteFile), string(policy.OpApplyPatch)}, Waive: []string{policy.GGitPersistence}}))
+	logPath := filepath.Join(t.TempDir(), "events.jsonl")
+	for _, c := range []struct {
+		profile string
+		refused bool
+	}{
+		{"host", true},
+		{"host-waive-git", false},
+	} {
+		root := gitTree(t)
+		cp, err := e.MintHostOp(c.profile, "test", 0)
+		must(t, err)
+		h, err := NewHost(cp, root)
+		must(t, err)
+		h.EventLog = logPath
+		res, err := h.WriteFile(".git/config", []byte(fsmonitorConfig), WriteOptions{})
+		if c.refused {
+			if !errors.Is(err, guardset.ErrProtected) {
+				t.Errorf("%s: WriteFile(.git/config) = %v, want %v", c.profile, err, guardset.ErrProtected)
+			}
+		} else if err != nil || res.Guard != "git-config" {
+			t.Errorf("%s: WriteFile(.git/config) = %+v, %v; want written and reported as git-config", c.profile, res, err)
+		}
+		pres, err := h.ApplyPatch([]byte("--- a/.git/HEAD\n+++ b/.git/HEAD\n@@ -1 +1 @@\n-orig\n+evil\n"), 0)
+		if c.refused != errors.Is(err, guardset.ErrProtected) || (!c.refused && (err != nil || pres.Files[0].Guard != "git-metadata")) {
+			t.Errorf("%s: ApplyPatch(.git/HEAD) = %+v, %v", c.profile, pres, err)
+		}
+		h.Close()
+	}
+	evs, err := eventlog.ReadLast(logPath, 10)
+	must(t, err)
+	var notes []string
+	for _, ev := range evs {
+		for _, a := range ev.Argv {
+			if strings.HasPrefix(a, "guard-reported:") {
+				notes = append(notes, a)
+			}
+		}
+	}
+	if want := []string{"guard-reported:git-config:.git/config", "guard-reported:git-metadata:.git/HEAD"}; strings.Join(notes, " ") != strings.Join(want, " ") {
+		t.Errorf("event log reports %v, want %v", notes, want)
+	}
+}
+
+const fsmonitorConfig = "[core]\n\tfsmonitor = touch PWNED\n"
