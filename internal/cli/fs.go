@@ -167,8 +167,11 @@ func newFS(stdout, stderr io.Writer) *cobra.Command {
 it by the kernel in the same call that uses it. Absolute paths, ".." components,
 symlinks leading out of the root, special files and files with several hard
 links are refused; writes go through no symlink at all and replace files
-atomically. Exit 0 on success (search: 1 when nothing matched), 125 when the
-operation is refused or fails.`,
+atomically. Writes into git metadata (.git at any depth, a git directory) are
+refused by the persistence guard unless the profile waives no-git-persistence;
+writes to editor and shell files (.envrc, .vscode, .idea) are reported. Exit 0
+on success (search: 1 when nothing matched), 121 when the persistence guard
+refuses a write, 125 when the operation is otherwise refused or fails.`,
 	}
 	o.flags(c)
 	var limit int64
