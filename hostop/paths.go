@@ -15,6 +15,11 @@
 // Writes also refuse a symlink at any component, even one that stays in
 // the root (ErrSymlink), never follow a final symlink, and replace the
 // file atomically (a temporary file in the same directory, then rename).
+//
+// Writes are also held to the persistence guard (guard.go,
+// internal/guardset): git metadata at any depth is refused
+// (guardset.ErrProtected) unless the profile waives no-git-persistence,
+// and editor and shell files are reported.
 package hostop
 
 import (
