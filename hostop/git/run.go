@@ -41,12 +41,6 @@ func (r *Repo) runGit(ctx context.Context, sub string, args []string, stdin []by
 	if err != nil {
 		return res, fmt.Errorf("git: %w", err)
 	}
-	// Nothing git may read under .git leads out of the root: checked
-	// before (refused, git not run) and after (a link that appeared
-	// meanwhile: git's output is dropped).
-	if err := containGitDir(r.h.Root()); err != nil {
-		return res, err
-	}
 	sh, err := newShadow(r.h.Root(), root)
 	if err != nil {
 		return res, err
@@ -171,6 +165,13 @@ func newShadow(root *hostop.Root, rootPath string) (*shadow, error) {
 	var st unix.Stat_t
 	if err := unix.Lstat(filepath.Join(rootPath, ".git"), &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return nil, fmt.Errorf("%w: %s", ErrNotRepo, rootPath)
+	}
+	// Nothing git may read under .git leads out of the root: checked
+	// here, before anything is read (refused, git not run), and again
+	// after git ran (runGit: a link that appeared meanwhile withholds
+	// git's output).
+	if err := containGitDir(root); err != nil {
+		return nil, err
 	}
 	sh := &shadow{root: root, config: map[string]string{}}
 	headP, _ := root.ReadPath(".git/HEAD")
