@@ -209,6 +209,13 @@ func runTier1(t *testing.T, u testutil.User, vc t1case) {
 	// Control: the plain host tool, as the user.
 	ce := newEnv(t, u, false)
 	cf := vc.setup(ce)
+	for _, tool := range []string{"git", "patch"} {
+		if strings.Contains(cf.control, tool+" ") {
+			if _, err := exec.LookPath(tool); err != nil {
+				t.Skipf("the control needs %s, which is not installed (.ci/run installs it)", tool)
+			}
+		}
+	}
 	cmd := exec.Command("sh", "-c", cf.control, filepath.Join(ce.wd, cf.target))
 	cmd.Dir = ce.wd
 	cmd.Env = append(ce.gitCmd().Env, "HOME="+ce.wd)
