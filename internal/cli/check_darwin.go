@@ -90,7 +90,7 @@ func newSelftest(io.Writer, io.Writer) *cobra.Command {
 		Short:              "Attack the sandbox on this host (Linux only; on macOS run the darwin live tests)",
 		DisableFlagParsing: true,
 		RunE: func(*cobra.Command, []string) error {
-			return &exitError{ExitConfine, "selftest attacks the Linux mechanisms; on macOS run `go test -run TestMacLive -v .` (see the README's Platforms section)"}
+			return &exitError{ExitConfine, "selftest attacks the Linux mechanisms; on macOS run `go test -run TestMacLive -v .` (see docs/platforms.md)"}
 		},
 	}
 }

@@ -56,7 +56,7 @@ func WrapContainer(whole bool) {
 	// only where a test asks for them (ReadOnlyCgroupEnv), not for the
 	// whole simulated container: a fork that waits for the launcher's
 	// decision can fail with EINTR when a signal arrives first (see the
-	// README's known limits), which shells report as "Cannot fork".
+	// known limits in docs/design.md), which shells report as "Cannot fork".
 	wrapReadOnlyCgroup(false)
 	switch os.Getenv(wrapEnv) {
 	case "done":
