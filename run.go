@@ -22,6 +22,7 @@ import (
 // launch in confine.go (Linux) and run_darwin.go (macOS).
 func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.CommandSpec) (res spec.CommandResult, err error) {
 	res.RunID = eventlog.NewRunID()
+	res.JSONAPI = spec.JSONAPI
 	var prof policy.Profile
 	if l.EventLog != "" {
 		defer func() { l.record(c, prof, s, res, err) }()

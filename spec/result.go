@@ -44,15 +44,24 @@ func (s Stream) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON is the inverse of MarshalJSON.
 func (s *Stream) UnmarshalJSON(b []byte) error {
 	var v struct {
-		Head      string `json:"head"`
-		Tail      string `json:"tail"`
-		Total     int64  `json:"total_bytes"`
-		Truncated bool   `json:"truncated"`
+		Head       string `json:"head"`
+		HeadBase64 []byte `json:"head_base64"`
+		Tail       string `json:"tail"`
+		TailBase64 []byte `json:"tail_base64"`
+		Total      int64  `json:"total_bytes"`
+		Truncated  bool   `json:"truncated"`
 	}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
 	*s = Stream{Head: []byte(v.Head), Tail: []byte(v.Tail), Total: v.Total, Truncated: v.Truncated}
+	// The exact bytes, where the strings could not hold them.
+	if v.HeadBase64 != nil {
+		s.Head = v.HeadBase64
+	}
+	if v.TailBase64 != nil {
+		s.Tail = v.TailBase64
+	}
 	return nil
 }
 
@@ -107,8 +116,25 @@ type SkippedBackend struct {
 	Reason string `json:"reason"`
 }
 
+// JSONAPI is the revision of the machine-readable interface: the JSON
+// form of CommandResult (`run --json`), the refusal object, `check --json`
+// and `version --json`; every one of them carries it as "json_api", and
+// schema/result.schema.json describes the result. A client (python/)
+// refuses a binary older than the revision it was written for. Raise it
+// when a client could depend on the change.
+//
+//  1. run --json prints {"error": {...}} on a refusal; event_log_skipped.
+//  2. persistence in run results; confine fs and confine git (Tier 1),
+//     whose refusals are the same {"error": {...}} object.
+//  3. run --die-with-parent (the Python client passes it on every run).
+//  4. json_api in every result, refusal and check; head_base64 and
+//     tail_base64 (the exact bytes, when not UTF-8); run --result-fd.
+const JSONAPI = 4
+
 // CommandResult is the bounded, structured outcome of one run.
 type CommandResult struct {
+	// JSONAPI is the revision of this object's JSON form (spec.JSONAPI).
+	JSONAPI int `json:"json_api"`
 	// RunID identifies the run in the event log.
 	RunID string `json:"run_id"`
 	// ExitCode is the command's exit status, or -1 when it died of a signal.

@@ -78,6 +78,7 @@ func newCheck(stdout io.Writer) *cobra.Command {
 				enc := json.NewEncoder(stdout)
 				enc.SetIndent("", "  ")
 				_ = enc.Encode(struct {
+					JSONAPI    int                   `json:"json_api"`
 					Host       host.Info             `json:"host"`
 					Backend    string                `json:"backend"`
 					Layers     []string              `json:"layers"`
@@ -86,7 +87,7 @@ func newCheck(stdout io.Writer) *cobra.Command {
 					Guarantees []ledger.Decision     `json:"guarantees"`
 					Backends   []backendLedger       `json:"backends"`
 					OK         bool                  `json:"ok"`
-				}{h, backend, layers, sel.Skipped, runAsRoot, as, per, ok})
+				}{JSONAPI, h, backend, layers, sel.Skipped, runAsRoot, as, per, ok})
 			} else if verbose {
 				printCheck(stdout, h, sel, runAsRoot, as, per)
 			} else {

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/confine-sandbox/confine"
 	"github.com/confine-sandbox/confine/internal/eventlog"
@@ -88,7 +89,9 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		Short:         "Run one untrusted command confined by Landlock, seccomp and rlimits",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       versionString(),
 	}
+	root.SetVersionTemplate("confine {{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
@@ -99,16 +102,8 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	return root
 }
 
-// JSONAPI is the revision of the machine-readable interface: `run
-// --json`'s result and refusal objects, `check --json` and `version
-// --json`. A client (python/) refuses a binary older than the revision it
-// was written for. Raise it when a client could depend on the change.
-//
-//  1. run --json prints {"error": {...}} on a refusal; event_log_skipped.
-//  2. persistence in run results; confine fs and confine git (Tier 1),
-//     whose refusals are the same {"error": {...}} object.
-//  3. run --die-with-parent (the Python client passes it on every run).
-const JSONAPI = 3
+// JSONAPI is the revision of the machine-readable interface (spec.JSONAPI).
+const JSONAPI = spec.JSONAPI
 
 func newVersion(stdout io.Writer) *cobra.Command {
 	var asJSON bool
@@ -117,10 +112,7 @@ func newVersion(stdout io.Writer) *cobra.Command {
 		Short: "Print confine's version",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			v := "(devel)"
-			if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-				v = bi.Main.Version
-			}
+			v := versionString()
 			backends := backendNames()
 			if asJSON {
 				return writeJSON(stdout, struct {
@@ -137,6 +129,53 @@ func newVersion(stdout io.Writer) *cobra.Command {
 	return cmd
 }
 
+// Version, when set at link time (-ldflags "-X
+// github.com/confine-sandbox/confine/internal/cli.Version=v1.2.3"), is
+// confine's version; otherwise versionString takes it from the build info.
+var Version string
+
+// versionString is confine's version, never empty: the link-time Version,
+// else the module version of a `go install ...@version`, else the VCS
+// revision the build was stamped with (devel+REVISION, -dirty when the
+// tree had changes), else "devel" (a build without VCS stamping).
+func versionString() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		bi = nil
+	}
+	return versionFrom(Version, bi)
+}
+
+func versionFrom(linked string, bi *debug.BuildInfo) string {
+	if linked != "" {
+		return linked
+	}
+	if bi == nil {
+		return "devel"
+	}
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	var rev, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "-dirty"
+			}
+		}
+	}
+	if rev == "" {
+		return "devel"
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	return "devel+" + rev + dirty
+}
+
 type runOpts struct {
 	workdir, profile string
 	eventLog         string
@@ -148,6 +187,10 @@ type runOpts struct {
 	limits           spec.Limits
 	liveLimitSet     bool
 	json             bool
+	// resultFD (--result-fd): the result object goes to this descriptor,
+	// resultOut, while the output streams live.
+	resultFD  int
+	resultOut io.Writer
 	verbose          bool
 	// dieWithParent ends the run when confine's parent process exits.
 	dieWithParent bool
@@ -188,9 +231,16 @@ is gone when confine returns. Its environment is built from scratch.`,
 			if !cmd.Flags().Changed("server") {
 				o.server = os.Getenv(ServerEnv)
 			}
+			if cmd.Flags().Changed("result-fd") {
+				f, err := o.openResultFD()
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+			}
 			err = o.run(cmd.Context(), args, stdout, stderr)
 			if o.json {
-				printRefusal(stdout, err)
+				printRefusal(o.jsonOut(stdout), err)
 			}
 			return err
 		},
@@ -217,11 +267,40 @@ is gone when confine returns. Its environment is built from scratch.`,
 	f.Var(sizeFlag{&o.limits.OpenFiles}, "max-open-files", "open file limit (default 4096)")
 	f.BoolVar(&o.json, "json", false, "capture output and print the result as one JSON object (a refusal as {\"error\": {...}})")
 	f.BoolVar(&o.dieWithParent, "die-with-parent", false, "end the run (exit 129) when the process that started confine exits, even by SIGKILL")
+	f.IntVar(&o.resultFD, "result-fd", 0, "stream output live and write the result (or refusal) object of --json to this open descriptor (3 or above)")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "say on stderr what the result records besides the outcome: PATH components left out, a skipped event log")
 	f.StringVar(&o.backend, "backend", "auto", "confinement backend: auto, namespaces (landlock+namespaces), core (landlock+seccomp), bwrap (bubblewrap; never chosen by auto)")
 	addServerFlag(f, o)
 	f.StringVar(&o.eventLog, "event-log", "", "JSON-lines event log (default $CONFINE_EVENT_LOG, else $XDG_STATE_HOME/confine/events.jsonl; \"off\" disables)")
 	return cmd
+}
+
+// openResultFD takes --result-fd's descriptor as the result's writer,
+// with --json's objects and live output.
+func (o *runOpts) openResultFD() (*os.File, error) {
+	if o.resultFD < 3 {
+		return nil, &exitError{ExitConfine, fmt.Sprintf("--result-fd %d: want an open descriptor of 3 or above (0 to 2 are the command's)", o.resultFD)}
+	}
+	if o.server != "" {
+		return nil, &exitError{ExitConfine, "--result-fd is not available with --server; use --json"}
+	}
+	if _, err := unix.FcntlInt(uintptr(o.resultFD), unix.F_GETFD, 0); err != nil {
+		return nil, &exitError{ExitConfine, fmt.Sprintf("--result-fd %d: %v", o.resultFD, err)}
+	}
+	// Not inherited by anything confine starts.
+	unix.CloseOnExec(o.resultFD)
+	f := os.NewFile(uintptr(o.resultFD), "result")
+	o.json, o.resultOut = true, f
+	return f, nil
+}
+
+// jsonOut is where --json's objects go: --result-fd's descriptor, else
+// stdout.
+func (o *runOpts) jsonOut(stdout io.Writer) io.Writer {
+	if o.resultOut != nil {
+		return o.resultOut
+	}
+	return stdout
 }
 
 func (o *runOpts) run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -350,7 +429,7 @@ func (o *runOpts) execute(ctx context.Context, p *prepared, stdin io.Reader, std
 	l := &confine.Launcher{Stdin: stdin, EventLog: p.logPath, Backend: o.backend, DetachCleanup: true, CallerEnv: callerEnv,
 		// A silent audit gap is worse than noise.
 		EventLogError: func(err error) { fmt.Fprintf(stderr, "confine: %v\n", err) }}
-	if !o.json {
+	if !o.json || o.resultOut != nil {
 		l.LiveStdout, l.LiveStderr = stdout, stderr
 		if o.liveLimitSet {
 			l.LiveLimit = o.limits.OutputBytes
@@ -391,12 +470,12 @@ func (o *runOpts) finish(res spec.CommandResult, err error, logSkipped string, s
 	if err != nil {
 		ee := runError(res, err)
 		if o.json && errors.Is(err, context.Canceled) && res.Cancelled {
-			printJSON(stdout, res)
+			printJSON(o.jsonOut(stdout), res)
 		}
 		return ee
 	}
 	if o.json {
-		printJSON(stdout, res)
+		printJSON(o.jsonOut(stdout), res)
 	} else {
 		reportDenials(stderr, res.Denials)
 		for _, c := range res.Persistence {
@@ -813,7 +892,8 @@ var refusalKinds = []struct {
 // also carries, and the guarantees the message names (for "unavailable":
 // those this host cannot enforce).
 type refusalJSON struct {
-	Error serve.Refusal `json:"error"`
+	JSONAPI int           `json:"json_api"`
+	Error   serve.Refusal `json:"error"`
 }
 
 // printRefusal writes err's refusal object when err is confine's own
@@ -823,7 +903,7 @@ func printRefusal(w io.Writer, err error) {
 	if !errors.As(err, &ee) || ee.msg == "" || (ee.code != ExitConfine && ee.code != ExitNotFound && ee.code != ExitNotExecutable) {
 		return
 	}
-	var r refusalJSON
+	r := refusalJSON{JSONAPI: JSONAPI}
 	r.Error = refusalObject(err, ee.code, ee.msg)
 	b, _ := json.Marshal(r)
 	_, _ = w.Write(append(b, '\n'))

@@ -92,7 +92,7 @@ func (o *hostOpts) host(stderr io.Writer) (*hostop.Host, error) {
 // with the reason on stderr either way.
 func (o *hostOpts) fail(stdout io.Writer, err error) error {
 	if o.json {
-		var r refusalJSON
+		r := refusalJSON{JSONAPI: JSONAPI}
 		r.Error.Kind, r.Error.Message, r.Error.ExitStatus = hostop.ErrorKind(err), err.Error(), ExitConfine
 		_ = writeJSON(stdout, r)
 	}
