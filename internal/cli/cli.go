@@ -191,7 +191,7 @@ type runOpts struct {
 	// resultOut, while the output streams live.
 	resultFD  int
 	resultOut io.Writer
-	verbose          bool
+	verbose   bool
 	// dieWithParent ends the run when confine's parent process exits.
 	dieWithParent bool
 	// server is the socket of the confine server that runs the command
