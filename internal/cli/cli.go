@@ -261,7 +261,7 @@ is gone when confine returns. Its environment is built from scratch.`,
 	f.Var(durFlag{&o.limits.CPUTime}, "cpu-time", "CPU time limit per process (default 10m)")
 	f.Var(durFlag{&o.limits.KillGrace}, "kill-grace", "time between SIGTERM and SIGKILL when the run is ended (default 2s)")
 	f.Var(sizeFlag{&o.limits.OutputBytes}, "output-limit", "bytes kept per output stream, head and tail (default 1MiB; also bounds live output when given)")
-	f.Var(sizeFlag{&o.limits.MemoryBytes}, "memory", "address-space limit per process (default 8GiB)")
+	f.Var(sizeFlag{&o.limits.MemoryBytes}, "memory", "memory bound: the whole tree's (a memory cgroup of the run) where one can be made, else each process's data segment (RLIMIT_DATA); the result's memory_bound says which (default 8GiB)")
 	f.Var(sizeFlag{&o.limits.FileSizeBytes}, "max-file-size", "largest file the command may write (default 8GiB)")
 	f.Int64Var(&procs, "max-procs", 0, "process limit (default 1024)")
 	f.Var(sizeFlag{&o.limits.OpenFiles}, "max-open-files", "open file limit (default 4096)")
@@ -271,8 +271,23 @@ is gone when confine returns. Its environment is built from scratch.`,
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "say on stderr what the result records besides the outcome: PATH components left out, a skipped event log")
 	f.StringVar(&o.backend, "backend", "auto", "confinement backend: auto, namespaces (landlock+namespaces), core (landlock+seccomp), bwrap (bubblewrap; never chosen by auto)")
 	addServerFlag(f, o)
+	completeRunFlags(cmd)
 	f.StringVar(&o.eventLog, "event-log", "", "JSON-lines event log (default $CONFINE_EVENT_LOG, else $XDG_STATE_HOME/confine/events.jsonl; \"off\" disables)")
 	return cmd
+}
+
+// backendValues are --backend's values, for completion.
+var backendValues = []string{"auto", "namespaces", "core", "bwrap"}
+
+// completeRunFlags gives shell completion the values of --profile (the
+// built-in names, or a TOML file) and --backend.
+func completeRunFlags(cmd *cobra.Command) {
+	_ = cmd.RegisterFlagCompletionFunc("profile", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return policy.Names(), cobra.ShellCompDirectiveDefault
+	})
+	_ = cmd.RegisterFlagCompletionFunc("backend", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return backendValues, cobra.ShellCompDirectiveNoFileComp
+	})
 }
 
 // openResultFD takes --result-fd's descriptor as the result's writer,

@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/confine-sandbox/confine/internal/testutil"
@@ -128,5 +130,30 @@ func TestVersionFrom(t *testing.T) {
 	r := cli(t, u, testutil.Workdir(t, u.UID), "--version")
 	if r.Code != 0 || r.Stdout != "confine "+versionString()+"\n" {
 		t.Errorf("--version: exit %d, %q", r.Code, r.Stdout)
+	}
+}
+
+// Shell completion offers --profile's built-in names and --backend's
+// values.
+func TestCompletionValues(t *testing.T) {
+	u := testutil.Users(t)[0]
+	wd := testutil.Workdir(t, u.UID)
+	for _, c := range []struct {
+		flag string
+		want []string
+	}{
+		{"--profile", []string{"default", "go", "python"}},
+		{"--backend", backendValues},
+	} {
+		r := cli(t, u, wd, "__complete", "run", c.flag, "")
+		if r.Code != 0 {
+			t.Fatalf("__complete run %s: exit %d, %s", c.flag, r.Code, r.Stderr)
+		}
+		lines := strings.Split(r.Stdout, "\n")
+		for _, w := range c.want {
+			if !slices.Contains(lines, w) {
+				t.Errorf("completion of %s lacks %q:\n%s", c.flag, w, r.Stdout)
+			}
+		}
 	}
 }
