@@ -360,6 +360,10 @@ func (in *inputs) build(backend provider.Provider, r *run) (planned, error) {
 		p.Env = in.egress.env(p.Env)
 		p.Seccomp.NotifyInet = true
 		p.EgressProxy = in.egress.addr.String()
+	} else {
+		// Deny-all: an internet socket is refused all the same, by the
+		// supervisor, which records it for the result's denials.
+		p.Seccomp.ReportInet = true
 	}
 	if r.memCgroup != "" && provider.Facts(in.h, backend, in.runAsRoot, in.limits.MaxProcs).MemoryCgroup {
 		// The cgroup bounds the tree; a per-process RLIMIT_DATA as well

@@ -87,14 +87,32 @@ type Guarantee struct {
 }
 
 // Denial is one operation the sandbox refused in user space (the seccomp
-// notification supervisor), recorded so "why was my command denied?" has
-// an answer. Kernel-side refusals (Landlock, seccomp errno) are not seen.
+// notification supervisor, which also refuses every internet socket under
+// network = "deny-all"), or a program that exists outside the sandbox's
+// view, recorded so "why was my command denied?" has an answer. Other
+// kernel-side refusals (Landlock, seccomp errno) are not seen.
 type Denial struct {
 	Syscall string `json:"syscall"`
 	Path    string `json:"path,omitempty"`
 	Errno   string `json:"errno"`
 	Reason  string `json:"reason"`
+	// Hint is the grant that would allow it: a flag (--ro DIR, --rw DIR)
+	// or a profile line; empty when none would.
+	Hint string `json:"hint,omitempty"`
 }
+
+// Hinted is a refusal of the run that a grant would have avoided: Err,
+// and the Denial that names the grant (Denial.Hint).
+type Hinted struct {
+	Err    error
+	Denial Denial
+}
+
+func (h *Hinted) Error() string {
+	return h.Err.Error() + "; " + h.Denial.Reason + "; to allow it: " + h.Denial.Hint
+}
+
+func (h *Hinted) Unwrap() error { return h.Err }
 
 // Persistence is one change a run made to a path of its work tree that a
 // program outside the sandbox may execute or obey later (git hooks and
