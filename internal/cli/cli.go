@@ -538,7 +538,11 @@ func reportDenials(w io.Writer, ds []spec.Denial) {
 			fmt.Fprintf(w, "confine: ... and %d more denials (see --json)\n", len(ds)-show)
 			break
 		}
-		fmt.Fprintf(w, "confine: denied %s %s: %s (%s)\n", d.Syscall, d.Path, d.Reason, d.Errno)
+		line := fmt.Sprintf("confine: denied %s %s: %s (%s)", d.Syscall, d.Path, d.Reason, d.Errno)
+		if d.Hint != "" {
+			line += "; to allow it: " + d.Hint
+		}
+		fmt.Fprintln(w, line)
 	}
 }
 
@@ -924,6 +928,29 @@ func printRefusal(w io.Writer, err error) {
 	_, _ = w.Write(append(b, '\n'))
 }
 
+// serverError is a run's failure as the server reported it: its message,
+// and the sentinel of its kind, so that errors.Is sees what it would have
+// seen in a direct run.
+type serverError struct {
+	kind, msg string
+	// denials are the refusal's, with the grant that would allow it.
+	denials []spec.Denial
+}
+
+func (e *serverError) Error() string { return e.msg }
+
+func (e *serverError) Unwrap() error {
+	if e.kind == "cancelled" {
+		return context.Canceled
+	}
+	for _, k := range refusalKinds {
+		if k.kind == e.kind {
+			return k.err
+		}
+	}
+	return nil
+}
+
 // refusalObject is the inside of err's refusal object.
 func refusalObject(err error, code int, msg string) serve.Refusal {
 	r := serve.Refusal{Kind: "usage", Message: msg, ExitStatus: code}
@@ -935,6 +962,15 @@ func refusalObject(err error, code int, msg string) serve.Refusal {
 		}
 	}
 	r.Guarantees = namedGuarantees(msg)
+	var h *spec.Hinted
+	var se *serverError
+	switch {
+	case errors.As(err, &ce) && errors.As(ce.cause, &h):
+		r.Denials = []spec.Denial{h.Denial}
+	case errors.As(err, &ce) && errors.As(ce.cause, &se):
+		// Through a server: the refusal's denials as it sent them.
+		r.Denials = se.denials
+	}
 	return r
 }
 

@@ -81,6 +81,8 @@ class Denial:
     errno: str = ""
     reason: str = ""
     path: str = ""
+    # The grant that would allow it: a flag (--ro DIR) or a profile line.
+    hint: str = ""
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,8 @@ class Connection:
     bytes_out: int = 0
     approval_id: str = ""
     approval_request: str = ""
+    # On a denial, the profile change that would allow it.
+    hint: str = ""
     start: str = ""
     duration_ns: int = 0
 
