@@ -326,11 +326,15 @@ func (o *runOpts) run(ctx context.Context, args []string, stdout, stderr io.Writ
 	defer stop()
 	if o.dieWithParent {
 		var unwatch func()
+		var how string
 		var err error
-		if ctx, unwatch, err = watchParent(ctx); err != nil {
+		if ctx, unwatch, how, err = watchParent(ctx); err != nil {
 			return &exitError{ExitConfine, err.Error()}
 		}
 		defer unwatch()
+		if o.verbose {
+			fmt.Fprintf(stderr, "confine: --die-with-parent: %s\n", how)
+		}
 	}
 
 	p, err := o.prepare(args, stderr)
