@@ -21,7 +21,7 @@ import (
 func TestDieWithParent(t *testing.T) {
 	for _, u := range testutil.Users(t) {
 		for _, c := range []struct {
-			name        string
+			name         string
 			die, nopidfd bool
 		}{{"die-with-parent", true, false}, {"die-with-parent-no-pidfd_open", true, true}, {"control", false, false}} {
 			die := c.die

@@ -137,7 +137,6 @@ func (o *runOpts) viaServer(ctx context.Context, p *prepared, stdout, stderr io.
 	return res, nil
 }
 
-
 // serverRefusal is err as the server reports it (the {"error": {...}} object
 // of `run --json`, with kind "cancelled" for a run its client ended).
 func serverRefusal(res spec.CommandResult, err error) *serve.Refusal {
