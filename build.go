@@ -3,7 +3,9 @@
 package confine
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -161,7 +163,70 @@ func (in *inputs) roots(s *spec.CommandSpec, prof policy.Profile, worktree strin
 func (in *inputs) environment(s *spec.CommandSpec, prof policy.Profile) error {
 	var err error
 	in.env, in.omitted, in.prog, err = commandEnv(s, prof.Env.Waive, in.ro, in.rw, in.callerEnv.get("PATH"), in.dir)
-	return err
+	if err != nil {
+		return in.outsideView(s.Program, err)
+	}
+	return nil
+}
+
+// outsideView turns a program the run cannot find or execute into a
+// hinted refusal (spec.Hinted) when the program exists on the host
+// outside every granted root (found as the caller would find it: by its
+// path, or in the caller's PATH): the fix is a --ro of its directory. A
+// program inside the roots failed for another reason and keeps err.
+func (in *inputs) outsideView(prog string, err error) error {
+	if !errors.Is(err, spec.ErrNotFound) && !errors.Is(err, spec.ErrNotExecutable) {
+		return err
+	}
+	host := hostProgram(prog, in.dir, in.callerEnv.get("PATH"))
+	if host == "" {
+		return err
+	}
+	real, rerr := filepath.EvalSymlinks(host)
+	if rerr != nil {
+		return err
+	}
+	roots := append(slices.Clone(in.ro), in.rw...)
+	var grants []string
+	for _, d := range []string{filepath.Dir(host), filepath.Dir(real)} {
+		if !slices.ContainsFunc(roots, func(r string) bool { return spec.Within(d, r) }) && !slices.Contains(grants, "--ro "+d) {
+			grants = append(grants, "--ro "+d)
+		}
+	}
+	if slices.ContainsFunc(roots, func(r string) bool { return spec.Within(real, r) }) || len(grants) == 0 {
+		return err
+	}
+	errno := "ENOENT"
+	if errors.Is(err, spec.ErrNotExecutable) {
+		errno = "EACCES"
+	}
+	return &spec.Hinted{Err: err, Denial: spec.Denial{Syscall: "execve", Path: host, Errno: errno,
+		Reason: host + " exists on the host, outside the sandbox's read roots", Hint: strings.Join(grants, " ")}}
+}
+
+// hostProgram is the executable regular file prog names on the host: a
+// path (relative to dir), or the first match in path (the caller's PATH,
+// not the run's); "" when there is none.
+func hostProgram(prog, dir, path string) string {
+	var cands []string
+	switch {
+	case strings.Contains(prog, "/") && filepath.IsAbs(prog):
+		cands = []string{prog}
+	case strings.Contains(prog, "/"):
+		cands = []string{filepath.Join(dir, prog)}
+	default:
+		for _, d := range filepath.SplitList(path) {
+			if filepath.IsAbs(d) {
+				cands = append(cands, filepath.Join(d, prog))
+			}
+		}
+	}
+	for _, c := range cands {
+		if st, err := os.Stat(c); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return filepath.Clean(c)
+		}
+	}
+	return ""
 }
 
 // guarantees resolves the ledger for backend p: every guarantee with the
@@ -325,6 +390,10 @@ func (in *inputs) build(backend provider.Provider, r *run) (planned, error) {
 		p.Env = in.egress.env(p.Env)
 		p.Seccomp.NotifyInet = true
 		p.EgressProxy = in.egress.addr.String()
+	} else {
+		// Deny-all: an internet socket is refused all the same, by the
+		// supervisor, which records it for the result's denials.
+		p.Seccomp.ReportInet = true
 	}
 	if r.memCgroup != "" && provider.Facts(in.h, backend, in.runAsRoot, in.limits.MaxProcs).MemoryCgroup {
 		// The cgroup bounds the tree; a per-process RLIMIT_DATA as well

@@ -99,7 +99,7 @@ func (o *hostOpts) fail(stdout io.Writer, err error) error {
 		status = ExitGuard
 	}
 	if o.json {
-		var r refusalJSON
+		r := refusalJSON{JSONAPI: JSONAPI}
 		r.Error.Kind, r.Error.Message, r.Error.ExitStatus = hostop.ErrorKind(err), err.Error(), status
 		_ = writeJSON(stdout, r)
 	}

@@ -47,6 +47,9 @@ type Seccomp struct {
 	// NotifyInet (network = "allowlist") sends TCP socket creation to the
 	// supervisor, which connects only to Plan.EgressProxy.
 	NotifyInet bool `json:"notify_inet,omitempty"`
+	// ReportInet (network = "deny-all") sends internet socket creation
+	// to the supervisor, which refuses and records it.
+	ReportInet bool `json:"report_inet,omitempty"`
 	// NotifyProcTargets and NotifySignals keep the calls that name another
 	// process inside the run. They apply only where the run ends up without
 	// a PID namespace (the core, or a fall-back to it): in one, the kernel
@@ -77,7 +80,7 @@ func (s Seccomp) Effective(pidNS bool) Seccomp {
 // supervisor, which then needs the filter's listener.
 func (s Seccomp) Listener() bool {
 	return s.NotifyMetadata || s.NotifyConnect || s.NotifyProcTargets || s.NotifySignals ||
-		s.NotifyTruncate || s.NotifyRename || s.NotifyFork || s.NotifyInet || s.NotifyCreate
+		s.NotifyTruncate || s.NotifyRename || s.NotifyFork || s.NotifyInet || s.ReportInet || s.NotifyCreate
 }
 
 // Namespaces asks for the landlock+namespaces provider: the run's init is started
