@@ -1,0 +1,146 @@
+//go:build linux
+
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/confine-sandbox/confine/internal/mcpserver"
+	"github.com/confine-sandbox/confine/policy"
+	"github.com/confine-sandbox/confine/spec"
+)
+
+// mcpOpts are `confine mcp`'s flags: everything that decides what a tool
+// call may reach is here, fixed when the server starts.
+type mcpOpts struct {
+	root, profile, hostProfile, backend string
+	capKey, eventLog                    string
+	ro, rw, env, agentEnv               []string
+	limits                              spec.Limits
+	noRun                               bool
+}
+
+func newMCP(stderr io.Writer) *cobra.Command {
+	o := &mcpOpts{}
+	cmd := &cobra.Command{
+		Use:   "mcp",
+		Short: "Serve the Tier 1 operations and confined runs as MCP tools over stdio",
+		Long: `An MCP (Model Context Protocol) server on standard input and output. Tools:
+read_file, list, search, apply_patch, write_file, git_status, git_diff, git_log
+(Tier 1, on paths confined to --root) and run_command (Tier 2, under --profile,
+with --ro/--rw/--env/--backend and the bounds given here). A tool call passes
+only paths beneath the root, an argv, a working directory beneath the root,
+stdin, a timeout up to --timeout and the variables named by --agent-env: it
+can add no root, waiver or allowlist entry. Every call is one event-log
+record (task id: the MCP session, job id: the request id). See docs/mcp.md.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+			defer stop()
+			srv, closeFn, err := o.server(stderr)
+			if err != nil {
+				return refused(ExitConfine, err)
+			}
+			defer closeFn()
+			if err := srv.Run(ctx, &mcp.StdioTransport{}); err != nil && !errors.Is(err, context.Canceled) {
+				return &exitError{ExitConfine, "mcp: " + err.Error()}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.root, "root", "", "the directory every tool works beneath, the runs' work directory (default: current directory)")
+	f.StringVar(&o.profile, "profile", "default", "run_command's sandbox profile: a built-in name or a TOML file path")
+	f.StringVar(&o.hostProfile, "host-profile", "host", "the Tier 1 tools' profile: host, host-readonly, or a TOML file with tier = 1")
+	f.StringVar(&o.backend, "backend", "auto", "run_command's backend: auto, namespaces, core, bwrap")
+	f.StringArrayVar(&o.ro, "ro", nil, "extra read+execute root of every run (repeatable)")
+	f.StringArrayVar(&o.rw, "rw", nil, "extra writable root of every run (repeatable)")
+	f.StringArrayVar(&o.env, "env", nil, "pass NAME from this environment, or set NAME=VALUE, in every run (repeatable)")
+	f.StringArrayVar(&o.agentEnv, "agent-env", nil, "a variable NAME a run_command call may set (repeatable; values still pass the sanitiser)")
+	f.StringVar(&o.capKey, "cap-key", "", "key file that verifies approval grants (default $XDG_CONFIG_HOME/confine/cap.key, used when it exists)")
+	f.StringVar(&o.eventLog, "event-log", "", "JSON-lines event log (default $CONFINE_EVENT_LOG, else $XDG_STATE_HOME/confine/events.jsonl; \"off\" disables)")
+	f.Var(durFlag{&o.limits.WallTime}, "timeout", "wall-clock limit of a run, and the longest a call may ask for (default 10m)")
+	f.Var(sizeFlag{&o.limits.OutputBytes}, "output-limit", "bytes kept per output stream of a run, head and tail (default 1MiB)")
+	f.Var(sizeFlag{&o.limits.MemoryBytes}, "memory", "address-space limit per process of a run (default 8GiB)")
+	f.BoolVar(&o.noRun, "no-run", false, "serve the Tier 1 tools only (no run_command)")
+	return cmd
+}
+
+// server builds the MCP server from the flags; closeFn releases its root.
+func (o *mcpOpts) server(stderr io.Writer) (*mcpserver.Server, func(), error) {
+	hostFlags := &hostOpts{root: o.root, profile: o.hostProfile, eventLog: o.eventLog}
+	h, err := hostFlags.host(stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg := mcpserver.Config{Host: h, Backend: o.backend, AgentEnv: o.agentEnv, Limits: o.limits}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		cfg.Version = bi.Main.Version
+	}
+	fail := func(err error) (*mcpserver.Server, func(), error) {
+		h.Close()
+		return nil, nil, err
+	}
+	if !o.noRun {
+		prof, err := policy.ResolveProfile(o.profile)
+		if err != nil {
+			return fail(err)
+		}
+		// Grants are verified with the capability key: the operator's,
+		// when there is one.
+		keyed := o.capKey != ""
+		keyPath := o.capKey
+		if !keyed {
+			if keyPath, err = DefaultKeyPath(); err == nil {
+				_, serr := os.Stat(keyPath)
+				keyed = serr == nil
+			}
+		}
+		eng, err := engineFor(prof, keyed, o.capKey)
+		if err != nil {
+			return fail(err)
+		}
+		c, err := eng.Mint(prof.Name, "mcp", 0)
+		if err != nil {
+			return fail(err)
+		}
+		if cfg.ReadOnly, err = absAll("--ro", o.ro); err != nil {
+			return fail(err)
+		}
+		if cfg.ReadWrite, err = absAll("--rw", o.rw); err != nil {
+			return fail(err)
+		}
+		env, skipped, err := buildEnv(prof, o.env)
+		if err != nil {
+			return fail(err)
+		}
+		if len(skipped) > 0 {
+			fmt.Fprintf(stderr, "confine: environment: left out %v (refused by the sanitiser)\n", skipped)
+		}
+		cfg.RunCap, cfg.RunProfile, cfg.Env = c, prof, env
+		cfg.ApproveHint = "confine approve REQUEST_ID"
+		if h.EventLog != "" {
+			cfg.ApproveHint += " --event-log " + h.EventLog
+		}
+		if keyed {
+			cfg.ApproveHint += " --cap-key " + keyPath
+		} else {
+			cfg.ApproveHint += " (needs a capability key: `confine cap keygen`, then restart confine mcp so it verifies grants)"
+		}
+	}
+	srv, err := mcpserver.New(cfg)
+	if err != nil {
+		return fail(err)
+	}
+	return srv, func() { h.Close() }, nil
+}
