@@ -163,15 +163,15 @@ func (s *Server) refusal(ctx context.Context, task, job string, argv []string, e
 		return
 	}
 	e := eventlog.Event{
-		RunID:   eventlog.NewRunID(),
-		Profile: s.cfg.RunProfile.Name,
-		Tier:    int(s.cfg.RunProfile.Tier),
-		Backend: "mcp",
-		Argv:    argv,
-		Dir:     h.Root().Path(),
-		Error:   err.Error(),
-		TaskID:  task,
-		JobID:   job,
+		RunID:    eventlog.NewRunID(),
+		Profile:  s.cfg.RunProfile.Name,
+		Tier:     int(s.cfg.RunProfile.Tier),
+		Backend:  "mcp",
+		Argv:     argv,
+		Dir:      h.Root().Path(),
+		Error:    err.Error(),
+		TaskID:   task,
+		JobID:    job,
 		ExitCode: 1,
 	}
 	lg, lerr := eventlog.Open(h.EventLog, eventlog.DefaultMaxBytes, eventlog.DefaultKeep)
