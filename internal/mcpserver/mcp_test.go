@@ -43,7 +43,7 @@ func nodeClient(t *testing.T) string {
 	if _, err := exec.LookPath("node"); err != nil {
 		missing = "node is not installed"
 	} else if _, err := os.Stat("testdata/node/node_modules/@modelcontextprotocol/sdk/package.json"); err != nil {
-		missing = "testdata/node/node_modules is missing: run `npm ci --prefix internal/mcpserver/testdata/node` (.ci/run does)"
+		missing = "testdata/node/node_modules is missing: run `npm install --prefix internal/mcpserver/testdata/node` (.ci/run does)"
 	}
 	if missing != "" {
 		if os.Getenv("CI") != "" {
