@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 }
 
 // nodeClient returns the test client (testdata/node with the official
-// TypeScript SDK installed by `npm ci` there, as .ci/run does), copied
+// TypeScript SDK installed by `npm install` there, as .ci/run does), copied
 // where every uid can read it. Without node or the SDK the test is
 // skipped, saying why, except in CI, where it fails.
 func nodeClient(t *testing.T) string {
