@@ -4,13 +4,20 @@ package cli
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
@@ -28,6 +35,9 @@ type mcpOpts struct {
 	ro, rw, env, agentEnv               []string
 	limits                              spec.Limits
 	noRun                               bool
+	// listen is the unix socket of the streamable HTTP transport ("":
+	// stdio); tokenFile holds its bearer token.
+	listen, tokenFile string
 }
 
 func newMCP(stderr io.Writer) *cobra.Command {
@@ -52,6 +62,9 @@ record (task id: the MCP session, job id: the request id). See docs/mcp.md.`,
 				return refused(ExitConfine, err)
 			}
 			defer closeFn()
+			if o.listen != "" {
+				return o.serveHTTP(ctx, srv, stderr)
+			}
 			if err := srv.Run(ctx, &mcp.StdioTransport{}); err != nil && !errors.Is(err, context.Canceled) {
 				return &exitError{ExitConfine, "mcp: " + err.Error()}
 			}
@@ -73,6 +86,8 @@ record (task id: the MCP session, job id: the request id). See docs/mcp.md.`,
 	f.Var(sizeFlag{&o.limits.OutputBytes}, "output-limit", "bytes kept per output stream of a run, head and tail (default 1MiB)")
 	f.Var(sizeFlag{&o.limits.MemoryBytes}, "memory", "address-space limit per process of a run (default 8GiB)")
 	f.BoolVar(&o.noRun, "no-run", false, "serve the Tier 1 tools only (no run_command)")
+	f.StringVar(&o.listen, "listen", "", "serve streamable HTTP on this unix socket (mode 0600) instead of stdio; needs --token-file")
+	f.StringVar(&o.tokenFile, "token-file", "", "with --listen: the bearer token clients must send (a new random one is written, mode 0600, when the file is missing)")
 	return cmd
 }
 
@@ -143,4 +158,75 @@ func (o *mcpOpts) server(stderr io.Writer) (*mcpserver.Server, func(), error) {
 		return fail(err)
 	}
 	return srv, func() { h.Close() }, nil
+}
+
+// serveHTTP serves the streamable HTTP transport on the unix socket
+// o.listen until ctx ends; every request needs the bearer token.
+func (o *mcpOpts) serveHTTP(ctx context.Context, srv *mcpserver.Server, stderr io.Writer) error {
+	if o.tokenFile == "" {
+		return &exitError{ExitConfine, "--listen needs --token-file (the bearer token clients send)"}
+	}
+	token, err := mcpToken(o.tokenFile)
+	if err != nil {
+		return &exitError{ExitConfine, err.Error()}
+	}
+	h, err := srv.HTTPHandler(token)
+	if err != nil {
+		return &exitError{ExitConfine, err.Error()}
+	}
+	if st, err := os.Lstat(o.listen); err == nil {
+		if st.Mode()&os.ModeSocket == 0 {
+			return &exitError{ExitConfine, fmt.Sprintf("--listen %s: exists and is not a socket", o.listen)}
+		}
+		_ = os.Remove(o.listen) // a stale socket of an earlier server
+	}
+	ln, err := net.Listen("unix", o.listen)
+	if err != nil {
+		return &exitError{ExitConfine, fmt.Sprintf("--listen: %v", err)}
+	}
+	if err := os.Chmod(o.listen, 0o600); err != nil {
+		ln.Close()
+		return &exitError{ExitConfine, fmt.Sprintf("--listen: %v", err)}
+	}
+	defer os.Remove(o.listen)
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	fmt.Fprintf(stderr, "confine: mcp: serving streamable HTTP on %s\n", o.listen)
+	select {
+	case <-ctx.Done():
+		// Closing the connections cancels the calls, which end their runs.
+		_ = hs.Close()
+		<-done
+		return nil
+	case err := <-done:
+		return &exitError{ExitConfine, "mcp: " + err.Error()}
+	}
+}
+
+// mcpToken reads the bearer token from path, or, when path is missing,
+// writes a new random one there (mode 0600).
+func mcpToken(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		return strings.TrimSpace(string(b)), nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("--token-file: %w", err)
+	}
+	var r [32]byte
+	_, _ = rand.Read(r[:])
+	tok := hex.EncodeToString(r[:])
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("--token-file: %w", err)
+	}
+	_, err = f.WriteString(tok + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", fmt.Errorf("--token-file: %w", err)
+	}
+	return tok, nil
 }
