@@ -66,6 +66,10 @@ var ErrRefused = errors.New("refused by the MCP server")
 type Server struct {
 	cfg Config
 	srv *mcp.Server
+	// grants are the approval tokens a user gave through elicitation,
+	// by session; each was verified with the operator's key.
+	mu     sync.Mutex
+	grants map[string][]string
 }
 
 // recordedKey marks, in a tool call's context, whether the call reached a
@@ -80,7 +84,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Version == "" {
 		cfg.Version = "(devel)"
 	}
-	s := &Server{cfg: cfg}
+	s := &Server{cfg: cfg, grants: map[string][]string{}}
 	s.srv = mcp.NewServer(&mcp.Implementation{Name: "confine", Version: cfg.Version}, &mcp.ServerOptions{
 		Instructions: "confine: every path is relative to the root " + cfg.Host.Root().Path() +
 			" and confined to it; run_command runs under the operator's profile " + cfg.RunProfile.Name + ".",
@@ -127,7 +131,7 @@ func (s *Server) auditMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if ctr, ok := req.(*mcp.CallToolRequest); ok && ctr.Params != nil {
 			name, task, job = ctr.Params.Name, sessionID(ctr), requestID(ctr)
 		}
-		s.refusal(ctx, task, job, []string{name}, errors.New(why))
+		s.record(ctx, task, job, []string{name}, errors.New(why))
 		return res, err
 	}
 }
@@ -155,24 +159,31 @@ func sessionID(req *mcp.CallToolRequest) string {
 	return req.Session.ID()
 }
 
-// refusal records a tool call the server refused itself.
-func (s *Server) refusal(ctx context.Context, task, job string, argv []string, err error) {
+func recorded(ctx context.Context) bool {
+	b, ok := ctx.Value(recordedKey{}).(*atomic.Bool)
+	return ok && b.Load()
+}
+
+// record records a tool call that neither hostop nor the launcher did: one
+// the server refused itself (err), or the answer to an approval request.
+func (s *Server) record(ctx context.Context, task, job string, argv []string, err error) {
 	markRecorded(ctx)
 	h := s.cfg.Host
 	if h.EventLog == "" {
 		return
 	}
 	e := eventlog.Event{
-		RunID:    eventlog.NewRunID(),
-		Profile:  s.cfg.RunProfile.Name,
-		Tier:     int(s.cfg.RunProfile.Tier),
-		Backend:  "mcp",
-		Argv:     argv,
-		Dir:      h.Root().Path(),
-		Error:    err.Error(),
-		TaskID:   task,
-		JobID:    job,
-		ExitCode: 1,
+		RunID:   eventlog.NewRunID(),
+		Profile: s.cfg.RunProfile.Name,
+		Tier:    int(s.cfg.RunProfile.Tier),
+		Backend: "mcp",
+		Argv:    argv,
+		Dir:     h.Root().Path(),
+		TaskID:  task,
+		JobID:   job,
+	}
+	if err != nil {
+		e.Error, e.ExitCode = err.Error(), 1
 	}
 	lg, lerr := eventlog.Open(h.EventLog, eventlog.DefaultMaxBytes, eventlog.DefaultKeep)
 	if lerr == nil {

@@ -4,10 +4,12 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -215,6 +217,92 @@ type ApprovalRequest struct {
 	Host    string `json:"host"`
 	Port    int    `json:"port"`
 	Approve string `json:"approve"`
+	// Granted: the user answered the server's elicitation with a valid
+	// grant, which every later run of this session carries.
+	Granted bool `json:"granted,omitempty"`
+}
+
+// grantSchema is what the elicitation asks the user for.
+var grantSchema = map[string]any{
+	"type": "object",
+	"properties": map[string]any{
+		"token": map[string]any{"type": "string", "title": "grant token", "description": "the token `confine approve` printed"},
+	},
+	"required": []string{"token"},
+}
+
+// approvalInputs asks the user, where the client supports elicitation,
+// to grant each refused connection: the call returns input requests (an
+// elicitation per request) with the run's result as its state, and the
+// SDK (or, at newer protocol versions, the client) asks and calls again
+// with the answers; see grantAnswers. Nil when there is nothing to ask.
+func (s *Server) approvalInputs(req *mcp.CallToolRequest, out RunOutput) *mcp.CallToolResult {
+	if len(out.Approvals) == 0 || req.Session == nil {
+		return nil
+	}
+	ip := req.Session.InitializeParams()
+	if ip == nil || ip.Capabilities == nil || ip.Capabilities.Elicitation == nil {
+		return nil
+	}
+	state, err := json.Marshal(out)
+	if err != nil {
+		return nil
+	}
+	in := mcp.InputRequestMap{}
+	for i, a := range out.Approvals {
+		in["grant-"+strconv.Itoa(i)] = &mcp.ElicitParams{
+			Message: fmt.Sprintf("A confined command was refused a connection to %s:%d (approval request %s). "+
+				"To allow it for this session, run\n  %s\nand paste the token it prints.", a.Host, a.Port, a.Request, a.Approve),
+			RequestedSchema: grantSchema,
+		}
+	}
+	return &mcp.CallToolResult{InputRequests: in, RequestState: string(state)}
+}
+
+// grantAnswers finishes a call whose approval requests were put to the
+// user: each accepted token that the run capability verifies for this
+// session (signed with the operator's key, for this task) is kept for the
+// session's later runs. The run is not repeated; the result is the run's,
+// from the state, with the granted requests marked.
+func (s *Server) grantAnswers(ctx context.Context, req *mcp.CallToolRequest, task, job string) (*mcp.CallToolResult, any, error) {
+	var out RunOutput
+	if err := json.Unmarshal([]byte(req.Params.RequestState), &out); err != nil {
+		err = fmt.Errorf("%w: approval answers without the run's state: %w", ErrRefused, err)
+		s.record(ctx, task, job, []string{"run_command", "grant"}, err)
+		return errorResult(err)
+	}
+	out.TaskID, out.JobID = task, job
+	var granted []string
+	for i := range out.Approvals {
+		out.Approvals[i].Granted = false
+		res, ok := req.Params.InputResponses["grant-"+strconv.Itoa(i)].(*mcp.ElicitResult)
+		if !ok || res.Action != "accept" {
+			continue
+		}
+		tok, _ := res.Content["token"].(string)
+		tok = strings.TrimSpace(tok)
+		gs, err := policy.VerifyGrants(s.cfg.RunCap, []string{tok}, task)
+		if tok == "" || err != nil {
+			continue
+		}
+		s.mu.Lock()
+		s.grants[task] = append(s.grants[task], tok)
+		s.mu.Unlock()
+		out.Approvals[i].Granted = true
+		granted = append(granted, gs[0].ID)
+	}
+	if !recorded(ctx) {
+		s.record(ctx, task, job, append([]string{"run_command", "grant"}, granted...), nil)
+	}
+	r, v, _ := textResult(s.summary(out, nil), out)
+	r.IsError = out.ExitCode != 0 || out.Signal != 0 || out.TimedOut
+	return r, v, nil
+}
+
+func (s *Server) sessionGrants(task string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.grants[task])
 }
 
 func (s *Server) addRun() {
@@ -224,9 +312,12 @@ func (s *Server) addRun() {
 	mcp.AddTool(s.srv, &mcp.Tool{Name: "run_command", Description: desc},
 		func(ctx context.Context, req *mcp.CallToolRequest, a RunCommandArgs) (*mcp.CallToolResult, any, error) {
 			task, job := sessionID(req), requestID(req)
+			if len(req.Params.InputResponses) > 0 {
+				return s.grantAnswers(ctx, req, task, job)
+			}
 			sp, err := s.runSpec(a, task, job)
 			if err != nil {
-				s.refusal(ctx, task, job, a.Argv, err)
+				s.record(ctx, task, job, a.Argv, err)
 				return errorResult(err)
 			}
 			markRecorded(ctx) // the launcher records the run, or its refusal
@@ -243,6 +334,9 @@ func (s *Server) addRun() {
 				return errorResult(err)
 			}
 			out := s.runOutput(cr, task, job)
+			if ask := s.approvalInputs(req, out); ask != nil {
+				return ask, nil, nil
+			}
 			sum := s.summary(out, err)
 			r, v, _ := textResult(sum, out)
 			r.IsError = err != nil || out.ExitCode != 0 || out.Signal != 0 || out.TimedOut
@@ -296,7 +390,7 @@ func (s *Server) runSpec(a RunCommandArgs, task, job string) (spec.CommandSpec, 
 		Stdin:     []byte(a.Stdin),
 		TaskID:    task,
 		JobID:     job,
-		Approvals: a.Approvals,
+		Approvals: append(slices.Clone(a.Approvals), s.sessionGrants(task)...),
 	}
 	return sp, nil
 }
@@ -385,6 +479,10 @@ func (s *Server) summary(o RunOutput, err error) string {
 		fmt.Fprintf(&b, "denied %s %s: %s (%s)\n", d.Syscall, d.Path, d.Reason, d.Errno)
 	}
 	for _, a := range o.Approvals {
+		if a.Granted {
+			fmt.Fprintf(&b, "connection to %s:%d refused (approval request %s); the user granted it for this session: call run_command again.\n", a.Host, a.Port, a.Request)
+			continue
+		}
 		fmt.Fprintf(&b, "connection to %s:%d refused (approval request %s). A human may grant it with:\n  %s\n"+
 			"then call run_command again in this session with the printed token in \"approvals\".\n", a.Host, a.Port, a.Request, a.Approve)
 	}
