@@ -326,7 +326,11 @@ func (s *Server) addRun() {
 				if req.Session != nil {
 					p := &progress{ctx: ctx, ss: req.Session, token: tok}
 					l.LiveStdout, l.LiveStderr = progressStream{p, "stdout"}, progressStream{p, "stderr"}
+					// Live output is bounded like the kept output.
 					l.LiveLimit = sp.Limits.OutputBytes
+					if l.LiveLimit <= 0 {
+						l.LiveLimit = spec.DefaultLimits().OutputBytes
+					}
 				}
 			}
 			cr, err := l.RunCommand(ctx, s.cfg.RunCap, sp)
