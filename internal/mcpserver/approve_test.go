@@ -79,10 +79,13 @@ func (w *approveWorld) approve(t *testing.T, line string) string {
 	return strings.TrimSpace(r.Stdout)
 }
 
+func (w *approveWorld) serverArgs() []string {
+	return []string{"mcp", "--root", w.f.root, "--profile", w.prof, "--cap-key", w.key, "--event-log", w.f.log,
+		"--env", "SSL_CERT_FILE=" + w.ca, "--env", "CURL_CA_BUNDLE=" + w.ca}
+}
+
 func (w *approveWorld) connect(t *testing.T, opts *mcp.ClientOptions) *mcp.ClientSession {
-	cmd := testutil.CLI{Bin: testutil.SelfBinary(t), UID: w.u.UID, Dir: w.f.base,
-		Args: []string{"mcp", "--root", w.f.root, "--profile", w.prof, "--cap-key", w.key, "--event-log", w.f.log,
-			"--env", "SSL_CERT_FILE=" + w.ca, "--env", "CURL_CA_BUNDLE=" + w.ca}}.Command()
+	cmd := testutil.CLI{Bin: testutil.SelfBinary(t), UID: w.u.UID, Dir: w.f.base, Args: w.serverArgs()}.Command()
 	c := mcp.NewClient(&mcp.Implementation{Name: "confine-test", Version: "1"}, opts)
 	cs, err := c.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
@@ -185,6 +188,37 @@ func TestApprovals(t *testing.T) {
 			evs := readEvents(t, w.f.log)
 			if len(evs) != 3 || len(evs[1].Argv) < 3 || evs[1].Argv[0] != "run_command" || evs[1].Argv[1] != "grant" || evs[1].Error != "" {
 				t.Errorf("records: %+v", evs)
+			}
+		})
+	}
+}
+
+// TestApprovalsElicitTS: the same elicitation with the TypeScript SDK,
+// whose protocol version (2025-11-25) has the server ask the user itself
+// (server-initiated elicitation/create) within the call.
+func TestApprovalsElicitTS(t *testing.T) {
+	nodeClient(t)
+	for _, u := range testutil.Users(t) {
+		t.Run(u.Name, func(t *testing.T) {
+			w := newApproveWorld(t, u)
+			plan := serverCommand(t, u.UID, w.f.base, nil, w.serverArgs()...)
+			plan["elicit"] = true
+			fetch := step{Tool: "run_command", Args: map[string]any{"argv": []string{"/usr/bin/curl", "-sS", "https://denied.test:" + w.port + "/"}}}
+			plan["steps"] = []step{fetch, fetch}
+			s := startClient(t, u.UID, w.f.base, plan)
+			s.next() // the tools
+			o := s.next()
+			var r runResult
+			if err := json.Unmarshal(o.Result.Structured, &r); err != nil || len(r.Approvals) != 1 || !r.Approvals[0].Granted {
+				t.Fatalf("the refused run: want its approval request granted by the user: %v %s", err, o.everything())
+			}
+			if o = s.next(); o.Result.IsError || !strings.Contains(o.text(), "hello from denied.test") {
+				t.Errorf("the next run of the session after the user's grant: %s", o.everything())
+			}
+			s.wait()
+			// Two calls, two records: the answer came within the first.
+			if evs := readEvents(t, w.f.log); len(evs) != 2 {
+				t.Errorf("%d records for 2 calls", len(evs))
 			}
 		})
 	}

@@ -1,14 +1,19 @@
 // The MCP client of internal/mcpserver's tests: the official TypeScript SDK
 // drives `confine mcp` over stdio. argv[2] is a JSON plan:
-//   {command, args, env, cwd, steps: [{tool, args, cancel_on}]}
+//   {command, args, env, cwd, elicit, steps: [{tool, args, cancel_on}]}
 // Each step's outcome is one JSON line on stdout. A step with cancel_on
 // prints {"event":"running"} once a progress message holds that text,
 // waits for a line on stdin, aborts the call (notifications/cancelled),
 // prints {"event":"cancelled"} and waits for another line before going on.
+// With elicit, the client answers the server's elicitation as a human
+// would: it runs the `confine approve` command the message shows (its
+// "confine" is plan.command) and pastes the token it prints.
+import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const plan = JSON.parse(readFileSync(process.argv[2], "utf8"));
 const lines = createInterface({ input: process.stdin });
@@ -25,7 +30,16 @@ const transport = new StdioClientTransport({
   cwd: plan.cwd,
   stderr: "inherit",
 });
-const client = new Client({ name: "confine-test", version: "1.0.0" });
+const client = new Client({ name: "confine-test", version: "1.0.0" }, plan.elicit ? { capabilities: { elicitation: {} } } : undefined);
+if (plan.elicit) {
+  client.setRequestHandler(ElicitRequestSchema, async (req) => {
+    const m = /run\n  (.*)\n/.exec(req.params.message);
+    const words = m ? m[1].trim().split(/\s+/) : [];
+    if (words[0] !== "confine" || words[1] !== "approve") return { action: "decline" };
+    const token = execFileSync(plan.command, words.slice(1), { env: plan.env, encoding: "utf8" }).trim();
+    return { action: "accept", content: { token } };
+  });
+}
 await client.connect(transport);
 const { tools } = await client.listTools();
 out({ event: "tools", tools: tools.map((t) => t.name).sort(), schemas: Object.fromEntries(tools.map((t) => [t.name, t.inputSchema])) });
