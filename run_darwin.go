@@ -72,7 +72,7 @@ func (l *Launcher) launch(ctx context.Context, c *policy.Cap, prof policy.Profil
 				spec.ErrUnavailable, policy.GCredentials, strings.Join(found, ", "), r, policy.GCredentials)
 		}
 	}
-	for _, r := range ro[len(seatbelt.SystemReadExec):] {
+	for _, r := range ro[len(seatbelt.SystemReadExec()):] {
 		res.HiddenCredentials = append(res.HiddenCredentials, policy.FindCredentials(r)...)
 	}
 	env, err := policy.SanitizeEnv(s.Env, prof.Env.Waive)
@@ -122,7 +122,7 @@ func (l *Launcher) launch(ctx context.Context, c *policy.Cap, prof policy.Profil
 	if !hasEnv(env, "TMPDIR") {
 		env = append(env, "TMPDIR="+scratch+"/"+tmpdir.TmpName)
 	}
-	sbs := lay.Spec(scratch, append(slices.Clone(seatbelt.Devices), prof.Devices...))
+	sbs := lay.Spec(scratch, append(seatbelt.Devices(), prof.Devices...))
 	sbs.ReadOnly = guarded
 	profile, err := seatbelt.Generate(sbs)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/confine-sandbox/confine/internal/eventlog"
+	"github.com/confine-sandbox/confine/internal/guardset"
 	"github.com/confine-sandbox/confine/policy"
 	"github.com/confine-sandbox/confine/spec"
 )
@@ -46,6 +47,9 @@ func NewHost(c *policy.HostOpCap, dir string) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The persistence guard follows the profile's waivers, as in Tier 2.
+	// (A profile changed since is refused at every operation.)
+	r.SetGuard(c.Waives())
 	return &Host{cap: c, root: r}, nil
 }
 
@@ -129,7 +133,7 @@ func (h *Host) WriteFile(rel string, data []byte, o WriteOptions) (WriteResult, 
 		return WriteResult{}, done(err)
 	}
 	res, err := Write(p, data, o)
-	return res, done(err)
+	return res, done(err, guardNote(res.Path, res.Guard)...)
 }
 
 // ApplyPatch is Patch on the root, under OpApplyPatch.
@@ -145,6 +149,9 @@ func (h *Host) ApplyPatch(diff []byte, limit int64) (PatchResult, error) {
 	if err == nil {
 		for _, f := range res.Files {
 			paths = append(paths, f.Path)
+		}
+		for _, f := range res.Files {
+			paths = append(paths, guardNote(f.Path, f.Guard)...)
 		}
 	} else if fps, perr := ParsePatch(diff); perr == nil {
 		for _, f := range fps {
@@ -188,6 +195,15 @@ func (h *Host) List(rel string, limit int) (ListResult, error) {
 	return res, done(err)
 }
 
+// guardNote is the event log's record of a write the persistence guard
+// reports: "guard-reported:ROW:PATH".
+func guardNote(path, row string) []string {
+	if row == "" {
+		return nil
+	}
+	return []string{"guard-reported:" + row + ":" + path}
+}
+
 // ErrPattern: a search pattern that does not compile.
 var ErrPattern = errors.New("bad search pattern")
 
@@ -201,6 +217,7 @@ var errorKinds = []struct {
 	{ErrAbsolute, "absolute"},
 	{ErrDotDot, "dotdot"},
 	{ErrInvalidPath, "invalid_path"},
+	{guardset.ErrProtected, "guard"},
 	{ErrSymlinkEscape, "symlink_escape"},
 	{ErrSymlink, "symlink"},
 	{ErrSpecial, "special_file"},

@@ -75,6 +75,19 @@ func (h *HostOpCap) Profile() string { return h.c.profile }
 // Scope is the scope the capability was issued for.
 func (h *HostOpCap) Scope() string { return h.c.scope }
 
+// Waives are the guarantees the capability's profile waives (nil when
+// the profile cannot be looked up; operations are refused then).
+func (h *HostOpCap) Waives() []string {
+	if h == nil || h.c.eng == nil {
+		return nil
+	}
+	p, err := h.c.eng.lookup(h.c.profile)
+	if err != nil {
+		return nil
+	}
+	return slices.Clone(p.Waive)
+}
+
 func (e *Engine) sealHost(h *HostOpCap) []byte {
 	return e.mac("confine host operation capability seal v1", capFields(&h.c))
 }

@@ -51,7 +51,7 @@ func testPlan(t *testing.T, script string) *plan.Plan {
 		KillGrace:     spec.DefaultLimits().KillGrace,
 		Namespaces: &plan.Namespaces{
 			UIDs: uids, GIDs: gids, Setgroups: setgroups,
-			Private:    nsinit.DefaultPrivate,
+			Private:    nsinit.DefaultPrivate(),
 			TmpfsBytes: 1 << 20, Hostname: nsinit.Hostname,
 		},
 	}

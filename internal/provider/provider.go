@@ -277,7 +277,7 @@ func (namespaces) Configure(p *plan.Plan) {
 		UIDs:       uids,
 		GIDs:       gids,
 		Setgroups:  setgroups,
-		Private:    append([]string(nil), nsinit.DefaultPrivate...),
+		Private:    nsinit.DefaultPrivate(),
 		TmpfsBytes: size,
 		Hostname:   nsinit.Hostname,
 	}
@@ -342,7 +342,7 @@ func (bubblewrap) Configure(p *plan.Plan) {
 		size = int64(p.Rlimits.FSize)
 	}
 	p.Namespaces = &plan.Namespaces{
-		Private:    append([]string(nil), nsinit.DefaultPrivate...),
+		Private:    nsinit.DefaultPrivate(),
 		TmpfsBytes: size,
 		Hostname:   nsinit.Hostname,
 		Bwrap:      host.Probe().Bwrap,
