@@ -4,6 +4,7 @@ package mcpserver_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -84,6 +85,38 @@ func controlMakes(script, file string) func(t *testing.T, f *fixture) bool {
 
 func made(file string) func(f *fixture, o outcome) bool {
 	return func(f *fixture, o outcome) bool { return exists(filepath.Join(f.outside, file)) }
+}
+
+// controlPlants runs script unconfined and reports whether file (beneath
+// the root) exists afterwards.
+func controlPlants(script, file string) func(t *testing.T, f *fixture) bool {
+	return func(t *testing.T, f *fixture) bool {
+		asUser(t, f.uid, f.root, script)
+		return exists(filepath.Join(f.root, file))
+	}
+}
+
+func planted(file string) func(f *fixture, o outcome) bool {
+	return func(f *fixture, o outcome) bool { return exists(filepath.Join(f.root, file)) }
+}
+
+// appendDiff is a unified diff that appends lines to the file rel of the
+// root, as it is now.
+func appendDiff(f *fixture, rel string, lines ...string) string {
+	b, err := os.ReadFile(filepath.Join(f.root, rel))
+	if err != nil {
+		return ""
+	}
+	old := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	var d strings.Builder
+	fmt.Fprintf(&d, "--- a/%s\n+++ b/%s\n@@ -1,%d +1,%d @@\n", rel, rel, len(old), len(old)+len(lines))
+	for _, l := range old {
+		d.WriteString(" " + l + "\n")
+	}
+	for _, l := range lines {
+		d.WriteString("+" + l + "\n")
+	}
+	return d.String()
 }
 
 func newFileDiff(target string) string {
@@ -180,6 +213,36 @@ var escapeRows = []escapeRow{
 				"rw": []string{f.outside}, "profile": "host", "waive": []string{"no-network"}, "backend": "bwrap"}
 		},
 		control: controlMakes("echo x > ../outside/r-widen-c", "r-widen-c"), escaped: made("r-widen")},
+	// The persistence guard of hostop's write paths: nothing a program
+	// outside the sandbox runs later (git hooks and configuration, a
+	// nested repository) is planted through write_file or apply_patch.
+	// The controls plant a sibling of the same kind, unconfined.
+	{name: "write-dotgit-hook", tool: "write_file",
+		args: func(f *fixture) map[string]any {
+			return map[string]any{"path": ".git/hooks/pre-commit", "content": "#!/bin/sh\ntouch pwned\n"}
+		},
+		control: controlPlants("printf '#!/bin/sh\n' > .git/hooks/post-checkout", ".git/hooks/post-checkout"), escaped: planted(".git/hooks/pre-commit")},
+	{name: "patch-dotgit-hook", tool: "apply_patch",
+		args:    func(f *fixture) map[string]any { return map[string]any{"patch": newFileDiff(".git/hooks/pre-push")} },
+		control: controlPlants("printf '#!/bin/sh\n' > .git/hooks/post-merge", ".git/hooks/post-merge"), escaped: planted(".git/hooks/pre-push")},
+	{name: "patch-dotgit-config", tool: "apply_patch",
+		args: func(f *fixture) map[string]any {
+			return map[string]any{"patch": appendDiff(f, ".git/config", "[core]", "\thooksPath = /tmp")}
+		},
+		control: func(t *testing.T, f *fixture) bool {
+			asUser(t, f.uid, f.root, "git config --file .git/config-c core.hooksPath /tmp")
+			b, _ := os.ReadFile(filepath.Join(f.root, ".git/config-c"))
+			return strings.Contains(string(b), "hooksPath")
+		},
+		escaped: func(f *fixture, o outcome) bool {
+			b, _ := os.ReadFile(filepath.Join(f.root, ".git/config"))
+			return strings.Contains(string(b), "hooksPath")
+		}},
+	{name: "write-nested-repository", tool: "write_file",
+		args: func(f *fixture) map[string]any {
+			return map[string]any{"path": "sub/.git/config", "content": "[core]\n\thooksPath = /tmp\n"}
+		},
+		control: controlPlants("mkdir -p sub-c/.git && echo x > sub-c/.git/config", "sub-c/.git/config"), escaped: planted("sub/.git")},
 	// A variable the operator did not name is refused.
 	{name: "run-env-unlisted", tool: "run_command",
 		args: func(f *fixture) map[string]any {
@@ -342,6 +405,7 @@ func testMCP(t *testing.T, u testutil.User, backend string) {
 			t.Fatalf("escape row %s: got line for step %d", r.name, o.Step)
 		}
 		t.Run("escape/"+r.name, func(t *testing.T) {
+			t.Logf("%s: %s", r.tool, strings.TrimSpace(o.text()))
 			if r.escaped(f, o) {
 				t.Errorf("ESCAPED through %s %s: %s", r.tool, fmtArgs(steps[len(fns)+i].Args), o.everything())
 			}
