@@ -78,7 +78,11 @@ type outcome struct {
 	Error    string   `json:"error"`
 	Progress []string `json:"progress"`
 	Tools    []string `json:"tools"`
-	Result   struct {
+	Schemas  map[string]struct {
+		Properties           map[string]any `json:"properties"`
+		AdditionalProperties *bool          `json:"additionalProperties"`
+	} `json:"schemas"`
+	Result struct {
 		Content []struct {
 			Text string `json:"text"`
 		} `json:"content"`

@@ -343,6 +343,19 @@ func functionals(f *fixture) []functional {
 	}
 }
 
+// toolArgs is every tool's arguments, sorted (docs/mcp.md's table).
+var toolArgs = map[string][]string{
+	"read_file":   {"limit", "path"},
+	"list":        {"limit", "path"},
+	"search":      {"max_matches", "path", "pattern"},
+	"apply_patch": {"patch"},
+	"write_file":  {"content", "path"},
+	"git_status":  nil,
+	"git_diff":    {"cached", "paths"},
+	"git_log":     {"max_count", "rev"},
+	"run_command": {"approvals", "argv", "cwd", "env", "stdin", "timeout_seconds"},
+}
+
 // TestMCP drives `confine mcp` with the official TypeScript SDK: every
 // tool, the escape rows (each with its control), a cancelled run whose
 // whole tree must be gone, and the audit records, under the namespaces
@@ -388,6 +401,20 @@ func testMCP(t *testing.T, u testutil.User, backend string) {
 	want := []string{"apply_patch", "git_diff", "git_log", "git_status", "list", "read_file", "run_command", "search", "write_file"}
 	if !slices.Equal(tools.Tools, want) {
 		t.Fatalf("tools %v, want %v", tools.Tools, want)
+	}
+	// What a call may pass, as the client sees it: exactly these fields,
+	// none other accepted. None names a root, a profile, a waiver, an
+	// allowlist entry or a backend.
+	for tool, props := range toolArgs {
+		sc := tools.Schemas[tool]
+		var got []string
+		for p := range sc.Properties {
+			got = append(got, p)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, props) || sc.AdditionalProperties == nil || *sc.AdditionalProperties {
+			t.Errorf("%s's input schema takes %v (additionalProperties %v), want exactly %v", tool, got, sc.AdditionalProperties, props)
+		}
 	}
 	for i, fn := range fns {
 		o := s.next()
