@@ -32,6 +32,9 @@ type Host struct {
 	EventLog string
 	// EventLogError, when set, hears about records that failed.
 	EventLogError func(error)
+	// TaskID and JobID, when set, are recorded with each operation (the
+	// MCP server's session and request ids).
+	TaskID, JobID string
 }
 
 // NewHost opens dir (absolute, normalised) as the root of the operations
@@ -77,6 +80,8 @@ func (h *Host) Begin(op policy.HostOp, args ...string) (func(err error, more ...
 			Argv:         append(append([]string{string(op)}, args...), more...),
 			Dir:          h.root.Path(),
 			DurationNS:   time.Since(start).Nanoseconds(),
+			TaskID:       h.TaskID,
+			JobID:        h.JobID,
 		}
 		if p.Name != "" {
 			e.Tier = int(p.Tier)

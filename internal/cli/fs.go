@@ -22,7 +22,7 @@ import (
 // arbitrary): confine fs and confine git. They are Linux's: confined
 // paths rest on openat2.
 func addTier1(root *cobra.Command, stdout, stderr io.Writer) {
-	root.AddCommand(newFS(stdout, stderr), newGit(stdout, stderr))
+	root.AddCommand(newFS(stdout, stderr), newGit(stdout, stderr), newMCP(stderr))
 }
 
 // hostOpts are the flags every Tier 1 command (confine fs, confine git)
