@@ -66,13 +66,13 @@ func needUserNS(t *testing.T) {
 }
 
 func TestMain(m *testing.M) {
-	Dispatch()
+	Init()
 	os.Exit(m.Run())
 }
 
 // A program that never dispatched is refused: its re-executions as a
 // run's helpers would otherwise run its own main.
-func TestRunNeedsDispatch(t *testing.T) {
+func TestRunNeedsInit(t *testing.T) {
 	dispatched.Store(false)
 	defer dispatched.Store(true)
 	_, err := Run(context.Background(), &plan.Plan{}, Fallback{}, IO{})
