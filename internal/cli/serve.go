@@ -176,10 +176,23 @@ func serverRefusal(res spec.CommandResult, err error) *serve.Refusal {
 // (runOpts.execute), with the caller's environment, descriptors and
 // working directory taken from the request, never the server's.
 func serveHandler(ctx context.Context, req *serve.Request, files serve.Files) serve.Response {
+	return handleRequest(ctx, req, files, nil)
+}
+
+// serveHandlerFor is serveHandler for a server whose own control paths
+// (its socket's directory) no run it starts may reach.
+func serveHandlerFor(control ...string) serve.Handler {
+	return func(ctx context.Context, req *serve.Request, files serve.Files) serve.Response {
+		return handleRequest(ctx, req, files, control)
+	}
+}
+
+func handleRequest(ctx context.Context, req *serve.Request, files serve.Files, control []string) serve.Response {
 	o, p, callerEnv, err := fromRequest(req)
 	if err != nil {
 		return serve.Response{Error: serverRefusal(spec.CommandResult{}, err)}
 	}
+	o.control = control
 	var stdin io.Reader
 	if files.Stdin != nil {
 		stdin = files.Stdin
@@ -332,6 +345,7 @@ flight.`,
 			if err != nil {
 				return &exitError{ExitConfine, err.Error()}
 			}
+			s.Handler = serveHandlerFor(filepath.Dir(s.Socket))
 			fmt.Fprintf(stderr, "confine: serving uid %d at %s\n", os.Geteuid(), s.Socket)
 			if err := s.Serve(ctx, ln); err != nil {
 				return &exitError{ExitConfine, err.Error()}
