@@ -167,4 +167,3 @@ func ctlBackend(setup func(e *env) fixture, backend string) func(e *env) fixture
 		return f
 	}
 }
-
