@@ -45,7 +45,7 @@ func readStatus(b []byte) (procStatus, error) {
 		case "Seccomp_filters":
 			n, err := strconv.Atoi(v)
 			if err != nil {
-				return st, fmt.Errorf("Seccomp_filters %q: %v", v, err)
+				return st, fmt.Errorf("the Seccomp_filters line %q: %v", v, err)
 			}
 			st.filters, seen = n, seen+1
 		}
