@@ -316,7 +316,10 @@ commands. The socket is $XDG_RUNTIME_DIR/confine/serve.sock (without
 XDG_RUNTIME_DIR: /tmp/confine-UID/serve.sock), mode 0600, in a directory of
 this uid with mode 0700 (created when missing; --socket's must exist);
 any other directory is refused. Every client's uid is checked
-(SO_PEERCRED) and must be this process's. A run goes through the same
+(SO_PEERCRED) and must be this process's; a client inside a confined run,
+or supervising one, is refused (docs/control-plane.md), and no run it
+starts may have the socket's directory in a writable root. A run goes
+through the same
 library path as "confine run", with the caller's environment values,
 PATH, working directory and descriptors, never the server's; a client
 that hangs up ends its run (the whole tree). At most --max-runs run at
