@@ -3,10 +3,22 @@
 package serve
 
 import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/confine-sandbox/confine/spec"
 )
 
 func TestReadStatus(t *testing.T) {
@@ -75,5 +87,161 @@ func TestPeerRulesOnPlainProcess(t *testing.T) {
 		if _, err := r.check(1<<30, own); err == nil || !strings.Contains(err.Error(), "no such file") && !os.IsNotExist(err) {
 			t.Errorf("%s on a missing pid: err %v, want not-exist", r.name, err)
 		}
+	}
+}
+
+// peerHelperEnv makes the test binary a client of the server at its
+// value's socket, in the mode named by peerModeEnv, which prints the
+// refusal's kind ("ok" when served).
+const (
+	peerHelperEnv = "CONFINE_SERVE_PEER_HELPER"
+	peerModeEnv   = "CONFINE_SERVE_PEER_MODE"
+)
+
+func init() {
+	if os.Getenv(peerHelperEnv) != "" {
+		// The main goroutine keeps the thread group's leader, whose
+		// /proc status the server reads.
+		runtime.LockOSThread()
+	}
+}
+
+func TestMain(m *testing.M) {
+	if sock := os.Getenv(peerHelperEnv); sock != "" {
+		os.Exit(peerHelper(sock, os.Getenv(peerModeEnv)))
+	}
+	os.Exit(m.Run())
+}
+
+// allowAll installs a seccomp filter that allows everything, with flags,
+// on the calling thread (no_new_privs first, as a confined command has).
+func allowAll(flags uintptr) (int, error) {
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return -1, err
+	}
+	f := []unix.SockFilter{{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ALLOW}}
+	prog := unix.SockFprog{Len: 1, Filter: &f[0]}
+	fd, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, uintptr(unsafe.Pointer(&prog)))
+	if e != 0 {
+		return -1, e
+	}
+	return int(fd), nil
+}
+
+func peerHelper(sock, mode string) int {
+	switch mode {
+	case "confined":
+		// Every thread, the leader included: a confined command.
+		if _, err := allowAll(unix.SECCOMP_FILTER_FLAG_TSYNC); err != nil {
+			fmt.Println("setup:", err)
+			return 3
+		}
+	case "supervisor":
+		// One side thread holds a listener; the leader stays plain, as
+		// the launcher's does.
+		ready := make(chan error)
+		go func() {
+			runtime.LockOSThread() // never unlocked: the thread ends with it
+			_, err := allowAll(unix.SECCOMP_FILTER_FLAG_NEW_LISTENER)
+			ready <- err
+			select {}
+		}()
+		if err := <-ready; err != nil {
+			fmt.Println("setup:", err)
+			return 3
+		}
+	}
+	if mode == "confined-listener" {
+		// A confined command that put its own socket where the server's
+		// was: it accepts and never answers.
+		if _, err := allowAll(unix.SECCOMP_FILTER_FLAG_TSYNC); err != nil {
+			fmt.Println("setup:", err)
+			return 3
+		}
+		ln, err := net.Listen("unix", sock)
+		if err != nil {
+			fmt.Println("listen:", err)
+			return 3
+		}
+		fmt.Println("listening")
+		for {
+			if _, err := ln.Accept(); err != nil {
+				return 3
+			}
+		}
+	}
+	c, err := Dial(sock)
+	if err != nil {
+		fmt.Println("dial:", err)
+		return 3
+	}
+	resp, err := Do(context.Background(), c, &Request{Spec: spec.CommandSpec{Program: "echo"}}, nil)
+	switch {
+	case err != nil:
+		fmt.Println("do:", err)
+		return 3
+	case resp.Error != nil:
+		fmt.Println(resp.Error.Kind)
+	default:
+		fmt.Println("ok")
+	}
+	return 0
+}
+
+// TestRefusesClientsInsideRuns: a client with no_new_privs and a filter
+// more than the server, and a client holding a seccomp listener (the
+// supervisor connecting for its command), are refused as "peer"; the same
+// binary without either is served.
+func TestRefusesClientsInsideRuns(t *testing.T) {
+	s := start(t, newEcho(), nil)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ mode, want string }{{"plain", "ok"}, {"confined", "peer"}, {"supervisor", "peer"}} {
+		t.Run(c.mode, func(t *testing.T) {
+			cmd := exec.Command(exe, "-test.run=^$")
+			cmd.Env = append(os.Environ(), peerHelperEnv+"="+s.Socket, peerModeEnv+"="+c.mode)
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("helper: %v: %s", err, out)
+			}
+			if got := strings.TrimSpace(string(out)); got != c.want {
+				t.Errorf("client %s: got %q, want %q", c.mode, got, c.want)
+			}
+		})
+	}
+}
+
+// TestDialRefusesConfinedListener: a socket served by a process inside a
+// run (a command that replaced the server's socket) is refused by the
+// client, before any request goes out.
+func TestDialRefusesConfinedListener(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(privDir(t), SocketName)
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), peerHelperEnv+"="+sock, peerModeEnv+"=confined-listener")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	if strings.TrimSpace(line) != "listening" {
+		t.Fatalf("helper: %q", line)
+	}
+	c, err := Dial(sock)
+	if err == nil {
+		c.Close()
+		t.Fatal("Dial accepted a listener inside a confined run")
+	}
+	if !errors.Is(err, ErrPeer) || !strings.Contains(err.Error(), "inside a confined run") {
+		t.Errorf("Dial: %v, want ErrPeer naming the run", err)
 	}
 }
