@@ -6,6 +6,7 @@
 package ctlpaths
 
 import (
+	"os"
 	"os/user"
 	"path/filepath"
 	"slices"
@@ -19,48 +20,55 @@ type Rule struct {
 	// Path returns the surface's absolute path from the environment
 	// getenv and the home directory home ("" when none applies).
 	Path func(getenv func(string) string, home string, uid int) string
+	// IfExists: the surface counts only where it exists. A server's
+	// socket directory that no server made holds nothing to reach (and a
+	// server that makes it later refuses clients inside runs); the key's
+	// and the log's directories count even before they exist, since a
+	// command that may create them could plant a key or a symlink the
+	// host's confine would then use.
+	IfExists bool
 }
 
 // Rules are confine's control surfaces, one row each (the same defaults
 // internal/cli, internal/eventlog and internal/serve use).
 var Rules = []Rule{
-	{"config directory (capability and approval key)", func(getenv func(string) string, home string, _ int) string {
+	{Name: "config directory (capability and approval key)", Path: func(getenv func(string) string, home string, _ int) string {
 		if d := getenv("XDG_CONFIG_HOME"); filepath.IsAbs(d) {
 			return filepath.Join(d, "confine")
 		}
 		return joinHome(home, ".config", "confine")
 	}},
-	{"config directory (capability and approval key)", func(_ func(string) string, home string, _ int) string {
+	{Name: "config directory (capability and approval key)", Path: func(_ func(string) string, home string, _ int) string {
 		return joinHome(home, ".config", "confine")
 	}},
-	{"state directory (event log)", func(getenv func(string) string, home string, _ int) string {
+	{Name: "state directory (event log)", Path: func(getenv func(string) string, home string, _ int) string {
 		if d := getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
 			return filepath.Join(d, "confine")
 		}
 		return joinHome(home, ".local", "state", "confine")
 	}},
-	{"state directory (event log)", func(_ func(string) string, home string, _ int) string {
+	{Name: "state directory (event log)", Path: func(_ func(string) string, home string, _ int) string {
 		return joinHome(home, ".local", "state", "confine")
 	}},
-	{"event log", func(getenv func(string) string, _ string, _ int) string {
+	{Name: "event log", Path: func(getenv func(string) string, _ string, _ int) string {
 		if p := getenv("CONFINE_EVENT_LOG"); filepath.IsAbs(p) {
 			return filepath.Clean(p)
 		}
 		return ""
 	}},
-	{"server socket directory", func(getenv func(string) string, _ string, _ int) string {
+	{Name: "server socket directory", IfExists: true, Path: func(getenv func(string) string, _ string, _ int) string {
 		if d := getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(d) {
 			return filepath.Join(d, "confine")
 		}
 		return ""
 	}},
-	{"server socket directory", func(getenv func(string) string, _ string, uid int) string {
+	{Name: "server socket directory", IfExists: true, Path: func(getenv func(string) string, _ string, uid int) string {
 		if d := getenv("TMPDIR"); filepath.IsAbs(d) {
 			return filepath.Join(d, "confine-"+strconv.Itoa(uid))
 		}
 		return ""
 	}},
-	{"server socket directory", func(_ func(string) string, _ string, uid int) string {
+	{Name: "server socket directory", IfExists: true, Path: func(_ func(string) string, _ string, uid int) string {
 		return filepath.Join("/tmp", "confine-"+strconv.Itoa(uid))
 	}},
 }
@@ -92,9 +100,14 @@ func Find(getenv func(string) string, uid int) []Path {
 	var out []Path
 	for _, home := range homes {
 		for _, r := range Rules {
-			if p := r.Path(getenv, home, uid); p != "" {
-				out = Add(out, r.Name, p)
+			p := r.Path(getenv, home, uid)
+			if p == "" {
+				continue
 			}
+			if _, err := os.Lstat(p); err != nil && r.IfExists {
+				continue
+			}
+			out = Add(out, r.Name, p)
 		}
 	}
 	return out

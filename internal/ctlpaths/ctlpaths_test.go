@@ -18,21 +18,33 @@ func paths(ps []Path) []string {
 }
 
 // TestFind walks the rules with an environment of each shape: every
-// surface a host's confine would use under it must be named.
+// surface a host's confine would use under it must be named; a server
+// socket directory only where it exists.
 func TestFind(t *testing.T) {
+	d := t.TempDir()
+	for _, dir := range []string{"run/confine", "tmp/confine-4242"} {
+		if err := os.MkdirAll(filepath.Join(d, dir), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Lstat("/tmp/confine-4242"); err == nil {
+		t.Skip("/tmp/confine-4242 exists on this host; the rows assume no server of uid 4242")
+	}
 	cases := []struct {
 		name string
 		env  map[string]string
 		want []string
 	}{
 		{"home only", map[string]string{"HOME": "/h"}, []string{
-			"/h/.config/confine", "/h/.local/state/confine", "/tmp/confine-4242"}},
-		{"xdg set", map[string]string{"HOME": "/h", "XDG_CONFIG_HOME": "/c", "XDG_STATE_HOME": "/s", "XDG_RUNTIME_DIR": "/r", "TMPDIR": "/t"}, []string{
-			"/c/confine", "/h/.config/confine", "/s/confine", "/h/.local/state/confine", "/r/confine", "/t/confine-4242", "/tmp/confine-4242"}},
+			"/h/.config/confine", "/h/.local/state/confine"}},
+		{"xdg set, socket dirs made", map[string]string{"HOME": "/h", "XDG_CONFIG_HOME": "/c", "XDG_STATE_HOME": "/s", "XDG_RUNTIME_DIR": d + "/run", "TMPDIR": d + "/tmp"}, []string{
+			"/c/confine", "/h/.config/confine", "/s/confine", "/h/.local/state/confine", d + "/run/confine", d + "/tmp/confine-4242"}},
+		{"socket dirs not made", map[string]string{"HOME": "/h", "XDG_RUNTIME_DIR": d + "/none", "TMPDIR": d}, []string{
+			"/h/.config/confine", "/h/.local/state/confine"}},
 		{"relative values ignored", map[string]string{"HOME": "/h", "XDG_CONFIG_HOME": "rel", "XDG_RUNTIME_DIR": "rel", "TMPDIR": "rel", "CONFINE_EVENT_LOG": "off"}, []string{
-			"/h/.config/confine", "/h/.local/state/confine", "/tmp/confine-4242"}},
+			"/h/.config/confine", "/h/.local/state/confine"}},
 		{"explicit event log", map[string]string{"HOME": "/h", "CONFINE_EVENT_LOG": "/logs/ev.jsonl"}, []string{
-			"/h/.config/confine", "/h/.local/state/confine", "/logs/ev.jsonl", "/tmp/confine-4242"}},
+			"/h/.config/confine", "/h/.local/state/confine", "/logs/ev.jsonl"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
