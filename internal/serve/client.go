@@ -50,11 +50,9 @@ func Dial(socket string) (*net.UnixConn, error) {
 	// A confined command that replaced the socket (its directory inside
 	// the command's writable roots) would receive the request: refused
 	// when the listener is visibly inside a run.
-	if own, err := ownStatus(); err == nil && pid > 0 {
-		if why, err := confinedWhy(pid, own); err == nil && why != "" {
-			c.Close()
-			return nil, fmt.Errorf("%w: the socket at %s is served by a process inside a confined run (pid %d: %s)", ErrPeer, socket, pid, why)
-		}
+	if why := listenerInRun(pid); why != "" {
+		c.Close()
+		return nil, fmt.Errorf("%w: the socket at %s is served by a process inside a confined run (pid %d: %s)", ErrPeer, socket, pid, why)
 	}
 	return c, nil
 }

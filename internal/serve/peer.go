@@ -165,3 +165,53 @@ func peerPidfd(c *net.UnixConn) int {
 	})
 	return fd
 }
+
+// maxAncestors bounds the walk up from a listener to its supervisor.
+const maxAncestors = 64
+
+// listenerInRun says why the process pid, a server's listener as the
+// client sees it, is a command inside a confined run, or "": it is
+// confined (no_new_privs and more filters than this process) and one of
+// its ancestors supervises a run (holds a seccomp listener). The second
+// half keeps a server inside a container started with no-new-privileges,
+// seen from a client outside it, from passing for one. What cannot be
+// read (another uid's ancestors) proves nothing: this check is the
+// client's second lock, the launcher's refusal of socket directories
+// inside writable roots the first.
+func listenerInRun(pid int) string {
+	own, err := ownStatus()
+	if err != nil || pid <= 0 {
+		return ""
+	}
+	why, err := confinedWhy(pid, own)
+	if err != nil || why == "" {
+		return ""
+	}
+	for p, i := pid, 0; p > 1 && i < maxAncestors; i++ {
+		if p = parentOf(p); p <= 0 {
+			return ""
+		}
+		if sup, err := supervisorWhy(p, own); err == nil && sup != "" {
+			return fmt.Sprintf("%s, and its ancestor pid %d supervises a run", why, p)
+		}
+	}
+	return ""
+}
+
+// parentOf is the PPid of /proc/PID/status, or -1.
+func parentOf(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return -1
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "PPid:"); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				return -1
+			}
+			return n
+		}
+	}
+	return -1
+}

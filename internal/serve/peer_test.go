@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"unsafe"
 
@@ -151,6 +152,29 @@ func peerHelper(sock, mode string) int {
 			return 3
 		}
 	}
+	if mode == "supervisor-parent" {
+		// A launcher: it holds a seccomp listener and starts the command
+		// (confined-listener), whose output it passes on.
+		ready := make(chan error)
+		go func() {
+			runtime.LockOSThread()
+			_, err := allowAll(unix.SECCOMP_FILTER_FLAG_NEW_LISTENER)
+			ready <- err
+			select {}
+		}()
+		if err := <-ready; err != nil {
+			fmt.Println("setup:", err)
+			return 3
+		}
+		exe, _ := os.Executable()
+		cmd := exec.Command(exe, "-test.run=^$")
+		cmd.Env = append(os.Environ(), peerModeEnv+"=confined-listener")
+		cmd.Stdout = os.Stdout
+		if err := cmd.Run(); err != nil {
+			return 3
+		}
+		return 0
+	}
 	if mode == "confined-listener" {
 		// A confined command that put its own socket where the server's
 		// was: it accepts and never answers.
@@ -213,35 +237,52 @@ func TestRefusesClientsInsideRuns(t *testing.T) {
 	}
 }
 
-// TestDialRefusesConfinedListener: a socket served by a process inside a
-// run (a command that replaced the server's socket) is refused by the
-// client, before any request goes out.
+// TestDialRefusesConfinedListener: a socket served by a command inside a
+// run (one that replaced the server's socket: confined, below a process
+// holding a seccomp listener) is refused by the client before any request
+// goes out; a confined listener no supervisor started (a server in a
+// container with no-new-privileges, seen from outside) is not.
 func TestDialRefusesConfinedListener(t *testing.T) {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	sock := filepath.Join(privDir(t), SocketName)
-	cmd := exec.Command(exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(), peerHelperEnv+"="+sock, peerModeEnv+"=confined-listener")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	line, _ := bufio.NewReader(out).ReadString('\n')
-	if strings.TrimSpace(line) != "listening" {
-		t.Fatalf("helper: %q", line)
-	}
-	c, err := Dial(sock)
-	if err == nil {
-		c.Close()
-		t.Fatal("Dial accepted a listener inside a confined run")
-	}
-	if !errors.Is(err, ErrPeer) || !strings.Contains(err.Error(), "inside a confined run") {
-		t.Errorf("Dial: %v, want ErrPeer naming the run", err)
+	for _, c := range []struct {
+		mode   string
+		refuse bool
+	}{{"supervisor-parent", true}, {"confined-listener", false}} {
+		t.Run(c.mode, func(t *testing.T) {
+			sock := filepath.Join(privDir(t), SocketName)
+			cmd := exec.Command(exe, "-test.run=^$")
+			cmd.Env = append(os.Environ(), peerHelperEnv+"="+sock, peerModeEnv+"="+c.mode)
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() }()
+			line, _ := bufio.NewReader(out).ReadString('\n')
+			if strings.TrimSpace(line) != "listening" {
+				t.Fatalf("helper: %q", line)
+			}
+			conn, err := Dial(sock)
+			if !c.refuse {
+				if err != nil {
+					t.Fatalf("Dial: %v, want a connection", err)
+				}
+				conn.Close()
+				return
+			}
+			if err == nil {
+				conn.Close()
+				t.Fatal("Dial accepted a listener inside a confined run")
+			}
+			if !errors.Is(err, ErrPeer) || !strings.Contains(err.Error(), "inside a confined run") {
+				t.Errorf("Dial: %v, want ErrPeer naming the run", err)
+			}
+		})
 	}
 }
