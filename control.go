@@ -30,7 +30,7 @@ func (l *Launcher) controlPaths(callerEnv envLookup, runUID int) []ctlpaths.Path
 	}
 	if l.EventLog != "" {
 		if a, err := filepath.Abs(l.EventLog); err == nil {
-			ps = ctlpaths.Add(ps, "event log", a)
+			ps = ctlpaths.AddLog(ps, a)
 		}
 	}
 	for _, p := range l.ControlPaths {

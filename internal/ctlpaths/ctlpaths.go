@@ -50,7 +50,7 @@ var Rules = []Rule{
 	{Name: "state directory (event log)", Path: func(_ func(string) string, home string, _ int) string {
 		return joinHome(home, ".local", "state", "confine")
 	}},
-	{Name: "event log", Path: func(getenv func(string) string, _ string, _ int) string {
+	{Name: eventLog, Path: func(getenv func(string) string, _ string, _ int) string {
 		if p := getenv("CONFINE_EVENT_LOG"); filepath.IsAbs(p) {
 			return filepath.Clean(p)
 		}
@@ -71,6 +71,34 @@ var Rules = []Rule{
 	{Name: "server socket directory", IfExists: true, Path: func(_ func(string) string, _ string, uid int) string {
 		return filepath.Join("/tmp", "confine-"+strconv.Itoa(uid))
 	}},
+}
+
+// eventLog names a log file rule: its rotated files (PATH.1, ...) count
+// too (AddLog).
+const eventLog = "event log"
+
+// AddLog adds the event log at p and its rotated files (PATH.N, as
+// internal/eventlog names them) that exist now; one rotated later lands in
+// the same directory, which a read-only grant then no longer covers whole.
+func AddLog(ps []Path, p string) []Path {
+	ps = Add(ps, eventLog, p)
+	rotated, _ := filepath.Glob(globEscape(p) + ".[0-9]*")
+	for _, r := range rotated {
+		ps = Add(ps, eventLog+" (rotated)", r)
+	}
+	return ps
+}
+
+// globEscape quotes the glob metacharacters of p.
+func globEscape(p string) string {
+	var b strings.Builder
+	for _, r := range p {
+		if strings.ContainsRune(`*?[\\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 func joinHome(home string, elem ...string) string {
@@ -105,6 +133,10 @@ func Find(getenv func(string) string, uid int) []Path {
 				continue
 			}
 			if _, err := os.Lstat(p); err != nil && r.IfExists {
+				continue
+			}
+			if r.Name == eventLog {
+				out = AddLog(out, p)
 				continue
 			}
 			out = Add(out, r.Name, p)

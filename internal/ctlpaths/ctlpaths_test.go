@@ -117,3 +117,19 @@ func TestResolve(t *testing.T) {
 		t.Errorf("Add kept %v, want the path and its resolved form", paths(ps))
 	}
 }
+
+// TestAddLog: the log's rotated files count with it, and only they.
+func TestAddLog(t *testing.T) {
+	d := t.TempDir()
+	log := filepath.Join(d, "ev[1].jsonl")
+	for _, f := range []string{"ev[1].jsonl", "ev[1].jsonl.1", "ev[1].jsonl.3", "ev[1].jsonl.bak", "other.jsonl.1"} {
+		if err := os.WriteFile(filepath.Join(d, f), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := paths(AddLog(nil, log))
+	want := []string{log, log + ".1", log + ".3"}
+	if !slices.Equal(got, want) {
+		t.Errorf("AddLog = %v, want %v", got, want)
+	}
+}
