@@ -142,7 +142,10 @@ func (l *Launcher) launch(ctx context.Context, c *policy.Cap, prof policy.Profil
 	if err != nil {
 		return err
 	}
-	return reported(res, out.Report)
+	if err := reported(res, out.Report); err != nil {
+		return in.outsideView(s.Program, err)
+	}
+	return nil
 }
 
 // runIO is the launch's I/O: the output bounds, the live streams, stdin
