@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"strconv"
@@ -134,6 +135,14 @@ func checkPeer(c *net.UnixConn, credPID int) error {
 	}
 	for _, r := range peerRules {
 		why, err := r.check(credPID, own)
+		if err != nil && errors.Is(err, fs.ErrPermission) && privilegedPeer(c, credPID) {
+			// A root process seen by an unprivileged listener (confine
+			// mcp takes any uid's token): its descriptors are closed to
+			// us, and a command never connects with root's
+			// credentials and capabilities to another uid's 0600
+			// socket; the confined rule above still applied.
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("%w: cannot verify client pid %d (%s check): %v", ErrConfinedPeer, credPID, r.name, err)
 		}
@@ -143,7 +152,8 @@ func checkPeer(c *net.UnixConn, credPID int) error {
 	}
 	if pidfd >= 0 {
 		// The process read above is the peer only if it still lives.
-		if err := unix.PidfdSendSignal(pidfd, 0, nil, 0); err != nil {
+		// EPERM (a process we may not signal) is alive too.
+		if err := unix.PidfdSendSignal(pidfd, 0, nil, 0); errors.Is(err, unix.ESRCH) {
 			return fmt.Errorf("%w: client pid %d exited while it was checked: %v", ErrConfinedPeer, credPID, err)
 		}
 	}
@@ -214,4 +224,62 @@ func parentOf(pid int) int {
 		}
 	}
 	return -1
+}
+
+// CheckPeer refuses, wrapping ErrConfinedPeer, a client of c that is
+// inside a confined run or supervises one (the rules of confine serve),
+// for confine's other listeners (confine mcp --listen).
+func CheckPeer(c *net.UnixConn) error {
+	_, pid, err := peerUID(c)
+	if err != nil {
+		return fmt.Errorf("%w: its credentials: %v", ErrConfinedPeer, err)
+	}
+	return checkPeer(c, pid)
+}
+
+// PeerCheckedListener is a unix listener whose Accept closes, and reports
+// to Refused, every client CheckPeer refuses.
+type PeerCheckedListener struct {
+	*net.UnixListener
+	Refused func(error)
+}
+
+// Accept returns the next client CheckPeer lets through.
+func (l PeerCheckedListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.AcceptUnix()
+		if err != nil {
+			return nil, err
+		}
+		if err := CheckPeer(c); err != nil {
+			c.Close()
+			if l.Refused != nil {
+				l.Refused(err)
+			}
+			continue
+		}
+		return c, nil
+	}
+}
+
+// privilegedPeer reports whether c's client is a root process seen by a
+// listener that is not: root's credentials on the connection and a real
+// uid of 0 in its status (a supervisor connecting for a command lends the
+// command's credentials, which then differ from its own).
+func privilegedPeer(c *net.UnixConn, pid int) bool {
+	uid, _, err := peerUID(c)
+	if err != nil || uid != 0 || os.Geteuid() == 0 {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return false
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "Uid:"); ok {
+			f := strings.Fields(v)
+			return len(f) > 0 && f[0] == "0"
+		}
+	}
+	return false
 }

@@ -286,3 +286,50 @@ func TestDialRefusesConfinedListener(t *testing.T) {
 		})
 	}
 }
+
+// TestPeerCheckedListener: confine's other listeners (confine mcp
+// --listen) refuse a client inside a run the same way: Accept never
+// returns it, Refused hears why; a plain client is accepted.
+func TestPeerCheckedListener(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		mode   string
+		refuse bool
+	}{{"plain", false}, {"confined", true}, {"supervisor", true}} {
+		t.Run(c.mode, func(t *testing.T) {
+			sock := filepath.Join(privDir(t), SocketName)
+			uln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			refused := make(chan error, 1)
+			ln := PeerCheckedListener{UnixListener: uln, Refused: func(err error) { refused <- err }}
+			accepted := make(chan net.Conn, 1)
+			go func() {
+				if conn, err := ln.Accept(); err == nil {
+					accepted <- conn
+				}
+			}()
+			cmd := exec.Command(exe, "-test.run=^$")
+			cmd.Env = append(os.Environ(), peerHelperEnv+"="+sock, peerModeEnv+"="+c.mode)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); uln.Close() }()
+			select {
+			case err := <-refused:
+				if !c.refuse || !errors.Is(err, ErrConfinedPeer) {
+					t.Errorf("refused (%v), want refused %v", err, c.refuse)
+				}
+			case conn := <-accepted:
+				conn.Close()
+				if c.refuse {
+					t.Error("accepted a client inside a run")
+				}
+			}
+		})
+	}
+}
