@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/confine-sandbox/confine/internal/ctlpaths"
 	"github.com/confine-sandbox/confine/internal/host"
 	"github.com/confine-sandbox/confine/internal/landlock"
 	"github.com/confine-sandbox/confine/internal/launch"
@@ -48,6 +49,9 @@ type inputs struct {
 	rw, ro   []string
 	optional []string
 	hidden   []string // credential files left out of --ro grants
+	// control are confine's own control surfaces (control.go), which no
+	// grant may cover.
+	control []ctlpaths.Path
 	// guarded are the paths inside the writable roots the persistence
 	// guard keeps read-only (the work tree's .git); see gitGuard.
 	guarded   []string
@@ -69,7 +73,7 @@ type inputs struct {
 
 // validate checks s against prof on h and resolves what every backend
 // shares. It creates nothing.
-func validate(s *spec.CommandSpec, prof policy.Profile, h host.Info, limits spec.Limits, callerEnv envLookup) (*inputs, error) {
+func validate(s *spec.CommandSpec, prof policy.Profile, h host.Info, limits spec.Limits, callerEnv envLookup, control func(runUID int) []ctlpaths.Path) (*inputs, error) {
 	in := &inputs{h: h, prof: prof, limits: limits, uid: -1, gid: -1, callerEnv: callerEnv}
 	worktree, err := canonicalDir(s.Worktree)
 	if err != nil {
@@ -98,10 +102,6 @@ func validate(s *spec.CommandSpec, prof policy.Profile, h host.Info, limits spec
 			return nil, err
 		}
 	}
-	if err := in.roots(s, prof, worktree); err != nil {
-		return nil, err
-	}
-
 	in.runAsRoot = h.EUID == 0
 	if h.EUID == 0 {
 		// Run as whoever owns the worktree, so it stays writable with every
@@ -112,6 +112,12 @@ func validate(s *spec.CommandSpec, prof policy.Profile, h host.Info, limits spec
 		}
 		in.uid, in.gid = int(st.Uid), int(st.Gid)
 		in.runAsRoot = in.uid == 0
+	}
+	if control != nil {
+		in.control = control(in.uid)
+	}
+	if err := in.roots(s, prof, worktree); err != nil {
+		return nil, err
 	}
 	in.pidsOptional = slices.Contains(prof.Waive, policy.GProcesses)
 	in.wantPidsGroup = in.runAsRoot && limits.MaxProcs > 0 && h.PidsCgroupRoot != ""
@@ -137,6 +143,9 @@ func (in *inputs) roots(s *spec.CommandSpec, prof policy.Profile, worktree strin
 	if err := checkWritableRoots(in.rw, prof.Waive); err != nil {
 		return err
 	}
+	if err := checkControl(in.rw, in.control); err != nil {
+		return err
+	}
 	var err error
 	if in.guarded, err = gitGuard(in.rw, prof.Waive); err != nil {
 		return err
@@ -148,7 +157,14 @@ func (in *inputs) roots(s *spec.CommandSpec, prof policy.Profile, worktree strin
 		if err != nil {
 			return fmt.Errorf("%w: read-only root: %v", spec.ErrInvalidSpec, err)
 		}
-		grants, excluded, err := policy.SplitReadGrant(c)
+		var inControl []string
+		for _, p := range in.control {
+			if spec.Within(c, p.Path) {
+				return fmt.Errorf("%w: %s: read-only root %s lies inside its %s %s", spec.ErrUnavailable, controlGuarantee, c, p.What, p.Path)
+			}
+			inControl = append(inControl, p.Path)
+		}
+		grants, excluded, err := policy.SplitReadGrant(c, inControl...)
 		if err != nil {
 			return fmt.Errorf("%w: read-only root: %v", spec.ErrInvalidSpec, err)
 		}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/confine-sandbox/confine/internal/ctlpaths"
 	"github.com/confine-sandbox/confine/internal/host"
 	"github.com/confine-sandbox/confine/internal/launch"
 	"github.com/confine-sandbox/confine/internal/persist"
@@ -62,7 +63,8 @@ func (l *Launcher) launch(ctx context.Context, c *policy.Cap, prof policy.Profil
 		// Only a run that asks for bwrap pays for starting it once.
 		h = host.ProbeBwrap(h)
 	}
-	in, err := validate(&s, prof, h, limits, l.callerEnv())
+	ce := l.callerEnv()
+	in, err := validate(&s, prof, h, limits, ce, func(runUID int) []ctlpaths.Path { return l.controlPaths(ce, runUID) })
 	if err != nil {
 		return err
 	}

@@ -183,6 +183,9 @@ func versionFrom(linked string, bi *debug.BuildInfo) string {
 }
 
 type runOpts struct {
+	// control are control paths beyond the defaults no run may reach
+	// (a server's socket directory; see controlPaths).
+	control          []string
 	workdir, profile string
 	eventLog         string
 	backend          string
@@ -452,6 +455,7 @@ func (o *runOpts) execute(ctx context.Context, p *prepared, stdin io.Reader, std
 	}
 	// The CLI exits right after: the run's init may clean up behind it.
 	l := &confine.Launcher{Stdin: stdin, EventLog: p.logPath, Backend: o.backend, DetachCleanup: true, CallerEnv: callerEnv,
+		ControlPaths: o.controlPaths(),
 		// A silent audit gap is worse than noise.
 		EventLogError: func(err error) { fmt.Fprintf(stderr, "confine: %v\n", err) }}
 	if !o.json || o.resultOut != nil {
@@ -461,6 +465,18 @@ func (o *runOpts) execute(ctx context.Context, p *prepared, stdin io.Reader, std
 		}
 	}
 	return l.RunCommand(ctx, c, p.spec)
+}
+
+// controlPaths are the run's control paths beyond the library's
+// defaults: the key file named by --cap-key and what o.control holds.
+func (o *runOpts) controlPaths() []string {
+	out := append([]string(nil), o.control...)
+	if o.capKey != "" {
+		if a, err := filepath.Abs(o.capKey); err == nil {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // runError maps a failed run to the CLI's exit status and message.

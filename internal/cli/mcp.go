@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -23,6 +24,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/confine-sandbox/confine/internal/mcpserver"
+	"github.com/confine-sandbox/confine/internal/serve"
 	"github.com/confine-sandbox/confine/policy"
 	"github.com/confine-sandbox/confine/spec"
 )
@@ -143,6 +145,13 @@ func (o *mcpOpts) server(stderr io.Writer) (*mcpserver.Server, func(), error) {
 			fmt.Fprintf(stderr, "confine: environment: left out %v (refused by the sanitiser)\n", skipped)
 		}
 		cfg.RunCap, cfg.RunProfile, cfg.Env = c, prof, env
+		// The key, the listening socket and its bearer token are this
+		// server's control plane: no run may reach them.
+		for _, p := range []string{keyPath, o.listen, o.tokenFile} {
+			if a, err := filepath.Abs(p); err == nil && p != "" {
+				cfg.ControlPaths = append(cfg.ControlPaths, a)
+			}
+		}
 		cfg.ApproveHint = "confine approve REQUEST_ID"
 		if h.EventLog != "" {
 			cfg.ApproveHint += " --event-log " + h.EventLog
@@ -180,10 +189,14 @@ func (o *mcpOpts) serveHTTP(ctx context.Context, srv *mcpserver.Server, stderr i
 		}
 		_ = os.Remove(o.listen) // a stale socket of an earlier server
 	}
-	ln, err := net.Listen("unix", o.listen)
+	uln, err := net.ListenUnix("unix", &net.UnixAddr{Name: o.listen, Net: "unix"})
 	if err != nil {
 		return &exitError{ExitConfine, fmt.Sprintf("--listen: %v", err)}
 	}
+	// A client inside a confined run is refused as by confine serve.
+	ln := serve.PeerCheckedListener{UnixListener: uln, Refused: func(err error) {
+		fmt.Fprintf(stderr, "confine: mcp: %v\n", err)
+	}}
 	if err := os.Chmod(o.listen, 0o600); err != nil {
 		ln.Close()
 		return &exitError{ExitConfine, fmt.Sprintf("--listen: %v", err)}

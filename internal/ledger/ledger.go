@@ -418,10 +418,11 @@ var table = []Guarantee{
 		Name:    policy.GCredentials,
 		Promise: "credential files inside granted directories stay unreadable",
 		Mechanisms: []Mechanism{
-			core("{landlock}: credential files inside read-only roots are left out of the grant; a writable root holding one is refused"),
+			core("{landlock}: credential files inside read-only roots are left out of the grant; a writable root holding one is refused; confine's own control plane (its config and state directories with the capability key and the event log, the default server socket directories, the run's event log and key file, a server's own socket directory), resolved from the caller's and the launcher's environment and the user database, is never granted: left out of read-only roots, a writable root covering or inside it refused, whatever the profile waives"),
 			sb("Seatbelt: every credential path under each read root denied after the grants (the last matching rule wins), present or not, and a symlinked one's target; a writable root holding one is refused"),
 		},
-		Vectors: []string{"read-credential-in-ro-root/*", "read-credential-ro-cargo-home", "read-credential-symlink*", "read-credential-in-workdir/*"},
+		Vectors: []string{"read-credential-in-ro-root/*", "read-credential-ro-cargo-home", "read-credential-symlink*", "read-credential-in-workdir/*",
+			"ctl-read-*", "ctl-write-*", "ctl-plant-*"},
 	},
 	{
 		Name:    policy.GNoInheritedFDs,
@@ -505,13 +506,13 @@ var table = []Guarantee{
 			// address on them), datagram sockets are refused, and
 			// the handler refuses every abstract address: this holds
 			// at every Landlock ABI.
-			coreSC("seccomp user notification on connect: the launcher connects only to pathname sockets inside writable roots (or granted) and refuses every abstract address; unix datagram sockets refused, so sendto/sendmsg cannot name a peer; where pidfd_getfd is refused (Docker), the launcher connects a fresh socket of the task's type and installs it over the task's descriptor (SECCOMP_IOCTL_NOTIF_ADDFD), bound sockets refused"),
+			coreSC("seccomp user notification on connect: the launcher connects only to pathname sockets inside writable roots (or granted) and refuses every abstract address; unix datagram sockets refused, so sendto/sendmsg cannot name a peer; where pidfd_getfd is refused (Docker), the launcher connects a fresh socket of the task's type and installs it over the task's descriptor (SECCOMP_IOCTL_NOTIF_ADDFD), bound sockets refused; confine's own server refuses a client inside a run, wherever its socket lies: one with no_new_privs and more seccomp filters than the server, or one holding a seccomp listener (the supervisor connecting for its command), checked through SO_PEERPIDFD"),
 			plus(feat(core("{landlock} abstract-socket scope"), landlock.FeatScope)),
 			plus(ns("network namespace (abstract sockets are per namespace) and mount namespace (the host's /run, /tmp and /dev/shm absent)")),
 			plus(bw("bubblewrap network namespace (abstract sockets are per namespace) and mount namespace (the host's /run, /tmp and /dev/shm absent)")),
 			sb("Seatbelt: (deny network*) refuses connecting to any unix socket (macOS has no abstract ones)"),
 		},
-		Vectors: []string{"abstract-unix", "unix-connect-outside", "unix-dgram-outside"},
+		Vectors: []string{"abstract-unix", "unix-connect-outside", "unix-dgram-outside", "ctl-serve-*"},
 	},
 	{
 		Name:    policy.GSignals,

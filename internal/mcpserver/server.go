@@ -44,6 +44,9 @@ type Config struct {
 	Backend string
 	// ReadOnly and ReadWrite are the operator's extra roots of every run.
 	ReadOnly, ReadWrite []string
+	// ControlPaths are this server's own files no run may reach (its
+	// socket, bearer token and key; docs/control-plane.md).
+	ControlPaths []string
 	// Env is every run's environment, built by the operator's side.
 	Env []string
 	// AgentEnv names the variables a call may set (on top of Env); their
@@ -270,7 +273,7 @@ func (w progressStream) Write(b []byte) (int, error) {
 // launcher is a fresh launcher for one run (live output is per run).
 func (s *Server) launcher() *confine.Launcher {
 	h := s.cfg.Host
-	return &confine.Launcher{EventLog: h.EventLog, EventLogError: h.EventLogError, Backend: s.cfg.Backend}
+	return &confine.Launcher{EventLog: h.EventLog, EventLogError: h.EventLogError, Backend: s.cfg.Backend, ControlPaths: s.cfg.ControlPaths}
 }
 
 // maxTimeout is the longest timeout a call may ask for.

@@ -168,6 +168,7 @@ func init() {
 		"unix-connect":   {"PATH", 1, 1, vUnixConnect},
 		"unix-dgram":     {"PATH", 1, 1, vUnixDgram},
 		"inherited-fd":   {"FD", 1, 1, vInheritedFD},
+		"serve-run":      {"SOCKET WORKTREE TARGET", 3, 3, vServeRun},
 
 		// processes
 		"kill":             {"PID", 1, 1, vKill},
