@@ -224,9 +224,13 @@ func (p *planned) describe(res *spec.CommandResult) {
 	res.Backend = p.backend.Name()
 	res.Layers = slices.Clone(p.layers)
 	res.Guarantees = slices.Clone(p.guarantees)
-	res.MemoryBound = "rlimit-data"
-	if p.plan.MemoryCgroup != "" {
+	switch {
+	case p.plan.MemoryCgroup != "":
 		res.MemoryBound = "memory-cgroup"
+	case p.plan.MemoryWatch > 0:
+		res.MemoryBound = "memory-watch"
+	default:
+		res.MemoryBound = "rlimit-data"
 	}
 }
 
@@ -367,6 +371,11 @@ func (in *inputs) build(backend provider.Provider, r *run) (planned, error) {
 		// arenas) are far larger than what they touch.
 		p.MemoryCgroup, p.MemoryCgroupV2, p.MemoryMax = r.memCgroup, in.h.MemoryCgroup.V2, in.memoryMax()
 		p.Rlimits.Data = unix.RLIM_INFINITY
+	} else if in.limits.MemoryBytes > 0 {
+		// No cgroup: the launcher watches the tree's memory, and each
+		// process keeps RLIMIT_DATA, which refuses an allocation before
+		// the watch would kill the whole run.
+		p.MemoryWatch = in.limits.MemoryBytes
 	}
 	backend.Configure(p)
 	if p.Namespaces == nil {
@@ -432,6 +441,8 @@ func layers(prov provider.Provider, p *plan.Plan) []string {
 	}
 	if p.MemoryCgroup != "" {
 		ls = append(ls, "memory-cgroup")
+	} else if p.MemoryWatch > 0 {
+		ls = append(ls, "memory-watch")
 	}
 	if p.UID >= 0 {
 		ls = append(ls, "caps-dropped")

@@ -178,6 +178,7 @@ func reported(res *spec.CommandResult, r plan.Report) error {
 	res.Denials = r.Denials
 	res.Usage = spec.Usage{UserCPU: r.UserCPU, SysCPU: r.SysCPU, MaxRSSKB: r.MaxRSSKB, PeakMemoryBytes: r.MemoryPeak}
 	res.OOMKilled = r.OOMKilled
+	res.MemoryLimitKilled = r.OOMKilled || r.MemoryOver
 	return nil
 }
 
