@@ -4,8 +4,10 @@ package proctree
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -35,22 +37,27 @@ func TestParseStatusMemory(t *testing.T) {
 
 func TestWatchEvery(t *testing.T) {
 	at := func(bytes, rate float64) time.Duration { return time.Duration(bytes / rate * float64(time.Second)) }
+	const assumed = 2 * cpuRate
 	for _, tc := range []struct {
 		name        string
 		used, bound int64
 		rate        float64
+		scan        time.Duration
 		want        time.Duration
 	}{
-		{"far below the bound: the slowest pace", 0, 64 << 30, 0, maxWatchEvery},
-		{"at the bound: the fastest", 600 << 20, 600 << 20, 0, minWatchEvery},
-		{"above it (a sample that failed): the fastest", 700 << 20, 600 << 20, 0, minWatchEvery},
-		{"a slower tree waits as for the assumed rate", 0, 100 << 20, 0, at(100<<20, assumedRate)},
-		{"a faster observed rate shortens the wait", 0, 100 << 20, 4 * assumedRate, at(100<<20, 4*assumedRate)},
-		{"a shrinking tree waits as for the assumed rate", 0, 100 << 20, -1e9, at(100<<20, assumedRate)},
+		{"far below the bound: the slowest pace", 0, 64 << 30, 0, 0, maxWatchEvery},
+		{"at the bound: the fastest", 600 << 20, 600 << 20, 0, 0, minWatchEvery},
+		{"above it (a sample that failed): the fastest", 700 << 20, 600 << 20, 0, 0, minWatchEvery},
+		{"a slower tree waits as for the assumed rate", 0, 100 << 20, 1, 0, at(100<<20, assumed)},
+		{"a faster tree shortens the wait", 0, 100 << 20, 4 * assumed, 0, at(100<<20, 4*assumed)},
+		{"a shrinking tree waits as for the assumed rate", 0, 100 << 20, -1e9, 0, at(100<<20, assumed)},
+		{"a slow scan spaces the samples out, even near the bound", 600 << 20, 600 << 20, 0, 30 * time.Millisecond, scanShare * 30 * time.Millisecond},
+		{"and past the slowest pace", 0, 64 << 30, 0, time.Second, scanShare * time.Second},
+		{"a fast scan changes nothing", 0, 100 << 20, 0, time.Millisecond, at(100<<20, assumed)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := watchEvery(tc.used, tc.bound, tc.rate); got != tc.want {
-				t.Fatalf("watchEvery(%d, %d, %g) = %v, want %v", tc.used, tc.bound, tc.rate, got, tc.want)
+			if got := watchEvery(tc.used, tc.bound, tc.rate, assumed, tc.scan); got != tc.want {
+				t.Fatalf("watchEvery(%d, %d, %g, %g, %v) = %v, want %v", tc.used, tc.bound, tc.rate, float64(assumed), tc.scan, got, tc.want)
 			}
 		})
 	}
@@ -158,5 +165,84 @@ func TestWatchMemory(t *testing.T) {
 	none.Stop()
 	if none.Over() != nil || none.Peak() != 0 {
 		t.Fatal("a nil watch must be inert")
+	}
+}
+
+// BenchmarkTreeMemory is one sample: a scan of /proc and the status of
+// each process of the tree (here, the holder of the test's own tree).
+func BenchmarkTreeMemory(b *testing.B) {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperHold$")
+	cmd.Env = append(os.Environ(), holdEnv+"=8:private")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, _, err := TreeMemory(os.Getpid()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// The children-file walk finds the same descendants as the /proc scan:
+// nested ones, threads' children, and an orphan reparented to this
+// subreaper.
+func TestChildrenTreeMatchesScan(t *testing.T) {
+	if !hasChildrenFiles() {
+		t.Skip("not applicable on this kernel: no /proc/PID/task/TID/children (CONFIG_PROC_CHILDREN); TreeMemory scans /proc, which TestTasks covers")
+	}
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+	cmd := exec.Command("/bin/sh", "-c", `(sleep 300 &) ; sh -c 'sleep 300 & wait' & sleep 300 & echo ready; wait`)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		Signal(os.Getpid(), unix.SIGKILL)
+		_ = cmd.Wait()
+		for {
+			if _, err := unix.Wait4(-1, nil, unix.WNOHANG, nil); err != nil {
+				break
+			}
+		}
+	}()
+	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	sorted := func(s []int) string {
+		slices.Sort(s)
+		return fmt.Sprint(s)
+	}
+	// sh, the orphan, the inner sh and its sleep, the outer sleep.
+	for i := 0; ; i++ {
+		walk, ok := childrenTree(os.Getpid())
+		_, scan, err := tree(os.Getpid())
+		if !ok || err != nil {
+			t.Fatalf("childrenTree ok %v, tree %v", ok, err)
+		}
+		if len(scan) == 5 && sorted(walk) == sorted(scan) {
+			break
+		}
+		if i == 500 {
+			t.Fatalf("children walk %s, /proc scan %s: want the same 5 processes", sorted(walk), sorted(scan))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, ok := childrenTree(1 << 30); ok {
+		t.Fatal("childrenTree of a pid that does not exist must fall back (ok false)")
 	}
 }
