@@ -258,10 +258,14 @@ type run struct {
 // backend's, and, unless required forbids leaving it or the core cannot
 // enforce the run's guarantees, the core's to fall back to.
 func (in *inputs) prepare(backend provider.Provider, required bool) (*run, error) {
-	td, err := tmpdir.CreateIn(in.callerEnv.tempDir(), in.uid, in.gid)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", spec.ErrLaunch, err)
+	td := stablePrivate(in.callerEnv, in.prof, in.dir, in.uid)
+	if td == nil {
+		var err error
+		if td, err = tmpdir.CreateIn(in.callerEnv.tempDir(), in.uid, in.gid); err != nil {
+			return nil, fmt.Errorf("%w: %v", spec.ErrLaunch, err)
+		}
 	}
+	var err error
 	r := &run{tmp: td}
 	if in.wantPidsGroup {
 		// Created by the launch if the run joins it.
@@ -271,7 +275,7 @@ func (in *inputs) prepare(backend provider.Provider, required bool) (*run, error
 	r.caches, _ = cacheDirsFrom(in.callerEnv, in.prof, in.dir, in.uid)
 	if own := getEnv(r.caches, "GOCACHE"); own != "" && !hasEnv(in.env, "GOCACHE") && !hasEnv(in.env, "GOCACHEPROG") {
 		// Without it the run's first build in a work directory is cold.
-		r.goProg, _ = startGoCacheProg(in.callerEnv, own, td.Root, in.limits.FileSizeBytes)
+		r.goProg, _ = startGoCacheProg(in.callerEnv, own, td.Scratch(), in.limits.FileSizeBytes)
 	}
 	if in.usesMemoryCgroup() {
 		r.memCgroup = filepath.Join(in.h.MemoryCgroup.Parent, "confine-"+randHex())
@@ -310,7 +314,7 @@ func (in *inputs) build(backend provider.Provider, r *run) (planned, error) {
 	if !hasEnv(env, "TMPDIR") {
 		env = append(env, "TMPDIR="+r.tmp.Tmp)
 	}
-	rw := append(slices.Clone(in.rw), r.tmp.Root)
+	rw := append(slices.Clone(in.rw), r.tmp.Grants()...)
 	ro := slices.Clone(in.ro)
 	for _, c := range r.caches {
 		name, dir, _ := strings.Cut(c, "=")
@@ -354,7 +358,7 @@ func (in *inputs) build(backend provider.Provider, r *run) (planned, error) {
 		PidsCgroup:    r.cgroup,
 		PidsMax:       pidsMax,
 		PidsOptional:  in.pidsOptional,
-		PrivateTmp:    r.tmp.Root,
+		PrivateTmp:    r.tmp.Removable(),
 		WritableRoots: slices.Clone(rw),
 		Guarded:       slices.Clone(in.guarded),
 		WallTime:      in.limits.WallTime,

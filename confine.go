@@ -103,8 +103,14 @@ func (l *Launcher) launch(ctx context.Context, c *policy.Cap, prof policy.Profil
 	detached := false
 	defer func() {
 		run.stopGoProg()
-		if !detached {
+		switch {
+		case !detached:
 			run.cleanup()
+		case run.tmp.Stable():
+			// The tree is gone; the init's janitor removes the rest. A
+			// stable directory is emptied and released here, before the
+			// next run in this work directory may take it.
+			run.tmp.Remove()
 		}
 	}()
 	res.PathOmitted = in.omitted
