@@ -100,9 +100,9 @@ func TestGoTestCachedConfined(t *testing.T) {
 	}
 	wt := worktree(t)
 	files := map[string]string{
-		"go.mod":        "module example.com/m\n\ngo 1.21\n",
-		"m.go":          "package m\n\nfunc Double(x int) int { return 2 * x }\n",
-		"m_test.go":     "package m\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n\nfunc TestDouble(t *testing.T) {\n\t_ = t.TempDir()\n\t_, _ = os.UserHomeDir()\n\tif Double(2) != 4 {\n\t\tt.Fatal(\"Double(2) != 4\")\n\t}\n}\n",
+		"go.mod":    "module example.com/m\n\ngo 1.21\n",
+		"m.go":      "package m\n\nfunc Double(x int) int { return 2 * x }\n",
+		"m_test.go": "package m\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n\nfunc TestDouble(t *testing.T) {\n\t_ = t.TempDir()\n\t_, _ = os.UserHomeDir()\n\tif Double(2) != 4 {\n\t\tt.Fatal(\"Double(2) != 4\")\n\t}\n}\n",
 	}
 	for name, body := range files {
 		if err := os.WriteFile(filepath.Join(wt, name), []byte(body), 0o644); err != nil {
