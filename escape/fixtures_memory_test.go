@@ -60,6 +60,16 @@ func memoryVectors() []vcase {
 			}
 			return fixture{args: []string{"64"}}
 		}},
+		// A memfd written with write() and never mapped: in no
+		// process's RSS; the memory watch counts the memory-backed files
+		// the tree holds open.
+		{name: "memory-bomb-memfd-no-memory-cgroup", vector: "memory-bomb-memfd", setup: func(e *env) fixture {
+			needMemoryBound(e, roCgroup, "memory-watch")
+			if e.confined {
+				return fixture{args: []string{"512"}, cliArgs: []string{"--memory", "256MiB"}, env: roCgroup, judge: memoryWatchStopped}
+			}
+			return fixture{args: []string{"64"}}
+		}},
 		// The tree bomb: 3 processes of 300 MiB each under --memory
 		// 600MiB. Each is within RLIMIT_DATA (600 MiB), so only a bound on
 		// the whole tree stops them: the memory watch ends the run. The

@@ -26,9 +26,10 @@ import (
 // the sum may exceed what the run really holds, never fall below it.
 // File-backed pages (executables, libraries, files mapped from disk) are
 // page cache, reclaimable, and not counted: counting them would charge
-// every process of a build for the same libc. A tmpfs or memfd file that
-// no process maps is not resident in any process and not counted either
-// (bounded per file by RLIMIT_FSIZE).
+// every process of a build for the same libc. Memory-backed files (tmpfs,
+// memfd, hugetlbfs) a process holds open are counted whole, once each,
+// whether mapped or not (shmemFiles); one that no process holds open (a
+// file written to a tmpfs and closed) is not counted.
 func TreeMemory(root int) (bytes int64, procs int, err error) {
 	members, ok := childrenTree(root)
 	if !ok {
@@ -37,10 +38,60 @@ func TreeMemory(root int) (bytes int64, procs int, err error) {
 		}
 	}
 	buf := make([]byte, 4096)
+	files := shmemFiles{seen: map[[2]uint64]bool{}, shmem: map[uint64]bool{}}
 	for _, pid := range members {
-		bytes += residentBytes(pid, buf)
+		bytes += residentBytes(pid, buf) + files.held(pid)
 	}
 	return bytes, len(members), nil
+}
+
+// shmemFiles adds up the memory-backed files (tmpfs, memfd, hugetlbfs)
+// the tree holds open, each once: their pages are memory whether or not
+// a process maps them (a memfd written with write() and never mapped is
+// in no process's RSS). A file also mapped counts twice, on the safe side.
+type shmemFiles struct {
+	seen  map[[2]uint64]bool // device, inode
+	shmem map[uint64]bool    // device: memory-backed
+}
+
+// Filesystem magics (statfs f_type) of memory-backed files.
+const (
+	tmpfsMagic     = 0x01021994
+	hugetlbfsMagic = 0x958458f6
+)
+
+// held is the size (allocated blocks) of the memory-backed files pid
+// holds open not counted yet.
+func (f *shmemFiles) held(pid int) int64 {
+	dir := "/proc/" + strconv.Itoa(pid) + "/fd/"
+	d, err := os.Open(dir)
+	if err != nil {
+		return 0
+	}
+	names, _ := d.Readdirnames(-1)
+	d.Close()
+	var total int64
+	for _, n := range names {
+		var st unix.Stat_t
+		if unix.Stat(dir+n, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+			continue
+		}
+		key := [2]uint64{st.Dev, st.Ino}
+		if f.seen[key] {
+			continue
+		}
+		f.seen[key] = true
+		shm, known := f.shmem[st.Dev]
+		if !known {
+			var sf unix.Statfs_t
+			shm = unix.Statfs(dir+n, &sf) == nil && (sf.Type == tmpfsMagic || uint32(sf.Type) == hugetlbfsMagic)
+			f.shmem[st.Dev] = shm
+		}
+		if shm {
+			total += st.Blocks * 512
+		}
+	}
+	return total
 }
 
 // hasChildrenFiles says the kernel lists each task's children

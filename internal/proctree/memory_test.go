@@ -66,7 +66,8 @@ func TestWatchEvery(t *testing.T) {
 const holdEnv = "PROCTREE_TEST_HOLD"
 
 // TestHelperHold maps MIB MiB (private or shared anonymous memory, from
-// holdEnv "MIB:KIND"), touches every page, says "held" and sleeps: the
+// holdEnv "MIB:KIND"; or writes them to a memfd it holds open twice and
+// never maps), touches every page, says "held" and sleeps: the
 // process TreeMemory must see (a no-op unless started by a test).
 func TestHelperHold(t *testing.T) {
 	v := os.Getenv(holdEnv)
@@ -75,6 +76,25 @@ func TestHelperHold(t *testing.T) {
 	}
 	mibS, kind, _ := strings.Cut(v, ":")
 	mib, _ := strconv.Atoi(mibS)
+	if kind == "memfd" {
+		// Written, never mapped: in no RSS.
+		fd, err := unix.MemfdCreate("hold", 0)
+		if err != nil {
+			os.Exit(3)
+		}
+		chunk := make([]byte, 1<<20)
+		for i := 0; i < mib; i++ {
+			if _, err := unix.Write(fd, chunk); err != nil {
+				os.Exit(3)
+			}
+		}
+		// The same file open twice counts once.
+		if _, err := unix.Dup(fd); err != nil {
+			os.Exit(3)
+		}
+		os.Stdout.WriteString("held\n")
+		time.Sleep(300 * time.Second)
+	}
 	flags := unix.MAP_PRIVATE | unix.MAP_ANONYMOUS
 	if kind == "shared" {
 		flags = unix.MAP_SHARED | unix.MAP_ANONYMOUS
@@ -114,10 +134,11 @@ func startHolder(t *testing.T, mib int, kind string) *exec.Cmd {
 	return cmd
 }
 
-// TreeMemory counts what a child holds, private or shared, and nothing of
-// root itself (this test binary).
+// TreeMemory counts what a child holds, private, shared or in a memfd it
+// never maps (once, though open twice), and nothing of root itself (this
+// test binary).
 func TestTreeMemory(t *testing.T) {
-	for _, kind := range []string{"private", "shared"} {
+	for _, kind := range []string{"private", "shared", "memfd"} {
 		t.Run(kind, func(t *testing.T) {
 			h := startHolder(t, 64, kind)
 			got, n, err := TreeMemory(os.Getpid())
