@@ -258,7 +258,7 @@ type run struct {
 // backend's, and, unless required forbids leaving it or the core cannot
 // enforce the run's guarantees, the core's to fall back to.
 func (in *inputs) prepare(backend provider.Provider, required bool) (*run, error) {
-	td := stablePrivate(in.callerEnv, in.prof, in.dir, in.uid)
+	td := stablePrivate(in.callerEnv, in.prof, in.dir, in.uid, in.rw)
 	if td == nil {
 		var err error
 		if td, err = tmpdir.CreateIn(in.callerEnv.tempDir(), in.uid, in.gid); err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/confine-sandbox/confine/internal/gocacheprog"
 	"github.com/confine-sandbox/confine/internal/tmpdir"
 	"github.com/confine-sandbox/confine/policy"
+	"github.com/confine-sandbox/confine/spec"
 )
 
 // Warm build caches (policy.Profile.Caches). A recipe's build cache is kept
@@ -115,10 +116,13 @@ const privateName = ".private"
 // $HOME and $TMPDIR then keep their paths from run to run in that work
 // directory, so that the toolchains' own result caches, which key on
 // them (go test's), hit. nil where prof has no caches, the command runs
-// as another uid, or another run in the same work directory holds it:
-// that run then gets a private directory of its own, as every run of a
-// profile without caches does.
-func stablePrivate(env envLookup, prof policy.Profile, worktree string, uid int) *tmpdir.Dir {
+// as another uid, the directory lies inside one of the run's writable
+// roots rw (a work directory that holds the cache directory, such as the
+// home directory: the run could then replace it, or reach another's), or
+// another run in the same work directory holds it: that run then gets a
+// private directory of its own, as every run of a profile without caches
+// does.
+func stablePrivate(env envLookup, prof policy.Profile, worktree string, uid int, rw []string) *tmpdir.Dir {
 	if len(prof.Caches) == 0 {
 		return nil
 	}
@@ -131,7 +135,20 @@ func stablePrivate(env envLookup, prof policy.Profile, worktree string, uid int)
 	if err != nil {
 		return nil
 	}
-	d, err := tmpdir.Stable(filepath.Join(root, privateName))
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return nil
+	}
+	// Resolved, as the roots are.
+	if root, err = filepath.EvalSymlinks(root); err != nil {
+		return nil
+	}
+	root = filepath.Join(root, privateName)
+	for _, r := range rw {
+		if spec.Within(root, r) {
+			return nil
+		}
+	}
+	d, err := tmpdir.Stable(root)
 	if err != nil {
 		return nil
 	}

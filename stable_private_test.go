@@ -128,3 +128,21 @@ func TestGoTestCachedConfined(t *testing.T) {
 		t.Fatalf("second go test was not a cache hit: %q", out)
 	}
 }
+
+// A work directory that holds confine's cache directory (the home
+// directory, say) gets no stable directory: the run could replace it.
+func TestStablePrivateDirNotInsideWorkdir(t *testing.T) {
+	wt := worktree(t)
+	t.Setenv("CONFINE_CACHE_DIR", filepath.Join(wt, "cache"))
+	_, c, err := mintErr("go")
+	if err != nil {
+		t.Skipf("not applicable here: the go recipe: %v", err)
+	}
+	res, err := confine.RunCommand(context.Background(), c, shSpec(wt, `echo "$HOME"`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if home := strings.TrimSpace(res.Stdout.Text()); res.ExitCode != 0 || strings.HasPrefix(home, wt+"/") {
+		t.Fatalf("exit %d, HOME %q: want a private directory of the run's own, outside the work directory %s", res.ExitCode, home, wt)
+	}
+}
