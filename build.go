@@ -272,7 +272,9 @@ func (in *inputs) prepare(backend provider.Provider, required bool) (*run, error
 		r.cgroup = filepath.Join(in.h.PidsCgroupRoot, "confine-"+randHex())
 	}
 	// Without its caches a run is only slower (cold), never less confined.
-	r.caches, _ = cacheDirsFrom(in.callerEnv, in.prof, in.dir, in.uid)
+	if root, err := cacheRoot(in.callerEnv, in.prof, in.dir, in.uid); err == nil && len(in.prof.Caches) > 0 && outsideRoots(root, in.rw) {
+		r.caches, _ = cacheDirsFrom(in.callerEnv, in.prof, in.dir, in.uid)
+	}
 	if own := getEnv(r.caches, "GOCACHE"); own != "" && !hasEnv(in.env, "GOCACHE") && !hasEnv(in.env, "GOCACHEPROG") {
 		// Without it the run's first build in a work directory is cold.
 		r.goProg, _ = startGoCacheProg(in.callerEnv, own, td.Scratch(), in.limits.FileSizeBytes)

@@ -132,27 +132,34 @@ func stablePrivate(env envLookup, prof policy.Profile, worktree string, uid int,
 		}
 	}
 	root, err := cacheRoot(env, prof, worktree, uid)
-	if err != nil {
+	if err != nil || !outsideRoots(root, rw) {
 		return nil
 	}
-	if err := os.MkdirAll(root, 0o700); err != nil {
-		return nil
-	}
-	// Resolved, as the roots are.
-	if root, err = filepath.EvalSymlinks(root); err != nil {
-		return nil
-	}
-	root = filepath.Join(root, privateName)
-	for _, r := range rw {
-		if spec.Within(root, r) {
-			return nil
-		}
-	}
-	d, err := tmpdir.Stable(root)
+	d, err := tmpdir.Stable(filepath.Join(root, privateName))
 	if err != nil {
 		return nil
 	}
 	return d
+}
+
+// outsideRoots creates the cache root dir (0700) and says whether it lies
+// outside every writable root of a run (rw, resolved): a run granted a
+// directory that holds it (a work directory that is the home directory)
+// could replace what is in it, and reach other work directories'.
+func outsideRoots(dir string, rw []string) bool {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return false
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return false
+	}
+	for _, r := range rw {
+		if spec.Within(real, r) {
+			return false
+		}
+	}
+	return true
 }
 
 // cacheSeeds fill a new cache, once, when it is created, from the caller's

@@ -130,7 +130,8 @@ func TestGoTestCachedConfined(t *testing.T) {
 }
 
 // A work directory that holds confine's cache directory (the home
-// directory, say) gets no stable directory: the run could replace it.
+// directory, say) gets no stable directory and no warm caches: the run
+// could replace them, or plant in other work directories'.
 func TestStablePrivateDirNotInsideWorkdir(t *testing.T) {
 	wt := worktree(t)
 	t.Setenv("CONFINE_CACHE_DIR", filepath.Join(wt, "cache"))
@@ -144,5 +145,10 @@ func TestStablePrivateDirNotInsideWorkdir(t *testing.T) {
 	}
 	if home := strings.TrimSpace(res.Stdout.Text()); res.ExitCode != 0 || strings.HasPrefix(home, wt+"/") {
 		t.Fatalf("exit %d, HOME %q: want a private directory of the run's own, outside the work directory %s", res.ExitCode, home, wt)
+	}
+	// Nor warm caches there: the run could plant in every work
+	// directory's.
+	if len(res.Caches) != 0 {
+		t.Fatalf("caches %v inside the work directory %s", res.Caches, wt)
 	}
 }
