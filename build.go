@@ -3,7 +3,9 @@
 package confine
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -132,28 +134,12 @@ func (in *inputs) roots(s *spec.CommandSpec, prof policy.Profile, worktree strin
 		}
 		in.rw = append(in.rw, c)
 	}
-	if !slices.Contains(prof.Waive, policy.GFSWrite) {
-		// The same rule as for profile files, whoever asked: --rw,
-		// --workdir and library callers too.
-		for _, r := range in.rw {
-			if err := policy.CheckWritableRoot(r); err != nil {
-				return err
-			}
-		}
+	if err := checkWritableRoots(in.rw, prof.Waive); err != nil {
+		return err
 	}
 	var err error
 	if in.guarded, err = gitGuard(in.rw, prof.Waive); err != nil {
 		return err
-	}
-	if !slices.Contains(prof.Waive, policy.GCredentials) {
-		// Landlock cannot take read access back from part of a directory
-		// the command may write, so a secret there cannot be hidden.
-		for _, r := range in.rw {
-			if found := policy.FindCredentials(r); len(found) > 0 {
-				return fmt.Errorf("%w: %s: %s is inside writable root %s, where it cannot be hidden from the command; move it out or waive %s in the profile",
-					spec.ErrUnavailable, policy.GCredentials, strings.Join(found, ", "), r, policy.GCredentials)
-			}
-		}
 	}
 	in.ro = landlock.DefaultSystemReadExec()
 	in.optional = slices.Clone(in.ro)
@@ -175,28 +161,72 @@ func (in *inputs) roots(s *spec.CommandSpec, prof policy.Profile, worktree strin
 
 // environment builds the command's environment and finds its program.
 func (in *inputs) environment(s *spec.CommandSpec, prof policy.Profile) error {
-	// The same rules hold for library callers as for the CLI: refused
-	// variables are errors, path lists are checked component by component.
-	env, err := policy.SanitizeEnv(s.Env, prof.Env.Waive)
+	var err error
+	in.env, in.omitted, in.prog, err = commandEnv(s, prof.Env.Waive, in.ro, in.rw, in.callerEnv.get("PATH"), in.dir)
 	if err != nil {
+		return in.outsideView(s.Program, err)
+	}
+	return nil
+}
+
+// outsideView turns a program the run cannot find or execute into a
+// hinted refusal (spec.Hinted) when the program exists on the host
+// outside every granted root (found as the caller would find it: by its
+// path, or in the caller's PATH): the fix is a --ro of its directory. A
+// program inside the roots failed for another reason and keeps err.
+func (in *inputs) outsideView(prog string, err error) error {
+	if !errors.Is(err, spec.ErrNotFound) && !errors.Is(err, spec.ErrNotExecutable) {
 		return err
 	}
-	if err := policy.ValidateEnvPaths(env, in.ro, in.rw); err != nil {
+	host := hostProgram(prog, in.dir, in.callerEnv.get("PATH"))
+	if host == "" {
 		return err
 	}
-	if !hasEnv(env, "PATH") {
-		var path string
-		path, in.omitted = policy.DerivePATH(in.callerEnv.get("PATH"), in.ro, in.rw)
-		env = append(env, "PATH="+path)
+	real, rerr := filepath.EvalSymlinks(host)
+	if rerr != nil {
+		return err
 	}
-	if !hasEnv(env, "GIT_CONFIG_NOSYSTEM") {
-		// /etc/gitconfig is not granted (it may hold credential helpers);
-		// without this git refuses to start.
-		env = append(env, "GIT_CONFIG_NOSYSTEM=1")
+	roots := append(slices.Clone(in.ro), in.rw...)
+	var grants []string
+	for _, d := range []string{filepath.Dir(host), filepath.Dir(real)} {
+		if !slices.ContainsFunc(roots, func(r string) bool { return spec.Within(d, r) }) && !slices.Contains(grants, "--ro "+d) {
+			grants = append(grants, "--ro "+d)
+		}
 	}
-	in.env = env
-	in.prog, err = lookPath(s.Program, in.dir, env)
-	return err
+	if slices.ContainsFunc(roots, func(r string) bool { return spec.Within(real, r) }) || len(grants) == 0 {
+		return err
+	}
+	errno := "ENOENT"
+	if errors.Is(err, spec.ErrNotExecutable) {
+		errno = "EACCES"
+	}
+	return &spec.Hinted{Err: err, Denial: spec.Denial{Syscall: "execve", Path: host, Errno: errno,
+		Reason: host + " exists on the host, outside the sandbox's read roots", Hint: strings.Join(grants, " ")}}
+}
+
+// hostProgram is the executable regular file prog names on the host: a
+// path (relative to dir), or the first match in path (the caller's PATH,
+// not the run's); "" when there is none.
+func hostProgram(prog, dir, path string) string {
+	var cands []string
+	switch {
+	case strings.Contains(prog, "/") && filepath.IsAbs(prog):
+		cands = []string{prog}
+	case strings.Contains(prog, "/"):
+		cands = []string{filepath.Join(dir, prog)}
+	default:
+		for _, d := range filepath.SplitList(path) {
+			if filepath.IsAbs(d) {
+				cands = append(cands, filepath.Join(d, prog))
+			}
+		}
+	}
+	for _, c := range cands {
+		if st, err := os.Stat(c); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return filepath.Clean(c)
+		}
+	}
+	return ""
 }
 
 // guarantees resolves the ledger for backend p: every guarantee with the
@@ -286,7 +316,7 @@ func (in *inputs) prepare(backend provider.Provider, required bool) (*run, error
 		r.cleanup()
 		return nil, err
 	}
-	if r.primary.plan.Namespaces == nil || r.primary.plan.Namespaces.Bwrap != "" {
+	if r.primary.plan.Backend != plan.BackendNamespaces {
 		return r, nil
 	}
 	r.required = required
@@ -370,6 +400,10 @@ func (in *inputs) build(backend provider.Provider, r *run) (planned, error) {
 		p.Env = in.egress.env(p.Env)
 		p.Seccomp.NotifyInet = true
 		p.EgressProxy = in.egress.addr.String()
+	} else {
+		// Deny-all: an internet socket is refused all the same, by the
+		// supervisor, which records it for the result's denials.
+		p.Seccomp.ReportInet = true
 	}
 	if r.memCgroup != "" && provider.Facts(in.h, backend, in.runAsRoot, in.limits.MaxProcs).MemoryCgroup {
 		// The cgroup bounds the tree; a per-process RLIMIT_DATA as well
@@ -384,15 +418,15 @@ func (in *inputs) build(backend provider.Provider, r *run) (planned, error) {
 		p.MemoryWatch = in.limits.MemoryBytes
 	}
 	backend.Configure(p)
-	if p.Namespaces == nil {
+	if p.Backend == plan.BackendCore {
 		// Without a PID namespace only the supervisor keeps calls that
 		// name another process inside the run: signals too where
 		// Landlock has no signal scope.
 		p.Seccomp.NotifyProcTargets = true
 		p.Seccomp.NotifySignals = !landlock.Has(in.h.LandlockABI, landlock.FeatScope)
 	}
-	if len(p.Guarded) > 0 && (p.Namespaces == nil ||
-		p.Namespaces.Bwrap == "" && landlock.Has(in.h.LandlockABI, landlock.FeatRefer)) {
+	if len(p.Guarded) > 0 && (p.Backend == plan.BackendCore ||
+		p.Backend == plan.BackendNamespaces && landlock.Has(in.h.LandlockABI, landlock.FeatRefer)) {
 		// The persistence guard's refusal of a new .git (notify.Create).
 		// With namespaces the supervisor resolves in the command's own
 		// tree, which needs Landlock to govern renames across directories

@@ -28,7 +28,7 @@ import (
 // write its cache, so it can plant entries a later run of the same
 // profile in the same work directory will use (a compiled package, a
 // cached test result); it cannot reach the cache of another work
-// directory, another profile or another user. The README says what that
+// directory, another profile or another user. docs/profiles.md says what that
 // means for whoever runs the output.
 
 // cacheRootEnv overrides where the caches live (tests, benchmarks).

@@ -44,7 +44,7 @@ const BackendBubblewrap = provider.Bubblewrap
 // init); Init turns such a re-execution into that helper and never
 // returns there, and returns at once in the program's own start. Without
 // it RunCommand refuses (spec.ErrLaunch).
-func Init() { launch.Dispatch() }
+func Init() { launch.Init() }
 
 // hostileTier lets a tier 3 profile through admission: the provider
 // selection refuses it, naming the microVM backend it would need.
@@ -146,7 +146,10 @@ func (l *Launcher) launch(ctx context.Context, c *policy.Cap, prof policy.Profil
 	if err != nil {
 		return err
 	}
-	return reported(res, out.Report)
+	if err := reported(res, out.Report); err != nil {
+		return in.outsideView(s.Program, err)
+	}
+	return nil
 }
 
 // runIO is the launch's I/O: the output bounds, the live streams, stdin

@@ -4,7 +4,7 @@ package confine_test
 
 // Live tests of the macOS backend. They need a Mac with
 // /usr/bin/sandbox-exec and were never run on the Linux machines this
-// project is built on; see the README's Platforms section. Each attack
+// project is built on; see docs/platforms.md. Each attack
 // runs first unconfined (the control, which must succeed) and then under
 // RunCommand (which must fail, with the side effect checked absent).
 

@@ -9,6 +9,7 @@ package confine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/confine-sandbox/confine/internal/eventlog"
@@ -22,6 +23,7 @@ import (
 // launch in confine.go (Linux) and run_darwin.go (macOS).
 func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.CommandSpec) (res spec.CommandResult, err error) {
 	res.RunID = eventlog.NewRunID()
+	res.JSONAPI = spec.JSONAPI
 	var prof policy.Profile
 	if l.EventLog != "" {
 		defer func() { l.record(c, prof, s, res, err) }()
@@ -29,7 +31,14 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 	if prof, err = admit(c, s); err != nil {
 		return res, err
 	}
-	if err := l.launch(ctx, c, prof, s, mergeLimits(prof.Limits, s.Limits), &res); err != nil {
+	err = l.launch(ctx, c, prof, s, mergeLimits(prof.Limits, s.Limits), &res)
+	// What was refused, with the grant that would allow it.
+	var h *spec.Hinted
+	if errors.As(err, &h) {
+		res.Denials = append(res.Denials, h.Denial)
+	}
+	hintDenials(res.Denials)
+	if err != nil {
 		return res, err
 	}
 	if res.Cancelled && ctx.Err() != nil {

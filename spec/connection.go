@@ -41,8 +41,11 @@ type Connection struct {
 	Verdict         string `json:"verdict"`
 	// Reason says why it was allowed (the matching allowlist entry) or
 	// denied.
-	Reason string    `json:"reason"`
-	Start  time.Time `json:"start"`
+	Reason string `json:"reason"`
+	// Hint, on a denial, is the profile change that would allow the
+	// connection, for the rule that refused it.
+	Hint  string    `json:"hint,omitempty"`
+	Start time.Time `json:"start"`
 	// Duration is from the request to the close of both directions.
 	Duration time.Duration `json:"duration_ns"`
 }

@@ -3,6 +3,7 @@ package spec
 import (
 	"bufio"
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"reflect"
@@ -14,13 +15,17 @@ import (
 
 // writeJSON emits the object MarshalJSON defines. The strings are escaped
 // as json.Marshal escapes a string, HTML characters included, which is
-// what the --json output has always contained.
+// what the --json output has always contained. Kept bytes that are not
+// UTF-8 (which the string shows with U+FFFD) are also given exactly, in
+// base64 (head_base64, tail_base64).
 func (s Stream) writeJSON(w *bufio.Writer) {
 	w.WriteString(`{"head":`)
 	writeJSONString(w, s.Head, true)
+	writeBase64(w, `,"head_base64":`, s.Head)
 	if len(s.Tail) > 0 {
 		w.WriteString(`,"tail":`)
 		writeJSONString(w, s.Tail, true)
+		writeBase64(w, `,"tail_base64":`, s.Tail)
 	}
 	w.WriteString(`,"total_bytes":`)
 	var num [20]byte
@@ -28,6 +33,19 @@ func (s Stream) writeJSON(w *bufio.Writer) {
 	w.WriteString(`,"truncated":`)
 	w.WriteString(strconv.FormatBool(s.Truncated))
 	w.WriteByte('}')
+}
+
+// writeBase64 writes key and b in base64 when b is not valid UTF-8.
+func writeBase64(w *bufio.Writer, key string, b []byte) {
+	if utf8.Valid(b) {
+		return
+	}
+	w.WriteString(key)
+	w.WriteByte('"')
+	enc := base64.NewEncoder(base64.StdEncoding, w)
+	enc.Write(b)
+	enc.Close()
+	w.WriteByte('"')
 }
 
 const hexDigits = "0123456789abcdef"

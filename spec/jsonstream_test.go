@@ -10,17 +10,27 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // legacyMarshal is Stream.MarshalJSON as it was before it streamed: the
 // reference the --json output must keep matching byte for byte.
+// With json_api 4, bytes that are not UTF-8 are given in base64 too.
 func legacyMarshal(s Stream) ([]byte, error) {
+	exact := func(b []byte) []byte {
+		if utf8.Valid(b) {
+			return nil
+		}
+		return b
+	}
 	return json.Marshal(struct {
-		Head      string `json:"head"`
-		Tail      string `json:"tail,omitempty"`
-		Total     int64  `json:"total_bytes"`
-		Truncated bool   `json:"truncated"`
-	}{string(s.Head), string(s.Tail), s.Total, s.Truncated})
+		Head       string `json:"head"`
+		HeadBase64 []byte `json:"head_base64,omitempty"`
+		Tail       string `json:"tail,omitempty"`
+		TailBase64 []byte `json:"tail_base64,omitempty"`
+		Total      int64  `json:"total_bytes"`
+		Truncated  bool   `json:"truncated"`
+	}{string(s.Head), exact(s.Head), string(s.Tail), exact(s.Tail), s.Total, s.Truncated})
 }
 
 // encoderJSON is what the CLI printed before WriteJSON.
@@ -67,6 +77,14 @@ func checkStream(t *testing.T, s Stream) {
 	}
 	if !bytes.Equal(got, want) {
 		t.Fatalf("MarshalJSON(%q, %q):\n got %s\nwant %s", s.Head, s.Tail, got, want)
+	}
+	// The kept bytes come back exactly, UTF-8 or not.
+	var back Stream
+	if err := json.Unmarshal(got, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(back.Head, s.Head) || !bytes.Equal(back.Tail, s.Tail) {
+		t.Fatalf("MarshalJSON(%q, %q) reads back as (%q, %q)", s.Head, s.Tail, back.Head, back.Tail)
 	}
 }
 

@@ -44,15 +44,24 @@ func (s Stream) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON is the inverse of MarshalJSON.
 func (s *Stream) UnmarshalJSON(b []byte) error {
 	var v struct {
-		Head      string `json:"head"`
-		Tail      string `json:"tail"`
-		Total     int64  `json:"total_bytes"`
-		Truncated bool   `json:"truncated"`
+		Head       string `json:"head"`
+		HeadBase64 []byte `json:"head_base64"`
+		Tail       string `json:"tail"`
+		TailBase64 []byte `json:"tail_base64"`
+		Total      int64  `json:"total_bytes"`
+		Truncated  bool   `json:"truncated"`
 	}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
 	*s = Stream{Head: []byte(v.Head), Tail: []byte(v.Tail), Total: v.Total, Truncated: v.Truncated}
+	// The exact bytes, where the strings could not hold them.
+	if v.HeadBase64 != nil {
+		s.Head = v.HeadBase64
+	}
+	if v.TailBase64 != nil {
+		s.Tail = v.TailBase64
+	}
 	return nil
 }
 
@@ -79,14 +88,32 @@ type Guarantee struct {
 }
 
 // Denial is one operation the sandbox refused in user space (the seccomp
-// notification supervisor), recorded so "why was my command denied?" has
-// an answer. Kernel-side refusals (Landlock, seccomp errno) are not seen.
+// notification supervisor, which also refuses every internet socket under
+// network = "deny-all"), or a program that exists outside the sandbox's
+// view, recorded so "why was my command denied?" has an answer. Other
+// kernel-side refusals (Landlock, seccomp errno) are not seen.
 type Denial struct {
 	Syscall string `json:"syscall"`
 	Path    string `json:"path,omitempty"`
 	Errno   string `json:"errno"`
 	Reason  string `json:"reason"`
+	// Hint is the grant that would allow it: a flag (--ro DIR, --rw DIR)
+	// or a profile line; empty when none would.
+	Hint string `json:"hint,omitempty"`
 }
+
+// Hinted is a refusal of the run that a grant would have avoided: Err,
+// and the Denial that names the grant (Denial.Hint).
+type Hinted struct {
+	Err    error
+	Denial Denial
+}
+
+func (h *Hinted) Error() string {
+	return h.Err.Error() + "; " + h.Denial.Reason + "; to allow it: " + h.Denial.Hint
+}
+
+func (h *Hinted) Unwrap() error { return h.Err }
 
 // Persistence is one change a run made to a path of its work tree that a
 // program outside the sandbox may execute or obey later (git hooks and
@@ -108,8 +135,25 @@ type SkippedBackend struct {
 	Reason string `json:"reason"`
 }
 
+// JSONAPI is the revision of the machine-readable interface: the JSON
+// form of CommandResult (`run --json`), the refusal object, `check --json`
+// and `version --json`; every one of them carries it as "json_api", and
+// schema/result.schema.json describes the result. A client (python/)
+// refuses a binary older than the revision it was written for. Raise it
+// when a client could depend on the change.
+//
+//  1. run --json prints {"error": {...}} on a refusal; event_log_skipped.
+//  2. persistence in run results; confine fs and confine git (Tier 1),
+//     whose refusals are the same {"error": {...}} object.
+//  3. run --die-with-parent (the Python client passes it on every run).
+//  4. json_api in every result, refusal and check; head_base64 and
+//     tail_base64 (the exact bytes, when not UTF-8); run --result-fd.
+const JSONAPI = 4
+
 // CommandResult is the bounded, structured outcome of one run.
 type CommandResult struct {
+	// JSONAPI is the revision of this object's JSON form (spec.JSONAPI).
+	JSONAPI int `json:"json_api"`
 	// RunID identifies the run in the event log.
 	RunID string `json:"run_id"`
 	// ExitCode is the command's exit status, or -1 when it died of a signal.

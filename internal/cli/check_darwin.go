@@ -25,6 +25,7 @@ func runProbe([]string) int { return ExitConfine }
 
 // macCheck is what `check` reports on macOS.
 type macCheck struct {
+	JSONAPI     int               `json:"json_api"`
 	Backend     string            `json:"backend"`
 	SandboxExec string            `json:"sandbox_exec"`
 	Error       string            `json:"error,omitempty"`
@@ -39,7 +40,7 @@ func newCheck(stdout io.Writer) *cobra.Command {
 		Short: "Report what this host can enforce, guarantee by guarantee",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			r := macCheck{Backend: seatbelt.Name, SandboxExec: seatbelt.SandboxExec, Guarantees: seatbelt.Decide(os.Geteuid() == 0, workTreeHasGit()), OK: true}
+			r := macCheck{JSONAPI: JSONAPI, Backend: seatbelt.Name, SandboxExec: seatbelt.SandboxExec, Guarantees: seatbelt.Decide(os.Geteuid() == 0, workTreeHasGit()), OK: true}
 			if err := seatbelt.Available(); err != nil {
 				r.Backend, r.Error, r.OK = "", err.Error(), false
 			}
@@ -90,7 +91,7 @@ func newSelftest(io.Writer, io.Writer) *cobra.Command {
 		Short:              "Attack the sandbox on this host (Linux only; on macOS run the darwin live tests)",
 		DisableFlagParsing: true,
 		RunE: func(*cobra.Command, []string) error {
-			return &exitError{ExitConfine, "selftest attacks the Linux mechanisms; on macOS run `go test -run TestMacLive -v .` (see the README's Platforms section)"}
+			return &exitError{ExitConfine, "selftest attacks the Linux mechanisms; on macOS run `go test -run TestMacLive -v .` (see docs/platforms.md)"}
 		},
 	}
 }

@@ -25,7 +25,7 @@ func backendNames() []string {
 }
 
 func newCheck(stdout io.Writer) *cobra.Command {
-	var asJSON bool
+	var asJSON, verbose bool
 	cmd := &cobra.Command{
 		Use:   "check",
 		Short: "Report what this host can enforce, guarantee by guarantee",
@@ -78,6 +78,7 @@ func newCheck(stdout io.Writer) *cobra.Command {
 				enc := json.NewEncoder(stdout)
 				enc.SetIndent("", "  ")
 				_ = enc.Encode(struct {
+					JSONAPI    int                   `json:"json_api"`
 					Host       host.Info             `json:"host"`
 					Backend    string                `json:"backend"`
 					Layers     []string              `json:"layers"`
@@ -86,9 +87,11 @@ func newCheck(stdout io.Writer) *cobra.Command {
 					Guarantees []ledger.Decision     `json:"guarantees"`
 					Backends   []backendLedger       `json:"backends"`
 					OK         bool                  `json:"ok"`
-				}{h, backend, layers, sel.Skipped, runAsRoot, as, per, ok})
-			} else {
+				}{JSONAPI, h, backend, layers, sel.Skipped, runAsRoot, as, per, ok})
+			} else if verbose {
 				printCheck(stdout, h, sel, runAsRoot, as, per)
+			} else {
+				printCheckSummary(stdout, h, sel, runAsRoot, as, per)
 			}
 			if selErr != nil {
 				return &exitError{1, selErr.Error()}
@@ -100,6 +103,7 @@ func newCheck(stdout io.Writer) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "print the host's facts and every backend's ledger in full")
 	return cmd
 }
 
@@ -163,14 +167,7 @@ func printCheck(w io.Writer, h host.Info, sel provider.Selection, runAsRoot bool
 	fmt.Fprintf(w, "memory cgroup:    %s\n", mc)
 	fmt.Fprintf(w, "default memory:   %d MiB (half of RAM, at most the caller's cgroup limit)\n", host.DefaultMemoryBound(spec.DefaultLimits().MemoryBytes)>>20)
 	fmt.Fprintf(w, "io_uring present: %s (denied inside the sandbox)\n", yn(h.IOUring))
-	who := fmt.Sprintf("uid %d", h.EUID)
-	if h.EUID == 0 {
-		who = "the work directory's owner, with every capability dropped"
-		if runAsRoot {
-			who += " (uid 0 here)"
-		}
-	}
-	fmt.Fprintf(w, "command runs as:  %s\n\nguarantees:\n", who)
+	fmt.Fprintf(w, "command runs as:  %s\n\nguarantees:\n", runsAs(h, runAsRoot))
 	printDecisions(w, as)
 	for _, b := range per {
 		if sel.Provider != nil && b.Name == sel.Provider.Name() {
@@ -179,6 +176,95 @@ func printCheck(w io.Writer, h host.Info, sel provider.Selection, runAsRoot bool
 		fmt.Fprintf(w, "\nwith --backend %s:\n", b.Name)
 		printDecisions(w, b.Guarantees)
 	}
+}
+
+// runsAs says whom the command runs as.
+func runsAs(h host.Info, runAsRoot bool) string {
+	if h.EUID != 0 {
+		return fmt.Sprintf("uid %d", h.EUID)
+	}
+	who := "the work directory's owner, with every capability dropped"
+	if runAsRoot {
+		who += " (uid 0 here)"
+	}
+	return who
+}
+
+// summaryWidth bounds a line of the short `confine check`: a mechanism's
+// text is cut there (--verbose prints it whole).
+const summaryWidth = 100
+
+// printCheckSummary is `confine check` without --verbose: the backend,
+// one line per guarantee (held, by what, or what it needs) and one line
+// for the other backends, so it fits a screen.
+func printCheckSummary(w io.Writer, h host.Info, sel provider.Selection, runAsRoot bool, as []ledger.Decision, per []backendLedger) {
+	if sel.Provider == nil {
+		fmt.Fprintf(w, "backend:    NONE\n")
+		for _, sk := range sel.Skipped {
+			fmt.Fprintln(w, cut(fmt.Sprintf("skipped:    %s: %s", sk.Name, sk.Reason)))
+		}
+	} else {
+		fmt.Fprintln(w, cut(fmt.Sprintf("backend:    %s (%s)", sel.Provider.Name(), strings.Join(sel.Provider.Layers(), ", "))))
+	}
+	ll := fmt.Sprintf("landlock ABI %d", h.LandlockABI)
+	if h.LandlockErr != "" {
+		ll = "no landlock"
+	}
+	facts := []string{ll, map[bool]string{true: "seccomp", false: "no seccomp"}[h.Seccomp],
+		map[bool]string{true: "user namespaces", false: "no user namespaces"}[h.UserNS]}
+	if h.MemoryCgroup.Parent != "" {
+		facts = append(facts, "memory cgroup")
+	}
+	fmt.Fprintf(w, "host:       %s\n", strings.Join(facts, ", "))
+	fmt.Fprintln(w, cut("runs as:    "+runsAs(h, runAsRoot)))
+	held, missing, waived := tally(as)
+	fmt.Fprintf(w, "guarantees: %d held, %d missing, %d waived\n", held, missing, waived)
+	for _, a := range as {
+		switch {
+		case a.Missing != "":
+			fmt.Fprintln(w, cut(fmt.Sprintf("  %-24s MISSING: needs %s", a.Name, a.Missing)))
+		case a.Waived:
+			fmt.Fprintf(w, "  %-24s waived\n", a.Name)
+		default:
+			fmt.Fprintln(w, cut(fmt.Sprintf("  %-24s %s", a.Name, a.Mechanism)))
+		}
+	}
+	var others []string
+	for _, b := range per {
+		if sel.Provider != nil && b.Name == sel.Provider.Name() {
+			continue
+		}
+		n, _, _ := tally(b.Guarantees)
+		others = append(others, fmt.Sprintf("%s holds %d of %d", b.Name, n, len(b.Guarantees)))
+	}
+	if len(others) > 0 {
+		fmt.Fprintln(w, cut("--backend:  "+strings.Join(others, "; ")))
+	}
+	fmt.Fprintln(w, "more:       confine check --verbose (every mechanism, host fact and backend), --json (the data)")
+}
+
+// tally counts decisions held, missing and waived.
+func tally(ds []ledger.Decision) (held, missing, waived int) {
+	for _, d := range ds {
+		switch {
+		case d.Missing != "":
+			missing++
+		case d.Waived:
+			waived++
+		default:
+			held++
+		}
+	}
+	return held, missing, waived
+}
+
+// cut shortens a line to summaryWidth runes, marking the cut.
+func cut(s string) string {
+	r := []rune(s)
+	if len(r) <= summaryWidth {
+		return s
+	}
+	return string(r[:summaryWidth-1]) + "…"
 }
 
 func printDecisions(w io.Writer, ds []ledger.Decision) {

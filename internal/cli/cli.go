@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/confine-sandbox/confine"
 	"github.com/confine-sandbox/confine/internal/eventlog"
@@ -56,6 +57,12 @@ type causedExit struct {
 
 func (e *causedExit) Unwrap() error { return e.exitError }
 
+// confineFailed is err as confine's own failure (ExitConfine), its message
+// printed as it is.
+func confineFailed(err error) error {
+	return &exitError{ExitConfine, err.Error()}
+}
+
 func refused(code int, err error) error {
 	return &causedExit{&exitError{code, err.Error()}, err}
 }
@@ -88,27 +95,21 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		Short:         "Run one untrusted command confined by Landlock, seccomp and rlimits",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       versionString(),
 	}
+	root.SetVersionTemplate("confine {{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return &exitError{ExitConfine, err.Error()}
+		return confineFailed(err)
 	})
 	root.AddCommand(newRun(stdout, stderr), newCheck(stdout), newVersion(stdout), newCap(stdout), newInspect(stdout), newSelftest(stdout, stderr), newMan(stdout), newApprove(stdout, stderr), newServe(stderr))
 	addTier1(root, stdout, stderr)
 	return root
 }
 
-// JSONAPI is the revision of the machine-readable interface: `run
-// --json`'s result and refusal objects, `check --json` and `version
-// --json`. A client (python/) refuses a binary older than the revision it
-// was written for. Raise it when a client could depend on the change.
-//
-//  1. run --json prints {"error": {...}} on a refusal; event_log_skipped.
-//  2. persistence in run results; confine fs and confine git (Tier 1),
-//     whose refusals are the same {"error": {...}} object.
-//  3. run --die-with-parent (the Python client passes it on every run).
-const JSONAPI = 3
+// JSONAPI is the revision of the machine-readable interface (spec.JSONAPI).
+const JSONAPI = spec.JSONAPI
 
 func newVersion(stdout io.Writer) *cobra.Command {
 	var asJSON bool
@@ -117,10 +118,7 @@ func newVersion(stdout io.Writer) *cobra.Command {
 		Short: "Print confine's version",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			v := "(devel)"
-			if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-				v = bi.Main.Version
-			}
+			v := versionString()
 			backends := backendNames()
 			if asJSON {
 				return writeJSON(stdout, struct {
@@ -137,6 +135,53 @@ func newVersion(stdout io.Writer) *cobra.Command {
 	return cmd
 }
 
+// Version, when set at link time (-ldflags "-X
+// github.com/confine-sandbox/confine/internal/cli.Version=v1.2.3"), is
+// confine's version; otherwise versionString takes it from the build info.
+var Version string
+
+// versionString is confine's version, never empty: the link-time Version,
+// else the module version of a `go install ...@version`, else the VCS
+// revision the build was stamped with (devel+REVISION, -dirty when the
+// tree had changes), else "devel" (a build without VCS stamping).
+func versionString() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		bi = nil
+	}
+	return versionFrom(Version, bi)
+}
+
+func versionFrom(linked string, bi *debug.BuildInfo) string {
+	if linked != "" {
+		return linked
+	}
+	if bi == nil {
+		return "devel"
+	}
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	var rev, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "-dirty"
+			}
+		}
+	}
+	if rev == "" {
+		return "devel"
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	return "devel+" + rev + dirty
+}
+
 type runOpts struct {
 	workdir, profile string
 	eventLog         string
@@ -148,7 +193,11 @@ type runOpts struct {
 	limits           spec.Limits
 	liveLimitSet     bool
 	json             bool
-	verbose          bool
+	// resultFD (--result-fd): the result object goes to this descriptor,
+	// resultOut, while the output streams live.
+	resultFD  int
+	resultOut io.Writer
+	verbose   bool
 	// dieWithParent ends the run when confine's parent process exits.
 	dieWithParent bool
 	// server is the socket of the confine server that runs the command
@@ -188,9 +237,16 @@ is gone when confine returns. Its environment is built from scratch.`,
 			if !cmd.Flags().Changed("server") {
 				o.server = os.Getenv(ServerEnv)
 			}
+			if cmd.Flags().Changed("result-fd") {
+				f, err := o.openResultFD()
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+			}
 			err = o.run(cmd.Context(), args, stdout, stderr)
 			if o.json {
-				printRefusal(stdout, err)
+				printRefusal(o.jsonOut(stdout), err)
 			}
 			return err
 		},
@@ -211,17 +267,61 @@ is gone when confine returns. Its environment is built from scratch.`,
 	f.Var(durFlag{&o.limits.CPUTime}, "cpu-time", "CPU time limit per process (default 10m)")
 	f.Var(durFlag{&o.limits.KillGrace}, "kill-grace", "time between SIGTERM and SIGKILL when the run is ended (default 2s)")
 	f.Var(sizeFlag{&o.limits.OutputBytes}, "output-limit", "bytes kept per output stream, head and tail (default 1MiB; also bounds live output when given)")
-	f.Var(sizeFlag{&o.limits.MemoryBytes}, "memory", "memory bound for the whole run (default: half of RAM, at most the caller's cgroup limit)")
+	f.Var(sizeFlag{&o.limits.MemoryBytes}, "memory", "memory bound for the whole tree: a memory cgroup of the run where one can be made, else the launcher's memory watch, and RLIMIT_DATA per process; the result's memory_bound says which (default: half of RAM, at most the caller's cgroup limit)")
 	f.Var(sizeFlag{&o.limits.FileSizeBytes}, "max-file-size", "largest file the command may write (default 8GiB)")
 	f.Int64Var(&procs, "max-procs", 0, "process limit (default 1024)")
 	f.Var(sizeFlag{&o.limits.OpenFiles}, "max-open-files", "open file limit (default 4096)")
 	f.BoolVar(&o.json, "json", false, "capture output and print the result as one JSON object (a refusal as {\"error\": {...}})")
 	f.BoolVar(&o.dieWithParent, "die-with-parent", false, "end the run (exit 129) when the process that started confine exits, even by SIGKILL")
+	f.IntVar(&o.resultFD, "result-fd", 0, "stream output live and write the result (or refusal) object of --json to this open descriptor (3 or above)")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "say on stderr what the result records besides the outcome: PATH components left out, a skipped event log")
 	f.StringVar(&o.backend, "backend", "auto", "confinement backend: auto, namespaces (landlock+namespaces), core (landlock+seccomp), bwrap (bubblewrap; never chosen by auto)")
 	addServerFlag(f, o)
+	completeRunFlags(cmd)
 	f.StringVar(&o.eventLog, "event-log", "", "JSON-lines event log (default $CONFINE_EVENT_LOG, else $XDG_STATE_HOME/confine/events.jsonl; \"off\" disables)")
 	return cmd
+}
+
+// backendValues are --backend's values, for completion.
+var backendValues = []string{"auto", "namespaces", "core", "bwrap"}
+
+// completeRunFlags gives shell completion the values of --profile (the
+// built-in names, or a TOML file) and --backend.
+func completeRunFlags(cmd *cobra.Command) {
+	_ = cmd.RegisterFlagCompletionFunc("profile", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return policy.Names(), cobra.ShellCompDirectiveDefault
+	})
+	_ = cmd.RegisterFlagCompletionFunc("backend", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return backendValues, cobra.ShellCompDirectiveNoFileComp
+	})
+}
+
+// openResultFD takes --result-fd's descriptor as the result's writer,
+// with --json's objects and live output.
+func (o *runOpts) openResultFD() (*os.File, error) {
+	if o.resultFD < 3 {
+		return nil, &exitError{ExitConfine, fmt.Sprintf("--result-fd %d: want an open descriptor of 3 or above (0 to 2 are the command's)", o.resultFD)}
+	}
+	if o.server != "" {
+		return nil, &exitError{ExitConfine, "--result-fd is not available with --server; use --json"}
+	}
+	if _, err := unix.FcntlInt(uintptr(o.resultFD), unix.F_GETFD, 0); err != nil {
+		return nil, &exitError{ExitConfine, fmt.Sprintf("--result-fd %d: %v", o.resultFD, err)}
+	}
+	// Not inherited by anything confine starts.
+	unix.CloseOnExec(o.resultFD)
+	f := os.NewFile(uintptr(o.resultFD), "result")
+	o.json, o.resultOut = true, f
+	return f, nil
+}
+
+// jsonOut is where --json's objects go: --result-fd's descriptor, else
+// stdout.
+func (o *runOpts) jsonOut(stdout io.Writer) io.Writer {
+	if o.resultOut != nil {
+		return o.resultOut
+	}
+	return stdout
 }
 
 func (o *runOpts) run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -232,11 +332,15 @@ func (o *runOpts) run(ctx context.Context, args []string, stdout, stderr io.Writ
 	defer stop()
 	if o.dieWithParent {
 		var unwatch func()
+		var how string
 		var err error
-		if ctx, unwatch, err = watchParent(ctx); err != nil {
-			return &exitError{ExitConfine, err.Error()}
+		if ctx, unwatch, how, err = watchParent(ctx); err != nil {
+			return confineFailed(err)
 		}
 		defer unwatch()
+		if o.verbose {
+			fmt.Fprintf(stderr, "confine: --die-with-parent: %s\n", how)
+		}
 	}
 
 	p, err := o.prepare(args, stderr)
@@ -350,7 +454,7 @@ func (o *runOpts) execute(ctx context.Context, p *prepared, stdin io.Reader, std
 	l := &confine.Launcher{Stdin: stdin, EventLog: p.logPath, Backend: o.backend, DetachCleanup: true, CallerEnv: callerEnv,
 		// A silent audit gap is worse than noise.
 		EventLogError: func(err error) { fmt.Fprintf(stderr, "confine: %v\n", err) }}
-	if !o.json {
+	if !o.json || o.resultOut != nil {
 		l.LiveStdout, l.LiveStderr = stdout, stderr
 		if o.liveLimitSet {
 			l.LiveLimit = o.limits.OutputBytes
@@ -391,12 +495,12 @@ func (o *runOpts) finish(res spec.CommandResult, err error, logSkipped string, s
 	if err != nil {
 		ee := runError(res, err)
 		if o.json && errors.Is(err, context.Canceled) && res.Cancelled {
-			printJSON(stdout, res)
+			printJSON(o.jsonOut(stdout), res)
 		}
 		return ee
 	}
 	if o.json {
-		printJSON(stdout, res)
+		printJSON(o.jsonOut(stdout), res)
 	} else {
 		reportDenials(stderr, res.Denials)
 		for _, c := range res.Persistence {
@@ -448,7 +552,11 @@ func reportDenials(w io.Writer, ds []spec.Denial) {
 			fmt.Fprintf(w, "confine: ... and %d more denials (see --json)\n", len(ds)-show)
 			break
 		}
-		fmt.Fprintf(w, "confine: denied %s %s: %s (%s)\n", d.Syscall, d.Path, d.Reason, d.Errno)
+		line := fmt.Sprintf("confine: denied %s %s: %s (%s)", d.Syscall, d.Path, d.Reason, d.Errno)
+		if d.Hint != "" {
+			line += "; to allow it: " + d.Hint
+		}
+		fmt.Fprintln(w, line)
 	}
 }
 
@@ -585,15 +693,15 @@ func newCap(stdout io.Writer) *cobra.Command {
 			if path == "" {
 				var err error
 				if path, err = DefaultKeyPath(); err != nil {
-					return &exitError{ExitConfine, err.Error()}
+					return confineFailed(err)
 				}
 			}
 			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-				return &exitError{ExitConfine, err.Error()}
+				return confineFailed(err)
 			}
 			key := make([]byte, policy.MinKeySize)
 			if _, err := rand.Read(key); err != nil {
-				return &exitError{ExitConfine, err.Error()}
+				return confineFailed(err)
 			}
 			f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 			if err != nil {
@@ -601,10 +709,10 @@ func newCap(stdout io.Writer) *cobra.Command {
 			}
 			if _, err := fmt.Fprintf(f, "%x\n", key); err != nil {
 				f.Close()
-				return &exitError{ExitConfine, err.Error()}
+				return confineFailed(err)
 			}
 			if err := f.Close(); err != nil {
-				return &exitError{ExitConfine, err.Error()}
+				return confineFailed(err)
 			}
 			fmt.Fprintln(stdout, path)
 			return nil
@@ -619,24 +727,24 @@ func newCap(stdout io.Writer) *cobra.Command {
 		RunE: func(*cobra.Command, []string) error {
 			eng, err := engineFromKey(keyPath)
 			if err != nil {
-				return &exitError{ExitConfine, err.Error()}
+				return confineFailed(err)
 			}
 			prof, err := policy.ResolveProfile(profile)
 			if err != nil {
-				return &exitError{ExitConfine, err.Error()}
+				return confineFailed(err)
 			}
 			if prof.Source != "" {
 				if err := eng.Register(prof); err != nil {
-					return &exitError{ExitConfine, err.Error()}
+					return confineFailed(err)
 				}
 			}
 			cp, err := eng.Mint(prof.Name, scope, ttl)
 			if err != nil {
-				return &exitError{ExitConfine, err.Error()}
+				return confineFailed(err)
 			}
 			tok, err := eng.Token(cp)
 			if err != nil {
-				return &exitError{ExitConfine, err.Error()}
+				return confineFailed(err)
 			}
 			fmt.Fprintln(stdout, tok)
 			return nil
@@ -817,7 +925,8 @@ var refusalKinds = []struct {
 // also carries, and the guarantees the message names (for "unavailable":
 // those this host cannot enforce).
 type refusalJSON struct {
-	Error serve.Refusal `json:"error"`
+	JSONAPI int           `json:"json_api"`
+	Error   serve.Refusal `json:"error"`
 }
 
 // printRefusal writes err's refusal object when err is confine's own
@@ -827,10 +936,33 @@ func printRefusal(w io.Writer, err error) {
 	if !errors.As(err, &ee) || ee.msg == "" || (ee.code != ExitConfine && ee.code != ExitNotFound && ee.code != ExitNotExecutable) {
 		return
 	}
-	var r refusalJSON
+	r := refusalJSON{JSONAPI: JSONAPI}
 	r.Error = refusalObject(err, ee.code, ee.msg)
 	b, _ := json.Marshal(r)
 	_, _ = w.Write(append(b, '\n'))
+}
+
+// serverError is a run's failure as the server reported it: its message,
+// and the sentinel of its kind, so that errors.Is sees what it would have
+// seen in a direct run.
+type serverError struct {
+	kind, msg string
+	// denials are the refusal's, with the grant that would allow it.
+	denials []spec.Denial
+}
+
+func (e *serverError) Error() string { return e.msg }
+
+func (e *serverError) Unwrap() error {
+	if e.kind == "cancelled" {
+		return context.Canceled
+	}
+	for _, k := range refusalKinds {
+		if k.kind == e.kind {
+			return k.err
+		}
+	}
+	return nil
 }
 
 // refusalObject is the inside of err's refusal object.
@@ -844,6 +976,15 @@ func refusalObject(err error, code int, msg string) serve.Refusal {
 		}
 	}
 	r.Guarantees = namedGuarantees(msg)
+	var h *spec.Hinted
+	var se *serverError
+	switch {
+	case errors.As(err, &ce) && errors.As(ce.cause, &h):
+		r.Denials = []spec.Denial{h.Denial}
+	case errors.As(err, &ce) && errors.As(ce.cause, &se):
+		// Through a server: the refusal's denials as it sent them.
+		r.Denials = se.denials
+	}
 	return r
 }
 

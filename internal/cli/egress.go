@@ -23,9 +23,12 @@ func reportEgress(w io.Writer, cs []spec.Connection) {
 			break
 		}
 		n++
-		fmt.Fprintf(w, "confine: network: refused %s %s:%d: %s\n", c.Protocol, c.Domain, c.Port, c.Reason)
-		if c.ApprovalRequest != "" {
-			fmt.Fprintf(w, "confine: network: to allow it: confine approve %s (then run with --approval TOKEN), or add %q to the profile's [allowlist] hosts\n", c.ApprovalRequest, fmt.Sprintf("%s:%d", c.Domain, c.Port))
+		// One line: what was refused, and the fix for the rule that
+		// refused it (the proxy's hint).
+		line := fmt.Sprintf("confine: network: refused %s %s:%d: %s", c.Protocol, c.Domain, c.Port, c.Reason)
+		if c.Hint != "" {
+			line += "; to allow it: " + c.Hint
 		}
+		fmt.Fprintln(w, line)
 	}
 }

@@ -13,7 +13,7 @@ import (
 // manSections follow the commands on the manual page; the commands
 // themselves come from the cobra definitions `confine help` prints.
 var manSections = []manpage.Section{
-	{Heading: "Exit status", Text: `The command's own status; 128+N when it died of signal N; 124 on timeout; 125 when confine itself fails or refuses (bad flag, profile or environment, unusable work directory, refused capability, a guarantee this host cannot enforce, no acceptable backend, an explicitly configured event log that cannot be written); 126 when PROGRAM cannot be executed; 127 when it is not found.
+	{Heading: "Exit status", Text: `The command's own status; 128+N when it died of signal N; 124 on timeout; 129 when --die-with-parent ended the run (the process that started confine exited); 125 when confine itself fails or refuses (bad flag, profile or environment, unusable work directory, refused capability, a guarantee this host cannot enforce, no acceptable backend, an explicitly configured event log that cannot be written); 126 when PROGRAM cannot be executed; 127 when it is not found.
 
 With run --json, stdout is one JSON object: the result, or, when confine refused or failed before the command ran, {"error": {"kind", "message", "exit_status", "guarantees"}}, kind being one of unavailable, capability, invalid_spec, not_found, not_executable, launch or usage.`},
 	{Heading: "Environment", Items: []manpage.Item{

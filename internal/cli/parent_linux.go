@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"golang.org/x/sys/unix"
@@ -12,9 +13,14 @@ import (
 type pidfdWaiter struct{ pidfd, stopfd int }
 
 // parentWaiter opens a pidfd of ppid, the caller's parent: a pidfd names
-// that process for good, even once its number is reused.
-func parentWaiter(ppid int) (*pidfdWaiter, error) {
+// that process for good, even once its number is reused. Where a seccomp
+// profile refuses pidfd_open (EPERM, or ENOSYS: Docker's before 20.10,
+// which predate it), it polls the parent instead, as on macOS.
+func parentWaiter(ppid int) (parentWatch, error) {
 	pfd, err := unix.PidfdOpen(ppid, 0)
+	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
+		return newPollWaiter(ppid, fmt.Sprintf("pidfd_open refused: %v", err)), nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("pidfd_open(%d): %w", ppid, err)
 	}
@@ -25,6 +31,8 @@ func parentWaiter(ppid int) (*pidfdWaiter, error) {
 	}
 	return &pidfdWaiter{pidfd: pfd, stopfd: efd}, nil
 }
+
+func (w *pidfdWaiter) String() string { return "through a pidfd" }
 
 // wait blocks until the process exits (true) or stop is called (false).
 func (w *pidfdWaiter) wait() bool {

@@ -14,23 +14,44 @@ import (
 
 // TestDieWithParent: the caller of `confine run` is killed with SIGKILL
 // (so it cannot end its run); with --die-with-parent nothing of the run
-// is left, and the control shows that without it the run goes on.
+// is left, and the control shows that without it the run goes on. Under
+// a seccomp filter that refuses pidfd_open of the parent (as Docker's
+// profiles before 20.10 refuse every pidfd_open) the parent is polled
+// instead, with the same outcome.
 func TestDieWithParent(t *testing.T) {
 	for _, u := range testutil.Users(t) {
-		for _, die := range []bool{true, false} {
-			name := u.Name + "/control"
-			if die {
-				name = u.Name + "/die-with-parent"
-			}
-			t.Run(name, func(t *testing.T) {
+		for _, c := range []struct {
+			name         string
+			die, nopidfd bool
+		}{{"die-with-parent", true, false}, {"die-with-parent-no-pidfd_open", true, true}, {"control", false, false}} {
+			die := c.die
+			t.Run(u.Name+"/"+c.name, func(t *testing.T) {
 				wd := testutil.Workdir(t, u.UID)
 				tok := testutil.NewToken()
 				args := []string{"run"}
+				var env []string
 				if die {
-					args = append(args, "--die-with-parent")
+					args = append(args, "--die-with-parent", "-v")
+				}
+				if c.nopidfd {
+					env = []string{testutil.RefusePidfdOpenEnv + "=1"}
 				}
 				args = append(args, "--env", testutil.TokenEnv+"="+tok, "--", "sh", "-c", "echo ready > ready; sleep 300")
-				cmd := testutil.CLI{Bin: testutil.SelfBinary(t), UID: u.UID, Dir: wd, Args: args}.Command()
+				cli := testutil.CLI{Bin: testutil.SelfBinary(t), UID: u.UID, Dir: wd, Args: args, Env: env}
+				if die {
+					// How the parent is watched: the filter is in force and
+					// the fallback taken, or a pidfd without it.
+					want := "through a pidfd"
+					if c.nopidfd {
+						want = "by polling getppid() every 100ms (pidfd_open refused: operation not permitted)"
+					}
+					quick := cli
+					quick.Args = []string{"run", "--die-with-parent", "-v", "--", "true"}
+					if r := quick.Run(t); r.Code != 0 || !strings.Contains(r.Stderr, want) {
+						t.Fatalf("run --die-with-parent -v -- true: exit %d, stderr %q; want 0 and %q", r.Code, r.Stderr, want)
+					}
+				}
+				cmd := cli.Command()
 				// The caller: a shell that starts confine in the background
 				// and then only waits, as an agent would.
 				cmd.Args = append([]string{"sh", "-c", `"$0" "$@" & echo $! > confine.pid; exec sleep 300`}, cmd.Args...)

@@ -32,7 +32,7 @@ func TestPersistenceReported(t *testing.T) {
 				t.Fatalf("git init: %d %s", r.Code, r.Stderr)
 			}
 			// Top-level entries exist beforehand: under the core the guard
-			// fixes them (README, "Persistence guard").
+			// fixes them (docs/tier1.md, "Persistence guard").
 			for _, d := range []string{"bin", "src", "lib", ".vscode"} {
 				mkdirOwned(t, filepath.Join(wd, d), u.UID)
 			}

@@ -127,7 +127,7 @@ func (o *runOpts) viaServer(ctx context.Context, p *prepared, stdout, stderr io.
 		res = *resp.Result
 	}
 	if resp.Error != nil {
-		return res, &serverError{kind: resp.Error.Kind, msg: resp.Error.Message}
+		return res, &serverError{kind: resp.Error.Kind, msg: resp.Error.Message, denials: resp.Error.Denials}
 	}
 	if !req.Live && !o.json {
 		// No live stream reached stdout: print what was captured.
@@ -135,25 +135,6 @@ func (o *runOpts) viaServer(ctx context.Context, p *prepared, stdout, stderr io.
 		_, _ = stderr.Write([]byte(res.Stderr.Text()))
 	}
 	return res, nil
-}
-
-// serverError is a run's failure as the server reported it: its message,
-// and the sentinel of its kind, so that errors.Is sees what it would have
-// seen in a direct run.
-type serverError struct{ kind, msg string }
-
-func (e *serverError) Error() string { return e.msg }
-
-func (e *serverError) Unwrap() error {
-	if e.kind == "cancelled" {
-		return context.Canceled
-	}
-	for _, k := range refusalKinds {
-		if k.kind == e.kind {
-			return k.err
-		}
-	}
-	return nil
 }
 
 // serverRefusal is err as the server reports it (the {"error": {...}} object
@@ -330,11 +311,11 @@ flight.`,
 				Log: slog.New(slog.NewTextHandler(stderr, nil))}
 			ln, err := s.Listen()
 			if err != nil {
-				return &exitError{ExitConfine, err.Error()}
+				return confineFailed(err)
 			}
 			fmt.Fprintf(stderr, "confine: serving uid %d at %s\n", os.Geteuid(), s.Socket)
 			if err := s.Serve(ctx, ln); err != nil {
-				return &exitError{ExitConfine, err.Error()}
+				return confineFailed(err)
 			}
 			return nil
 		},

@@ -21,6 +21,7 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -178,6 +179,9 @@ type session struct {
 	addr netip.AddrPort
 	// stops undo the context.AfterFunc registrations of the session.
 	stops []func() bool
+	// approvable: the refusal is the allowlist's, which an approval
+	// lifts (the special-address rule is not).
+	approvable bool
 }
 
 func (p *Proxy) handle(ctx context.Context, c net.Conn) {
@@ -222,6 +226,9 @@ func (s *session) deny(reason string) {
 	s.rec.Reason = reason
 	if s.rec.Domain != "" && s.rec.ApprovalRequest == "" {
 		s.rec.ApprovalRequest = newRequestID()
+		if s.approvable && s.rec.Hint != "" {
+			s.rec.Hint = "confine approve " + s.rec.ApprovalRequest + " (then run with --approval TOKEN), or " + s.rec.Hint
+		}
 	}
 	s.rec.Duration = time.Since(s.rec.Start)
 	s.p.record(s.rec)
@@ -261,10 +268,12 @@ func (s *session) decide(ctx context.Context, host string, port int) (netip.Addr
 		s.rec.ApprovalID = g.ID
 		s.rec.Reason = "approval " + g.ID + " (" + g.Host + ":" + strconv.Itoa(g.Port) + ", until " + g.Expires.Format(time.RFC3339) + ")"
 	} else {
+		s.rec.Hint, s.approvable = hostsHint(h, port), true
 		return netip.AddrPort{}, fmt.Errorf("%w: %s:%d is not in the profile's allowlist", ErrDenied, h, port)
 	}
 	if ip, err := netip.ParseAddr(h); err == nil {
 		if why := special(ip); why != "" && !s.p.cfg.Allow.Names(ip) {
+			s.rec.Hint = specialHint([]netip.Addr{ip})
 			return netip.AddrPort{}, fmt.Errorf("%w: %s is %s and the profile does not name it", ErrDenied, ip, why)
 		}
 		return netip.AddrPortFrom(ip.Unmap(), uint16(port)), nil
@@ -276,10 +285,12 @@ func (s *session) decide(ctx context.Context, host string, port int) (netip.Addr
 		}
 	}
 	var refused []string
+	var refusedIPs []netip.Addr
 	for _, ip := range ips {
 		ip = ip.Unmap()
 		if why := special(ip); why != "" && !s.p.cfg.Allow.Names(ip) {
 			refused = append(refused, ip.String()+" ("+why+")")
+			refusedIPs = append(refusedIPs, ip)
 			continue
 		}
 		return netip.AddrPortFrom(ip, uint16(port)), nil
@@ -287,7 +298,25 @@ func (s *session) decide(ctx context.Context, host string, port int) (netip.Addr
 	if len(refused) == 0 {
 		return netip.AddrPort{}, fmt.Errorf("%w: %s has no address", ErrDenied, h)
 	}
+	// Allowed by name, refused by address: only special_addresses (never
+	// an approval) lets it through.
+	s.rec.Hint = specialHint(refusedIPs)
 	return netip.AddrPort{}, fmt.Errorf("%w: %s resolves only to special addresses the profile does not name: %v", ErrDenied, h, refused)
+}
+
+// hostsHint is the fix for a host the allowlist does not name.
+func hostsHint(host string, port int) string {
+	return fmt.Sprintf("add %q to the profile's [allowlist] hosts", net.JoinHostPort(host, strconv.Itoa(port)))
+}
+
+// specialHint is the fix for allowed names whose addresses are special:
+// the profile's special_addresses must name them (one address each).
+func specialHint(ips []netip.Addr) string {
+	q := make([]string, len(ips))
+	for i, ip := range ips {
+		q[i] = strconv.Quote(netip.PrefixFrom(ip, ip.BitLen()).String())
+	}
+	return "add special_addresses = [" + strings.Join(q, ", ") + "] to the profile's [allowlist] (an approval does not lift the special-address rule)"
 }
 
 // grant finds an unexpired approval for host:port.

@@ -251,22 +251,23 @@ func TestProxyVerdicts(t *testing.T) {
 		verdict  string
 		reason   string
 		proto    string
+		hint     string // what the record's Hint must hold ("" for none)
 	}{
-		{"CONNECT allowed", "http", f.url("https", "allowed.test"), "hello from allowed.test", spec.VerdictAllowed, `allowlist entry "allowed.test:`, ProtoConnect},
-		{"CONNECT denied", "http", f.url("https", "denied.test"), "", spec.VerdictDenied, "not in the profile's allowlist", ProtoConnect},
-		{"plain allowed", "http", f.url("http", "allowed.test"), "plain hello from allowed.test:", spec.VerdictAllowed, "allowlist entry", ProtoHTTP},
-		{"plain denied", "http", f.url("http", "denied.test"), "", spec.VerdictDenied, "not in the profile's allowlist", ProtoHTTP},
-		{"SOCKS allowed", "socks5", f.url("https", "allowed.test"), "hello from allowed.test", spec.VerdictAllowed, "allowlist entry", ProtoSOCKS5},
-		{"SOCKS denied", "socks5", f.url("https", "denied.test"), "", spec.VerdictDenied, "not in the profile's allowlist", ProtoSOCKS5},
-		{"metadata name", "http", f.url("https", "metadata.test"), "", spec.VerdictDenied, "169.254.169.254 (link-local (cloud metadata", ProtoConnect},
-		{"metadata literal", "http", "https://169.254.169.254/", "", spec.VerdictDenied, "not in the profile's allowlist", ProtoConnect},
-		{"mapped metadata", "http", f.url("https", "rebinding.test"), "", spec.VerdictDenied, "169.254.169.254", ProtoConnect},
-		{"private", "http", f.url("https", "private.test"), "", spec.VerdictDenied, "10.0.0.1 (private)", ProtoConnect},
-		{"loopback not named", "socks5", f.url("https", "unnamed.test"), "", spec.VerdictDenied, "127.0.0.2 (loopback)", ProtoSOCKS5},
-		{"IP literal named", "http", f.url("http", "127.0.0.1"), "plain hello from 127.0.0.1:", spec.VerdictAllowed, `"127.0.0.1:`, ProtoHTTP},
-		{"IP literal other port", "http", f.url("https", "127.0.0.1"), "", spec.VerdictDenied, "not in the profile's allowlist", ProtoConnect},
-		{"IPv6 literal", "http", f.url("https", "::1"), "", spec.VerdictDenied, "::1", ProtoConnect},
-		{"SOCKS IPv6 literal", "socks5", f.url("https", "::1"), "", spec.VerdictDenied, "not in the profile's allowlist", ProtoSOCKS5},
+		{"CONNECT allowed", "http", f.url("https", "allowed.test"), "hello from allowed.test", spec.VerdictAllowed, `allowlist entry "allowed.test:`, ProtoConnect, ""},
+		{"CONNECT denied", "http", f.url("https", "denied.test"), "", spec.VerdictDenied, "not in the profile's allowlist", ProtoConnect, `add "denied.test:`},
+		{"plain allowed", "http", f.url("http", "allowed.test"), "plain hello from allowed.test:", spec.VerdictAllowed, "allowlist entry", ProtoHTTP, ""},
+		{"plain denied", "http", f.url("http", "denied.test"), "", spec.VerdictDenied, "not in the profile's allowlist", ProtoHTTP, `add "denied.test:`},
+		{"SOCKS allowed", "socks5", f.url("https", "allowed.test"), "hello from allowed.test", spec.VerdictAllowed, "allowlist entry", ProtoSOCKS5, ""},
+		{"SOCKS denied", "socks5", f.url("https", "denied.test"), "", spec.VerdictDenied, "not in the profile's allowlist", ProtoSOCKS5, `add "denied.test:`},
+		{"metadata name", "http", f.url("https", "metadata.test"), "", spec.VerdictDenied, "169.254.169.254 (link-local (cloud metadata", ProtoConnect, `special_addresses = ["169.254.169.254/32"]`},
+		{"metadata literal", "http", "https://169.254.169.254/", "", spec.VerdictDenied, "not in the profile's allowlist", ProtoConnect, `add "169.254.169.254:443" to the profile's [allowlist] hosts`},
+		{"mapped metadata", "http", f.url("https", "rebinding.test"), "", spec.VerdictDenied, "169.254.169.254", ProtoConnect, `special_addresses = ["169.254.169.254/32"]`},
+		{"private", "http", f.url("https", "private.test"), "", spec.VerdictDenied, "10.0.0.1 (private)", ProtoConnect, `special_addresses = ["10.0.0.1/32", "fd00::1/128"]`},
+		{"loopback not named", "socks5", f.url("https", "unnamed.test"), "", spec.VerdictDenied, "127.0.0.2 (loopback)", ProtoSOCKS5, `special_addresses = ["127.0.0.2/32"]`},
+		{"IP literal named", "http", f.url("http", "127.0.0.1"), "plain hello from 127.0.0.1:", spec.VerdictAllowed, `"127.0.0.1:`, ProtoHTTP, ""},
+		{"IP literal other port", "http", f.url("https", "127.0.0.1"), "", spec.VerdictDenied, "not in the profile's allowlist", ProtoConnect, `add "127.0.0.1:`},
+		{"IPv6 literal", "http", f.url("https", "::1"), "", spec.VerdictDenied, "::1", ProtoConnect, `add "[::1]:`},
+		{"SOCKS IPv6 literal", "socks5", f.url("https", "::1"), "", spec.VerdictDenied, "not in the profile's allowlist", ProtoSOCKS5, `add "[::1]:`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -282,6 +283,11 @@ func TestProxyVerdicts(t *testing.T) {
 			r := f.record()
 			if r.Verdict != tt.verdict || !strings.Contains(r.Reason, tt.reason) || r.Protocol != tt.proto {
 				t.Fatalf("record %+v; want verdict %s, reason containing %q, protocol %s", r, tt.verdict, tt.reason, tt.proto)
+			}
+			// The hint names the rule that refused: hosts, or
+			// special_addresses for an allowed name at a special address.
+			if (tt.hint == "") != (r.Hint == "") || !strings.Contains(r.Hint, tt.hint) {
+				t.Fatalf("record hint %q; want one containing %q", r.Hint, tt.hint)
 			}
 			if r.RunID != "run1" || r.TaskID != "task1" || r.JobID != "job1" || r.PID != 4242 || r.Port == 0 || r.Domain == "" {
 				t.Fatalf("record lacks ids: %+v", r)

@@ -7,7 +7,7 @@ import (
 )
 
 // "{foreign}" says each architecture's own foreign ABIs: arm64's results
-// never claim amd64's x32 or i386, and the README's table names both.
+// never claim amd64's x32 or i386, and docs/guarantees.md's table names both.
 func TestForeignText(t *testing.T) {
 	for _, c := range []struct {
 		goarch    string

@@ -7,7 +7,7 @@ import (
 	"github.com/confine-sandbox/confine/internal/landlock"
 )
 
-// Markdown renders the ledger as the README's guarantee table: for each
+// Markdown renders the ledger as docs/guarantees.md's guarantee table: for each
 // guarantee, what each layer contributes and what it needs, and the
 // escape rows that attack it.
 func Markdown() string {

@@ -59,6 +59,18 @@ func checkEgress(e *Egress) error {
 	return nil
 }
 
+// NetworkDenied is the reason of an internet socket refused under
+// network = "deny-all".
+const NetworkDenied = "the profile denies the network (network = \"deny-all\")"
+
+// inetFamily names an internet address family, as a denial's target.
+func inetFamily(domain int32) string {
+	if domain == unix.AF_INET6 {
+		return "AF_INET6"
+	}
+	return "AF_INET"
+}
+
 // socket answers socket(2) for an internet TCP socket with a placeholder
 // (see Egress). Anything else the filter should not have sent is refused.
 func (t *task) socket() result {
@@ -67,6 +79,9 @@ func (t *task) socket() result {
 	eg := t.h.s.pol.egress
 	const flagMask = unix.SOCK_NONBLOCK | unix.SOCK_CLOEXEC
 	switch {
+	case eg == nil && (domain == unix.AF_INET || domain == unix.AF_INET6):
+		// network = "deny-all" (seccomp.Config.ReportInet).
+		return deny(unix.EAFNOSUPPORT, NetworkDenied, inetFamily(domain))
 	case eg == nil:
 		return deny(unix.EAFNOSUPPORT, "internet socket without an egress proxy", "")
 	case domain != unix.AF_INET && domain != unix.AF_INET6:

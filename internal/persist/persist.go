@@ -6,7 +6,7 @@
 // files. It reports; the persistence guard (no-git-persistence: Landlock
 // grants around .git under the core, a read-only bind with namespaces)
 // prevents writes to .git itself, and a waiver turns the guard off, which
-// leaves this report (see the README's "Persistence guard").
+// leaves this report (see docs/tier1.md, "Persistence guard").
 //
 // A snapshot is one lstat per watched path (and a directory read for
 // .git/hooks and for the work tree's top level, whose directories may hold

@@ -47,6 +47,9 @@ type Seccomp struct {
 	// NotifyInet (network = "allowlist") sends TCP socket creation to the
 	// supervisor, which connects only to Plan.EgressProxy.
 	NotifyInet bool `json:"notify_inet,omitempty"`
+	// ReportInet (network = "deny-all") sends internet socket creation
+	// to the supervisor, which refuses and records it.
+	ReportInet bool `json:"report_inet,omitempty"`
 	// NotifyProcTargets and NotifySignals keep the calls that name another
 	// process inside the run. They apply only where the run ends up without
 	// a PID namespace (the core, or a fall-back to it): in one, the kernel
@@ -77,7 +80,7 @@ func (s Seccomp) Effective(pidNS bool) Seccomp {
 // supervisor, which then needs the filter's listener.
 func (s Seccomp) Listener() bool {
 	return s.NotifyMetadata || s.NotifyConnect || s.NotifyProcTargets || s.NotifySignals ||
-		s.NotifyTruncate || s.NotifyRename || s.NotifyFork || s.NotifyInet || s.NotifyCreate
+		s.NotifyTruncate || s.NotifyRename || s.NotifyFork || s.NotifyInet || s.ReportInet || s.NotifyCreate
 }
 
 // Namespaces asks for the landlock+namespaces provider: the run's init is started
@@ -115,8 +118,44 @@ type Namespaces struct {
 	Bwrap string `json:"bwrap,omitempty"`
 }
 
+// Backend names the backend a plan is for. The provider that configures
+// the plan sets it (provider.Configure); the launcher, the supervisors and
+// the layers ask it, never the plan's shape.
+type Backend string
+
+// The backends, named as their providers are.
+const (
+	BackendCore       Backend = "landlock+seccomp"
+	BackendNamespaces Backend = "landlock+namespaces"
+	BackendBwrap      Backend = "bubblewrap"
+)
+
+// CheckBackend refuses a plan whose Backend is unknown or disagrees with
+// its Namespaces section: the core's plan has none, landlock+namespaces'
+// one without Bwrap, bubblewrap's one with it.
+func (p *Plan) CheckBackend() error {
+	var ok bool
+	switch p.Backend {
+	case BackendCore:
+		ok = p.Namespaces == nil
+	case BackendNamespaces:
+		ok = p.Namespaces != nil && p.Namespaces.Bwrap == ""
+	case BackendBwrap:
+		ok = p.Namespaces != nil && p.Namespaces.Bwrap != ""
+	default:
+		return fmt.Errorf("plan for unknown backend %q", p.Backend)
+	}
+	if !ok {
+		return fmt.Errorf("plan for backend %s has a namespaces section that backend does not use", p.Backend)
+	}
+	return nil
+}
+
 // Plan is one run's launch plan.
 type Plan struct {
+	// Backend is the backend the plan is for.
+	Backend Backend `json:"backend"`
+
 	Path string   `json:"path"`
 	Argv []string `json:"argv"`
 	Env  []string `json:"env"`
@@ -208,6 +247,9 @@ func Read(r io.Reader) (*Plan, error) {
 	}
 	p := new(Plan)
 	if err := json.Unmarshal(b, p); err != nil {
+		return nil, fmt.Errorf("decode plan: %w", err)
+	}
+	if err := p.CheckBackend(); err != nil {
 		return nil, fmt.Errorf("decode plan: %w", err)
 	}
 	return p, nil

@@ -35,6 +35,28 @@ func inetSocket(unixBlock func(a *assembler, cfg Config)) func(a *assembler, cfg
 	}
 }
 
+// reportInetSocket wraps the AF_UNIX socket block for Config.ReportInet
+// (network = "deny-all"): every socket of AF_INET or AF_INET6 goes to the
+// supervisor, which refuses it (EAFNOSUPPORT, as this filter does for
+// every other family) and records the denial, so that a run says it was
+// refused the network. Nothing is created either way.
+func reportInetSocket(unixBlock func(a *assembler, cfg Config)) func(a *assembler, cfg Config) {
+	return func(a *assembler, cfg Config) {
+		notify, other := a.ret(unix.SECCOMP_RET_USER_NOTIF), a.newLabel()
+		a.loadWord(argLow(0))
+		a.jumpIf(bpf.JumpEqual, afInet, notify, next)
+		a.jumpIf(bpf.JumpEqual, afInet6, notify, other)
+		a.mark(other)
+		unixBlock(a, cfg)
+	}
+}
+
+func reportInetSocketDoc(unixDoc []Rule) []Rule {
+	return append([]Rule{
+		{When: "domain is AF_INET or AF_INET6 (refused by the supervisor with EAFNOSUPPORT, and recorded)", Notify: true},
+	}, unixDoc...)
+}
+
 func inetSocketDoc(unixDoc []Rule) []Rule {
 	return append([]Rule{
 		{When: "domain is AF_INET or AF_INET6 and (type & 0xf) != SOCK_STREAM", Errno: unix.EACCES},

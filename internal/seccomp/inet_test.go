@@ -44,3 +44,38 @@ func TestNotifyInet(t *testing.T) {
 		}
 	}
 }
+
+// TestReportInet: under deny-all with ReportInet, every socket of both
+// internet families goes to the supervisor (which refuses it); every
+// other family and socketpair keep the filter's answers.
+func TestReportInet(t *testing.T) {
+	for _, arch := range arches {
+		for _, report := range []bool{false, true} {
+			v := newVM(t, Config{Arch: arch, ReportInet: report, NotifyConnect: true})
+			sock, pair := v.nr(t, "socket"), v.nr(t, "socketpair")
+			inet := uint32(eafnosupport)
+			if report {
+				inet = notif
+			}
+			for _, c := range []struct {
+				nr   uint32
+				args []uint64
+				want uint32
+			}{
+				{sock, []uint64{unix.AF_INET, unix.SOCK_STREAM, 0}, inet},
+				{sock, []uint64{unix.AF_INET6, unix.SOCK_DGRAM, unix.IPPROTO_UDP}, inet},
+				{sock, []uint64{unix.AF_INET | hi, unix.SOCK_RAW | hi, unix.IPPROTO_ICMP}, inet},
+				{sock, []uint64{unix.AF_NETLINK, unix.SOCK_RAW, 0}, eafnosupport},
+				{sock, []uint64{unix.AF_PACKET, unix.SOCK_RAW, 0}, eafnosupport},
+				{sock, []uint64{unix.AF_UNIX, unix.SOCK_STREAM, 0}, allow},
+				{sock, []uint64{unix.AF_UNIX, unix.SOCK_DGRAM, 0}, eacces},
+				{pair, []uint64{unix.AF_INET, unix.SOCK_STREAM, 0}, eafnosupport},
+				{pair, []uint64{unix.AF_UNIX, unix.SOCK_STREAM, 0}, allow},
+			} {
+				if got := v.run(t, c.nr, c.args...); got != c.want {
+					t.Errorf("%v report=%v nr %d(%#x) = %s, want %s", arch, report, c.nr, c.args, retName(got), retName(c.want))
+				}
+			}
+		}
+	}
+}

@@ -9,7 +9,7 @@ import "github.com/confine-sandbox/confine/internal/plan"
 // that no flag is dropped on the way.
 func FromPlan(arch Arch, s plan.Seccomp) Config {
 	return Config{Arch: arch, NotifyMetadata: s.NotifyMetadata, NotifyConnect: s.NotifyConnect,
-		AllowUnixDgram: s.AllowUnixDgram, NotifyInet: s.NotifyInet, NotifyProcTargets: s.NotifyProcTargets, NotifySignals: s.NotifySignals,
+		AllowUnixDgram: s.AllowUnixDgram, NotifyInet: s.NotifyInet, ReportInet: s.ReportInet, NotifyProcTargets: s.NotifyProcTargets, NotifySignals: s.NotifySignals,
 		NotifyTruncate: s.NotifyTruncate, NotifyRename: s.NotifyRename, NotifyFork: s.NotifyFork,
 		NotifyCreate: s.NotifyCreate}
 }

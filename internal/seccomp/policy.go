@@ -142,8 +142,11 @@ func argRules(cfg Config) []entry {
 	}
 
 	socketBlock, socketDoc := sock, sockDoc
-	if cfg.NotifyInet {
+	switch {
+	case cfg.NotifyInet:
 		socketBlock, socketDoc = inetSocket(sock), inetSocketDoc(sockDoc)
+	case cfg.ReportInet:
+		socketBlock, socketDoc = reportInetSocket(sock), reportInetSocketDoc(sockDoc)
 	}
 	return []entry{
 		{name: "socket", block: socketBlock, doc: socketDoc},

@@ -132,6 +132,13 @@ type Config struct {
 	// EPROTONOSUPPORT. Needs NotifyConnect and a listener.
 	NotifyInet bool
 
+	// ReportInet is network = "deny-all" with a listener: socket() for
+	// AF_INET and AF_INET6 (any type) returns SECCOMP_RET_USER_NOTIF, and
+	// the supervisor refuses it with EAFNOSUPPORT, the errno the filter
+	// gives every other family, recording the denial so that the run
+	// reports it with its fix. Ignored with NotifyInet.
+	ReportInet bool
+
 	// AllowUnixDgram permits AF_UNIX datagram sockets. When false,
 	// socket() and socketpair() with AF_UNIX fail with EACCES unless the
 	// type is SOCK_STREAM or SOCK_SEQPACKET: an unconnected datagram

@@ -101,6 +101,9 @@ type Refusal struct {
 	Message    string   `json:"message"`
 	ExitStatus int      `json:"exit_status"`
 	Guarantees []string `json:"guarantees,omitempty"`
+	// Denials holds what was refused with the grant that would allow it,
+	// when a grant would have (a program outside the sandbox's view).
+	Denials []spec.Denial `json:"denials,omitempty"`
 }
 
 // Response is the server's answer: the run's result whenever the library

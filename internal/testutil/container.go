@@ -52,11 +52,12 @@ func Mode() string {
 // every cgroup mount read-only (see ReadOnlyCgroupEnv), as Docker mounts
 // them, and so is any process whose environment asks for that alone.
 func WrapContainer(whole bool) {
+	wrapRefusePidfdOpen()
 	// Read-only cgroups (no pids cgroup: root runs use the fork count)
 	// only where a test asks for them (ReadOnlyCgroupEnv), not for the
 	// whole simulated container: a fork that waits for the launcher's
 	// decision can fail with EINTR when a signal arrives first (see the
-	// README's known limits), which shells report as "Cannot fork".
+	// known limits in docs/design.md), which shells report as "Cannot fork".
 	wrapReadOnlyCgroup(false)
 	switch os.Getenv(wrapEnv) {
 	case "done":
@@ -136,6 +137,11 @@ func installContainerFilter() error {
 	if err != nil {
 		return err
 	}
+	return installFilter(prog)
+}
+
+// installFilter puts the calling thread under prog.
+func installFilter(prog []bpf.RawInstruction) error {
 	// Without CAP_SYS_ADMIN a filter needs no_new_privs, as in a
 	// container started with --security-opt no-new-privileges.
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
@@ -146,4 +152,63 @@ func installContainerFilter() error {
 		return fmt.Errorf("seccomp: %w", e)
 	}
 	return nil
+}
+
+// RefusePidfdOpenEnv, set to 1 in a CLI's environment (CLI.Env), runs
+// that CLI under a seccomp filter that refuses pidfd_open of its parent
+// with EPERM, as Docker's seccomp profiles before 20.10 refuse every
+// pidfd_open (they do not list it, and their default action is EPERM).
+// Only the parent's: the launcher's own pidfd_open of the run's init
+// (internal/launch) has no fallback yet, so under a whole refusal no run
+// starts at all, with or without --die-with-parent.
+const RefusePidfdOpenEnv = "CONFINE_TEST_REFUSE_PIDFD_OPEN"
+
+// wrapRefusePidfdOpen installs that filter and re-executes the binary
+// under it, in a process whose environment asks for it.
+func wrapRefusePidfdOpen() {
+	if os.Getenv(RefusePidfdOpenEnv) != "1" {
+		return
+	}
+	runtime.LockOSThread()
+	prog, err := PidfdOpenFilter(os.Getppid())
+	if err == nil {
+		err = installFilter(prog)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "refusing pidfd_open: %v\n", err)
+		os.Exit(125)
+	}
+	env := []string{RefusePidfdOpenEnv + "=done"}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, RefusePidfdOpenEnv+"=") {
+			env = append(env, kv)
+		}
+	}
+	err = syscall.Exec("/proc/self/exe", os.Args, env)
+	fmt.Fprintf(os.Stderr, "refusing pidfd_open: re-exec: %v\n", err)
+	os.Exit(125)
+}
+
+// PidfdOpenFilter refuses pidfd_open(pid, ...) (EPERM) and allows
+// everything else.
+func PidfdOpenFilter(pid int) ([]bpf.RawInstruction, error) {
+	var arch uint32
+	switch runtime.GOARCH {
+	case "amd64":
+		arch = unix.AUDIT_ARCH_X86_64
+	case "arm64":
+		arch = unix.AUDIT_ARCH_AARCH64
+	default:
+		return nil, fmt.Errorf("unsupported GOARCH %s", runtime.GOARCH)
+	}
+	return bpf.Assemble([]bpf.Instruction{
+		/* 0 */ bpf.LoadAbsolute{Off: 4, Size: 4},
+		/* 1 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: arch, SkipFalse: 4}, // -> 6 allow
+		/* 2 */ bpf.LoadAbsolute{Off: 0, Size: 4},
+		/* 3 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_PIDFD_OPEN, SkipFalse: 2}, // -> 6 allow
+		/* 4 */ bpf.LoadAbsolute{Off: 16, Size: 4}, // args[0], low word
+		/* 5 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(pid), SkipTrue: 1}, // -> 7 eperm
+		/* 6 */ bpf.RetConstant{Val: unix.SECCOMP_RET_ALLOW},
+		/* 7 */ bpf.RetConstant{Val: unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)},
+	})
 }

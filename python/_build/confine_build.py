@@ -54,8 +54,14 @@ def _metadata(p):
     return "\n".join(lines) + "\n"
 
 
+def _normalized(name):
+    """The distribution name as file names spell it (PEP 427, PEP 625):
+    runs of -, _ and . become one underscore."""
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
 def _dist_info(p):
-    return "%s-%s.dist-info" % (p["name"], p["version"])
+    return "%s-%s.dist-info" % (_normalized(p["name"]), p["version"])
 
 
 def _sources():
@@ -85,7 +91,7 @@ def _write_wheel(wheel_directory, files):
         record.append("%s,sha256=%s,%d" % (name, digest, len(data)))
     record.append(info + "/RECORD,,")
     files[info + "/RECORD"] = ("\n".join(record) + "\n").encode()
-    name = "%s-%s-%s.whl" % (p["name"], p["version"], _TAG)
+    name = "%s-%s-%s.whl" % (_normalized(p["name"]), p["version"], _TAG)
     with zipfile.ZipFile(os.path.join(wheel_directory, name), "w", zipfile.ZIP_DEFLATED) as z:
         for arc, data in files.items():
             zi = zipfile.ZipInfo(arc, date_time=(1980, 1, 1, 0, 0, 0))
@@ -121,7 +127,7 @@ def build_editable(wheel_directory, config_settings=None, metadata_directory=Non
 
 def build_sdist(sdist_directory, config_settings=None):
     p = _project()
-    base = "%s-%s" % (p["name"], p["version"])
+    base = "%s-%s" % (_normalized(p["name"]), p["version"])
     name = base + ".tar.gz"
     with tarfile.open(os.path.join(sdist_directory, name), "w:gz", format=tarfile.PAX_FORMAT) as t:
         extra = [("pyproject.toml", os.path.join(_ROOT, "pyproject.toml")),

@@ -1,7 +1,7 @@
 """Run untrusted commands under confine, from Python.
 
 Standard library only. Every run is one `confine run --json` process: the
-confine binary (found on PATH, or given) does the confinement, and this
+confine binary ($CONFINE_BIN, else on PATH, or given) does the confinement, and this
 package builds its command line and parses its result. It fails closed:
 no binary, a binary too old, or a host that cannot enforce a guarantee
 raises SandboxUnavailable, and nothing runs unconfined.
@@ -9,6 +9,9 @@ raises SandboxUnavailable, and nothing runs unconfined.
     import confine
     r = confine.run(["echo", "hi"], workdir=".")
     print(r.stdout)             # hi
+    r.stdout.data               # b"hi\n": the exact bytes
+    confine.run(["make"], workdir=".", check=True,            # CommandFailed unless it exits 0
+                on_output=lambda stream, chunk: print(chunk))   # live output
     confine.check().ok          # can this host confine runs?
 
 `run` and `run_async` use a default Client; make your own for another
@@ -21,8 +24,8 @@ binary or an async concurrency limit:
 import threading
 from typing import Iterable, Optional, Sequence
 
-from ._client import MIN_JSON_API, Client, Env, Number
-from ._errors import ConfineError, Refused, SandboxUnavailable, Timeout
+from ._client import BIN_ENV, MIN_JSON_API, Client, Env, Number, OutputCallback, PathArg
+from ._errors import CommandFailed, ConfineError, Refused, SandboxUnavailable, Timeout
 from ._result import (EXIT_CONFINE, EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_TIMEOUT, Availability, Connection, Denial,
                       Guarantee, GuaranteeStatus, Persistence, Result, SkippedBackend, Stream, Usage)
 
@@ -31,8 +34,8 @@ __version__ = "0.1.0"
 __all__ = [
     "run", "run_async", "check", "Client", "default_client", "set_default_client",
     "Result", "Stream", "Usage", "Guarantee", "Denial", "Persistence", "Connection", "SkippedBackend", "Availability", "GuaranteeStatus",
-    "ConfineError", "SandboxUnavailable", "Refused", "Timeout",
-    "EXIT_TIMEOUT", "EXIT_CONFINE", "EXIT_NOT_EXECUTABLE", "EXIT_NOT_FOUND", "MIN_JSON_API",
+    "ConfineError", "SandboxUnavailable", "Refused", "Timeout", "CommandFailed",
+    "EXIT_TIMEOUT", "EXIT_CONFINE", "EXIT_NOT_EXECUTABLE", "EXIT_NOT_FOUND", "MIN_JSON_API", "BIN_ENV",
 ]
 
 _default: Optional[Client] = None
@@ -40,8 +43,9 @@ _default_lock = threading.Lock()
 
 
 def default_client() -> Client:
-    """The Client the module-level functions use: `confine` on PATH, no
-    concurrency limit, unless set_default_client changed it."""
+    """The Client the module-level functions use: $CONFINE_BIN, else
+    `confine` on PATH, no concurrency limit, unless set_default_client
+    changed it."""
     global _default
     with _default_lock:
         if _default is None:
@@ -59,12 +63,13 @@ def set_default_client(client: Client) -> None:
         _default = client
 
 
-def run(argv: Sequence[str], *, workdir, profile: str = "default", env: Optional[Env] = None,
+def run(argv: Sequence[PathArg], *, workdir: PathArg, profile: str = "default", env: Optional[Env] = None,
         timeout: Optional[Number] = None, cpu_time: Optional[Number] = None, memory: Optional[int] = None,
         max_procs: Optional[int] = None, max_file_size: Optional[int] = None, max_open_files: Optional[int] = None,
-        output_limit: Optional[int] = None, kill_grace: Optional[Number] = None, ro: Iterable = (),
-        rw: Iterable = (), backend: str = "", input: Optional[bytes] = None, event_log: Optional[str] = None,
-        cap: Optional[str] = None, raise_on_timeout: bool = False) -> Result:
+        output_limit: Optional[int] = None, kill_grace: Optional[Number] = None, ro: Iterable[PathArg] = (),
+        rw: Iterable[PathArg] = (), backend: str = "", input: Optional[bytes] = None,
+        event_log: Optional[str] = None, cap: Optional[str] = None, raise_on_timeout: bool = False,
+        on_output: Optional[OutputCallback] = None, check: bool = False) -> Result:
     """Run argv confined in workdir and return its Result.
 
     workdir is the command's cwd and its only writable root besides a
@@ -79,9 +84,14 @@ def run(argv: Sequence[str], *, workdir, profile: str = "default", env: Optional
     "namespaces", "core", "bwrap". event_log: a path or "off" (default:
     confine's). cap: a signed capability token (`confine cap mint`).
 
+    on_output(stream, chunk) receives the output as it arrives ("stdout"
+    or "stderr", the bytes as written); the Result still holds the kept
+    head and tail. Result.stdout.data is the exact bytes, .text the text.
+
     A command that fails, dies of a signal or times out still returns a
     Result (exit_code, signal, timed_out; exit_status as the CLI's);
-    with raise_on_timeout=True a timeout raises Timeout instead.
+    with raise_on_timeout=True a timeout raises Timeout instead, and with
+    check=True any non-zero exit_status raises CommandFailed (.result).
     Raises SandboxUnavailable when nothing could be confined (no binary,
     too old, a guarantee this host cannot enforce), Refused when confine
     refused the request (kind and exit_status as the CLI's: 127 not found,
@@ -91,24 +101,25 @@ def run(argv: Sequence[str], *, workdir, profile: str = "default", env: Optional
         argv, workdir=workdir, profile=profile, env=env, timeout=timeout, cpu_time=cpu_time, memory=memory,
         max_procs=max_procs, max_file_size=max_file_size, max_open_files=max_open_files,
         output_limit=output_limit, kill_grace=kill_grace, ro=ro, rw=rw, backend=backend, input=input,
-        event_log=event_log, cap=cap, raise_on_timeout=raise_on_timeout)
+        event_log=event_log, cap=cap, raise_on_timeout=raise_on_timeout, on_output=on_output, check=check)
 
 
-async def run_async(argv: Sequence[str], *, workdir, profile: str = "default", env: Optional[Env] = None,
-                    timeout: Optional[Number] = None, cpu_time: Optional[Number] = None,
+async def run_async(argv: Sequence[PathArg], *, workdir: PathArg, profile: str = "default",
+                    env: Optional[Env] = None, timeout: Optional[Number] = None, cpu_time: Optional[Number] = None,
                     memory: Optional[int] = None, max_procs: Optional[int] = None,
                     max_file_size: Optional[int] = None, max_open_files: Optional[int] = None,
-                    output_limit: Optional[int] = None, kill_grace: Optional[Number] = None, ro: Iterable = (),
-                    rw: Iterable = (), backend: str = "", input: Optional[bytes] = None,
-                    event_log: Optional[str] = None, cap: Optional[str] = None,
-                    raise_on_timeout: bool = False) -> Result:
+                    output_limit: Optional[int] = None, kill_grace: Optional[Number] = None,
+                    ro: Iterable[PathArg] = (), rw: Iterable[PathArg] = (), backend: str = "",
+                    input: Optional[bytes] = None, event_log: Optional[str] = None, cap: Optional[str] = None,
+                    raise_on_timeout: bool = False, on_output: Optional[OutputCallback] = None,
+                    check: bool = False) -> Result:
     """As run, in asyncio, under the default client's max_concurrent.
     Cancelling the task ends the run's whole process tree first."""
     return await default_client().run_async(
         argv, workdir=workdir, profile=profile, env=env, timeout=timeout, cpu_time=cpu_time, memory=memory,
         max_procs=max_procs, max_file_size=max_file_size, max_open_files=max_open_files,
         output_limit=output_limit, kill_grace=kill_grace, ro=ro, rw=rw, backend=backend, input=input,
-        event_log=event_log, cap=cap, raise_on_timeout=raise_on_timeout)
+        event_log=event_log, cap=cap, raise_on_timeout=raise_on_timeout, on_output=on_output, check=check)
 
 
 def check() -> Availability:

@@ -34,6 +34,17 @@ class Refused(ConfineError):
     launch failure."""
 
 
+class CommandFailed(ConfineError):
+    """The command ran and exited non-zero (or died of a signal, or timed
+    out); raised only when asked (check=True). ``result`` is the run's
+    result and ``exit_status`` the CLI's status for it."""
+
+    def __init__(self, result: Result):
+        super().__init__("command exited with status %d (run %s)" % (result.exit_status, result.run_id),
+                         kind="failed", exit_status=result.exit_status)
+        self.result = result
+
+
 class Timeout(ConfineError):
     """The run hit its wall-clock limit; raised only when asked
     (raise_on_timeout=True). ``result`` is the run's result: the tree was

@@ -5,11 +5,14 @@ module) and `confine check --json`. Fields a newer binary adds are kept in
 ``extra`` rather than dropped or refused, so an older client still works.
 """
 
+import base64
+import binascii
 from dataclasses import dataclass, field, fields
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Type, TypeVar
 
 # The marker the Go side puts between head and tail (spec.Stream.Text).
 TRUNCATION_MARKER = "\n[... confine: output truncated ...]\n"
+TRUNCATION_MARKER_BYTES = TRUNCATION_MARKER.encode()
 
 # Exit statuses of the confine CLI itself (internal/cli).
 EXIT_TIMEOUT = 124
@@ -21,12 +24,15 @@ EXIT_NOT_FOUND = 127
 @dataclass(frozen=True)
 class Stream:
     """One captured output stream: the first and last bytes kept, as text
-    (invalid UTF-8 became U+FFFD), and how many bytes the command wrote."""
+    (invalid UTF-8 became U+FFFD) and as the exact bytes (``head_bytes``,
+    ``tail_bytes``, ``data``), and how many bytes the command wrote."""
 
     head: str = ""
     tail: str = ""
     total_bytes: int = 0
     truncated: bool = False
+    head_bytes: bytes = b""
+    tail_bytes: bytes = b""
 
     @property
     def text(self) -> str:
@@ -34,6 +40,14 @@ class Stream:
         if not self.truncated:
             return self.head
         return self.head + TRUNCATION_MARKER + self.tail
+
+    @property
+    def data(self) -> bytes:
+        """The kept bytes, exactly as the command wrote them, with the
+        marker where bytes were dropped."""
+        if not self.truncated:
+            return self.head_bytes
+        return self.head_bytes + TRUNCATION_MARKER_BYTES + self.tail_bytes
 
     def __str__(self) -> str:
         return self.text
@@ -67,6 +81,8 @@ class Denial:
     errno: str = ""
     reason: str = ""
     path: str = ""
+    # The grant that would allow it: a flag (--ro DIR) or a profile line.
+    hint: str = ""
 
 
 @dataclass(frozen=True)
@@ -100,6 +116,8 @@ class Connection:
     bytes_out: int = 0
     approval_id: str = ""
     approval_request: str = ""
+    # On a denial, the profile change that would allow it.
+    hint: str = ""
     start: str = ""
     duration_ns: int = 0
 
@@ -112,10 +130,32 @@ class SkippedBackend:
     reason: str = ""
 
 
-def _build(cls, d: Mapping[str, Any]):
+T = TypeVar("T")
+
+
+def _build(cls: Type[T], d: Mapping[str, Any]) -> T:
     """cls from a JSON object, ignoring keys cls does not have."""
     names = {f.name for f in fields(cls)}
     return cls(**{k: v for k, v in d.items() if k in names})
+
+
+def _exact(text: str, b64: Any) -> bytes:
+    """A stream part's bytes: the base64 form confine gives when they are
+    not UTF-8 (json_api 4), else the text, which then holds them exactly."""
+    if isinstance(b64, str) and b64:
+        try:
+            return base64.b64decode(b64, validate=True)
+        except (binascii.Error, ValueError):
+            pass
+    return text.encode("utf-8", errors="surrogatepass")
+
+
+def _stream(d: Mapping[str, Any]) -> Stream:
+    """A Stream from its JSON object."""
+    head, tail = str(d.get("head") or ""), str(d.get("tail") or "")
+    return Stream(head=head, tail=tail, total_bytes=int(d.get("total_bytes") or 0),
+                  truncated=bool(d.get("truncated")), head_bytes=_exact(head, d.get("head_base64")),
+                  tail_bytes=_exact(tail, d.get("tail_base64")))
 
 
 @dataclass(frozen=True)
@@ -131,6 +171,8 @@ class Result:
     exit_code: int
     stdout: Stream
     stderr: Stream
+    # The revision of the result's JSON form (confine's json_api).
+    json_api: int = 0
     duration_ns: int = 0
     timed_out: bool = False
     cancelled: bool = False
@@ -204,9 +246,9 @@ class Result:
 
 
 # How the object-valued fields of a result are built.
-_NESTED = {
-    "stdout": lambda v: _build(Stream, v),
-    "stderr": lambda v: _build(Stream, v),
+_NESTED: Dict[str, Callable[[Any], Any]] = {
+    "stdout": _stream,
+    "stderr": _stream,
     "usage": lambda v: _build(Usage, v),
     "skipped_backends": lambda v: tuple(_build(SkippedBackend, x) for x in v),
     "guarantees": lambda v: tuple(_build(Guarantee, x) for x in v),

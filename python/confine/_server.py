@@ -45,7 +45,7 @@ def resolve_server(server: Any) -> Optional[str]:
         return default_socket()
     if server is False:
         return None
-    return os.path.abspath(os.fspath(server))
+    return str(os.path.abspath(os.fspath(server)))
 
 
 def default_event_log(flag: Optional[str]) -> str:

@@ -343,7 +343,7 @@ def test_unavailable_guarantees_parsed(tmp_path, workdir):
                          "message": "sandbox unavailable: no-foreign-signals needs landlock abi 6",
                          "guarantees": ["no-foreign-signals"]}}
     fake = write_exe(tmp_path / "confine-fake", "#!/bin/sh\n"
-                     "if [ \"$1\" = version ]; then echo '{\"version\": \"fake\", \"json_api\": 3}'; exit 0; fi\n"
+                     "if [ \"$1\" = version ]; then echo '{\"version\": \"fake\", \"json_api\": 4}'; exit 0; fi\n"
                      "echo '%s'; echo 'confine: %s' >&2; exit 125\n" % (json.dumps(refusal),
                                                                           refusal["error"]["message"]))
     with pytest.raises(confine.SandboxUnavailable) as ei:
@@ -356,7 +356,7 @@ def test_no_json_refusal(tmp_path, workdir):
     """A bad flag value is refused by the flag parser before any JSON: the
     client still raises Refused with confine's message."""
     fake = write_exe(tmp_path / "confine-flag", "#!/bin/sh\n"
-                     "if [ \"$1\" = version ]; then echo '{\"version\": \"fake\", \"json_api\": 3}'; exit 0; fi\n"
+                     "if [ \"$1\" = version ]; then echo '{\"version\": \"fake\", \"json_api\": 4}'; exit 0; fi\n"
                      "echo 'confine: invalid argument \"x\" for \"--timeout\" flag' >&2; exit 125\n")
     with pytest.raises(confine.Refused) as ei:
         confine.Client(fake).run(["true"], workdir=workdir)
@@ -396,3 +396,94 @@ def test_persistence_reported(client, workdir, tmp_path):
     r = client.run(["sh", "-c", "echo x > .git/hooks/pre-commit"], workdir=workdir, profile=str(waiver))
     assert r.ok, r
     assert confine.Persistence(path=".git/hooks/pre-commit", kind="created", what="git hooks") in r.persistence, r.persistence
+
+
+def test_binary_lookup(confine_bin, workdir, tmp_path, monkeypatch):
+    """Without binary=, the client takes $CONFINE_BIN, then `confine` on
+    PATH, never the current directory; a miss says how to fix it."""
+    empty = tmp_path / "empty-path"
+    empty.mkdir()
+    # A `confine` in the current directory is never taken.
+    planted = write_exe(workdir / "confine", "#!/bin/sh\ntouch %s/planted-ran\nexit 0\n" % tmp_path)
+    monkeypatch.chdir(workdir)
+    monkeypatch.setenv("PATH", str(empty))
+    monkeypatch.delenv("CONFINE_BIN", raising=False)
+    with pytest.raises(confine.SandboxUnavailable) as ei:
+        confine.Client().run(["true"], workdir=workdir)
+    msg = ei.value.message
+    assert ei.value.kind == "missing_binary" and "CONFINE_BIN" in msg and "PATH" in msg and "go build" in msg, msg
+    assert not (tmp_path / "planted-ran").exists() and os.path.exists(planted)
+    # $CONFINE_BIN, as a path.
+    monkeypatch.setenv("CONFINE_BIN", confine_bin)
+    assert confine.Client().binary == confine_bin
+    assert confine.Client().run(["echo", "via-env"], workdir=workdir).stdout.text == "via-env\n"
+    # $CONFINE_BIN naming nothing: the message names the variable.
+    monkeypatch.setenv("CONFINE_BIN", str(tmp_path / "nothing-here"))
+    with pytest.raises(confine.SandboxUnavailable) as ei:
+        confine.Client().binary
+    assert "CONFINE_BIN=" in ei.value.message and "nothing-here" in ei.value.message
+    # PATH, when the variable is unset.
+    monkeypatch.delenv("CONFINE_BIN")
+    os.symlink(confine_bin, str(empty / "confine"))
+    assert confine.Client().binary == str(empty / "confine")
+    # An explicit binary wins over both.
+    assert confine.Client(confine_bin).binary == confine_bin
+
+
+def test_output_bytes_exact(client, workdir):
+    """Bytes that are not UTF-8 come back exactly (data), and as text with
+    U+FFFD; head and tail of a truncated stream too."""
+    r = client.run(["printf", r"a\377\376\000b\n"], workdir=workdir)
+    assert r.stdout.data == b"a\xff\xfe\x00b\n", r.stdout
+    assert r.stdout.text == "a\ufffd\ufffd\x00b\n"
+    r = client.run(["sh", "-c", r"printf '\377start'; head -c 5000 /dev/zero | tr '\0' x; printf 'end\376'"],
+                   workdir=workdir, output_limit=100)
+    assert r.stdout.truncated and r.stdout.head_bytes.startswith(b"\xffstart"), r.stdout
+    assert r.stdout.tail_bytes.endswith(b"end\xfe"), r.stdout
+    assert r.stdout.data.startswith(r.stdout.head_bytes) and r.stdout.data.endswith(r.stdout.tail_bytes)
+
+
+def test_live_output_callback(client, workdir):
+    """on_output sees each chunk as it is written, before the run ends: the
+    command waits for a file that only the callback creates."""
+    gate = workdir / "gate"
+    seen = []
+
+    def on_output(stream, chunk):
+        seen.append((stream, chunk))
+        if b"waiting" in chunk:
+            gate.write_text("go")
+    r = client.run(["sh", "-c", "echo waiting; while [ ! -e gate ]; do sleep 0.05; done; printf 'e\\377' >&2; echo done"],
+                   workdir=workdir, timeout=60, on_output=on_output)
+    assert r.ok, r
+    out = b"".join(c for s, c in seen if s == "stdout")
+    err = b"".join(c for s, c in seen if s == "stderr")
+    assert out == b"waiting\ndone\n" and err == b"e\xff", seen
+    assert r.stdout.data == out and r.stderr.data == err
+    # Input still reaches the command; a refusal still raises.
+    r = client.run(["cat"], workdir=workdir, input=b"in\xff", on_output=lambda s, c: None)
+    assert r.stdout.data == b"in\xff"
+    with pytest.raises(confine.Refused) as ei:
+        client.run(["/nonexistent/prog"], workdir=workdir, on_output=lambda s, c: None)
+    assert ei.value.exit_status == 127
+
+
+def test_live_output_async(client, workdir):
+    seen = []
+    r = asyncio.run(client.run_async(["sh", "-c", "echo one; echo two >&2"], workdir=workdir,
+                                     on_output=lambda s, c: seen.append((s, c))))
+    assert r.ok
+    assert b"".join(c for s, c in seen if s == "stdout") == b"one\n"
+    assert b"".join(c for s, c in seen if s == "stderr") == b"two\n"
+
+
+def test_check_raises(client, workdir):
+    """check=True: a non-zero status raises CommandFailed with the result;
+    zero returns it."""
+    assert client.run(["true"], workdir=workdir, check=True).ok
+    for argv, status in ((["sh", "-c", "exit 3"], 3), (["sh", "-c", "kill -TERM $$"], 128 + 15)):
+        with pytest.raises(confine.CommandFailed) as ei:
+            client.run(argv, workdir=workdir, check=True)
+        assert ei.value.exit_status == status and ei.value.result.exit_status == status
+    with pytest.raises(confine.CommandFailed):
+        asyncio.run(client.run_async(["false"], workdir=workdir, check=True))

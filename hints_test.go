@@ -1,0 +1,31 @@
+package confine
+
+import (
+	"testing"
+
+	"github.com/confine-sandbox/confine/spec"
+)
+
+// Each rule of denialHints names its fix, and a denial no rule covers
+// gets none.
+func TestDenialHints(t *testing.T) {
+	for _, c := range []struct {
+		d    spec.Denial
+		want string
+	}{
+		{spec.Denial{Syscall: "socket", Path: "AF_INET", Errno: "EAFNOSUPPORT", Reason: "the profile denies the network"}, `a profile with network = "allowlist" and the hosts it may reach in [allowlist] (docs/network.md)`},
+		{spec.Denial{Syscall: "socket", Path: "AF_INET6", Errno: "EAFNOSUPPORT"}, `a profile with network = "allowlist" and the hosts it may reach in [allowlist] (docs/network.md)`},
+		{spec.Denial{Syscall: "fchmodat", Path: "/srv/other/f", Errno: "EACCES", Reason: "target outside the writable roots"}, "--rw /srv/other"},
+		{spec.Denial{Syscall: "truncate", Path: "/etc/passwd", Errno: "EACCES", Reason: "truncate outside the writable roots"}, "--rw /etc"},
+		{spec.Denial{Syscall: "fchmodat", Path: "/w/f", Errno: "EPERM", Reason: "set-user-ID bit"}, ""},
+		{spec.Denial{Syscall: "socket", Path: "AF_NETLINK", Errno: "EAFNOSUPPORT"}, ""},
+		{spec.Denial{Syscall: "fchmodat", Path: "rel", Errno: "EACCES", Reason: "target outside the writable roots"}, ""},
+		{spec.Denial{Syscall: "execve", Path: "/opt/x", Errno: "ENOENT", Hint: "--ro /opt"}, "--ro /opt"},
+	} {
+		ds := []spec.Denial{c.d}
+		hintDenials(ds)
+		if ds[0].Hint != c.want {
+			t.Errorf("%+v: hint %q, want %q", c.d, ds[0].Hint, c.want)
+		}
+	}
+}

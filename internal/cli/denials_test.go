@@ -1,0 +1,166 @@
+//go:build linux
+
+package cli
+
+import (
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/confine-sandbox/confine/internal/testutil"
+	"github.com/confine-sandbox/confine/spec"
+)
+
+// hintBackends are the backends the denial tests run under: both, except
+// where namespaces cannot be made (the simulated container), which says so.
+func hintBackends(t *testing.T) []string {
+	if testutil.SimulatingContainer() {
+		t.Log("simulated container: namespaces are refused, so only --backend core runs here")
+		return []string{"core"}
+	}
+	return []string{"namespaces", "core"}
+}
+
+// toolOutsideRoots puts an executable in a directory no run is granted
+// (world-readable, so an unprivileged launcher finds it on the host) and
+// returns its path.
+func toolOutsideRoots(t *testing.T) string {
+	dir, err := os.MkdirTemp("", "confine-outside-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	bin := filepath.Join(dir, "bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src, err := exec.LookPath("true")
+	if err != nil {
+		t.Skipf("no true(1) to copy: %v", err)
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	tool := filepath.Join(bin, "outside-tool")
+	out, err := os.OpenFile(tool, os.O_CREATE|os.O_WRONLY, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return tool
+}
+
+// A program that exists on the host outside the granted roots: the run
+// is refused (127, or 126 where Landlock refuses the execute) with one
+// line naming the fix, --ro of its directory, which the refusal object
+// carries as a denial too; with that grant the same run succeeds (the
+// control). Found by path and through the caller's PATH, as root and as
+// an unprivileged user, under both backends.
+func TestDenialProgramOutsideView(t *testing.T) {
+	tool := toolOutsideRoots(t)
+	dir := filepath.Dir(tool)
+	fix := "--ro " + dir
+	for _, u := range testutil.Users(t) {
+		wd := testutil.Workdir(t, u.UID)
+		for _, b := range hintBackends(t) {
+			for _, how := range []struct {
+				name string
+				prog string
+				env  []string
+			}{{"path", tool, nil}, {"PATH", "outside-tool", []string{"PATH=" + dir + ":/usr/bin:/bin"}}} {
+				t.Run(u.Name+"/"+b+"/"+how.name, func(t *testing.T) {
+					run := func(args ...string) testutil.Result {
+						return testutil.CLI{Bin: testutil.SelfBinary(t), UID: u.UID, Dir: wd, Env: how.env,
+							Args: append([]string{"run", "--backend", b}, args...)}.Run(t)
+					}
+					r := run("--", how.prog)
+					if r.Code != ExitNotFound && r.Code != ExitNotExecutable {
+						t.Fatalf("exit %d, want 127 or 126; stderr %s", r.Code, r.Stderr)
+					}
+					lines := strings.Split(strings.TrimSpace(r.Stderr), "\n")
+					if len(lines) != 1 || !strings.Contains(lines[0], "to allow it: "+fix) || !strings.Contains(lines[0], tool) {
+						t.Fatalf("stderr %q: want one line naming %s and %q", r.Stderr, tool, fix)
+					}
+					r = run("--json", "--", how.prog)
+					var ref struct {
+						Error struct {
+							Denials []spec.Denial `json:"denials"`
+						} `json:"error"`
+					}
+					if err := json.Unmarshal([]byte(r.Stdout), &ref); err != nil || len(ref.Error.Denials) != 1 ||
+						ref.Error.Denials[0].Hint != fix || ref.Error.Denials[0].Path != tool {
+						t.Fatalf("refusal %s (%v): want one denial of %s with hint %q", r.Stdout, err, tool, fix)
+					}
+					// The control: the hint's grant is the fix.
+					if r := run("--ro", dir, "--", how.prog); r.Code != 0 {
+						t.Fatalf("with %s: exit %d, stderr %s", fix, r.Code, r.Stderr)
+					}
+				})
+			}
+		}
+	}
+}
+
+// An internet socket under network = "deny-all" is refused as before
+// (EAFNOSUPPORT) and now reported: one line naming the refusal and its
+// fix, and a denial with the hint in the result. Only socket() is
+// attempted: no address is ever given. The control creates the same
+// socket unconfined.
+func TestDenialInetSocket(t *testing.T) {
+	// The system's python, inside the default read roots.
+	py := "/usr/bin/python3"
+	if _, err := os.Stat(py); err != nil {
+		t.Skipf("no %s to make the socket with: %v", py, err)
+	}
+	const prog = "import socket; s = socket.socket(socket.AF_INET, socket.SOCK_STREAM); s.close(); print('made')"
+	if out, err := exec.Command(py, "-c", prog).Output(); err != nil || string(out) != "made\n" {
+		t.Fatalf("control: unconfined socket(): %q %v", out, err)
+	}
+	const fix = `a profile with network = "allowlist"`
+	for _, u := range testutil.Users(t) {
+		wd := testutil.Workdir(t, u.UID)
+		for _, b := range hintBackends(t) {
+			t.Run(u.Name+"/"+b, func(t *testing.T) {
+				r := cli(t, u, wd, "run", "--backend", b, "--", py, "-c", prog)
+				if r.Code == 0 || strings.Contains(r.Stdout, "made") || !strings.Contains(r.Stderr, "Address family not supported") {
+					t.Fatalf("confined socket(): exit %d, stdout %q, stderr %s", r.Code, r.Stdout, r.Stderr)
+				}
+				var hinted []string
+				for _, l := range strings.Split(r.Stderr, "\n") {
+					if strings.HasPrefix(l, "confine: denied socket AF_INET") {
+						hinted = append(hinted, l)
+					}
+				}
+				if len(hinted) != 1 || !strings.Contains(hinted[0], "to allow it: "+fix) {
+					t.Fatalf("stderr %s: want one line naming the refused socket and %q", r.Stderr, fix)
+				}
+				r = cli(t, u, wd, "run", "--backend", b, "--json", "--", py, "-c", prog)
+				var res spec.CommandResult
+				if err := json.Unmarshal([]byte(r.Stdout), &res); err != nil {
+					t.Fatalf("result %s: %v", r.Stdout, err)
+				}
+				found := false
+				for _, d := range res.Denials {
+					found = found || d.Syscall == "socket" && d.Path == "AF_INET" && d.Errno == "EAFNOSUPPORT" && strings.HasPrefix(d.Hint, fix)
+				}
+				if !found {
+					t.Fatalf("denials %+v: want socket AF_INET, EAFNOSUPPORT, with the hint", res.Denials)
+				}
+			})
+		}
+	}
+}
