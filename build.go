@@ -270,9 +270,13 @@ func (p *planned) describe(res *spec.CommandResult) {
 	res.Backend = p.backend.Name()
 	res.Layers = slices.Clone(p.layers)
 	res.Guarantees = slices.Clone(p.guarantees)
-	res.MemoryBound = "rlimit-data"
-	if p.plan.MemoryCgroup != "" {
+	switch {
+	case p.plan.MemoryCgroup != "":
 		res.MemoryBound = "memory-cgroup"
+	case p.plan.MemoryWatch > 0:
+		res.MemoryBound = "memory-watch"
+	default:
+		res.MemoryBound = "rlimit-data"
 	}
 }
 
@@ -300,20 +304,26 @@ type run struct {
 // backend's, and, unless required forbids leaving it or the core cannot
 // enforce the run's guarantees, the core's to fall back to.
 func (in *inputs) prepare(backend provider.Provider, required bool) (*run, error) {
-	td, err := tmpdir.CreateIn(in.callerEnv.tempDir(), in.uid, in.gid)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", spec.ErrLaunch, err)
+	td := stablePrivate(in.callerEnv, in.prof, in.dir, in.uid, in.rw)
+	if td == nil {
+		var err error
+		if td, err = tmpdir.CreateIn(in.callerEnv.tempDir(), in.uid, in.gid); err != nil {
+			return nil, fmt.Errorf("%w: %v", spec.ErrLaunch, err)
+		}
 	}
+	var err error
 	r := &run{tmp: td}
 	if in.wantPidsGroup {
 		// Created by the launch if the run joins it.
 		r.cgroup = filepath.Join(in.h.PidsCgroupRoot, "confine-"+randHex())
 	}
 	// Without its caches a run is only slower (cold), never less confined.
-	r.caches, _ = cacheDirsFrom(in.callerEnv, in.prof, in.dir, in.uid)
+	if root, err := cacheRoot(in.callerEnv, in.prof, in.dir, in.uid); err == nil && len(in.prof.Caches) > 0 && outsideRoots(root, in.rw) {
+		r.caches, _ = cacheDirsFrom(in.callerEnv, in.prof, in.dir, in.uid)
+	}
 	if own := getEnv(r.caches, "GOCACHE"); own != "" && !hasEnv(in.env, "GOCACHE") && !hasEnv(in.env, "GOCACHEPROG") {
 		// Without it the run's first build in a work directory is cold.
-		r.goProg, _ = startGoCacheProg(in.callerEnv, own, td.Root, in.limits.FileSizeBytes)
+		r.goProg, _ = startGoCacheProg(in.callerEnv, own, td.Scratch(), in.limits.FileSizeBytes)
 	}
 	if in.usesMemoryCgroup() {
 		r.memCgroup = filepath.Join(in.h.MemoryCgroup.Parent, "confine-"+randHex())
@@ -352,7 +362,7 @@ func (in *inputs) build(backend provider.Provider, r *run) (planned, error) {
 	if !hasEnv(env, "TMPDIR") {
 		env = append(env, "TMPDIR="+r.tmp.Tmp)
 	}
-	rw := append(slices.Clone(in.rw), r.tmp.Root)
+	rw := append(slices.Clone(in.rw), r.tmp.Grants()...)
 	ro := slices.Clone(in.ro)
 	for _, c := range r.caches {
 		name, dir, _ := strings.Cut(c, "=")
@@ -396,7 +406,7 @@ func (in *inputs) build(backend provider.Provider, r *run) (planned, error) {
 		PidsCgroup:    r.cgroup,
 		PidsMax:       pidsMax,
 		PidsOptional:  in.pidsOptional,
-		PrivateTmp:    r.tmp.Root,
+		PrivateTmp:    r.tmp.Removable(),
 		WritableRoots: slices.Clone(rw),
 		Guarded:       slices.Clone(in.guarded),
 		WallTime:      in.limits.WallTime,
@@ -417,6 +427,11 @@ func (in *inputs) build(backend provider.Provider, r *run) (planned, error) {
 		// arenas) are far larger than what they touch.
 		p.MemoryCgroup, p.MemoryCgroupV2, p.MemoryMax = r.memCgroup, in.h.MemoryCgroup.V2, in.memoryMax()
 		p.Rlimits.Data = unix.RLIM_INFINITY
+	} else if in.limits.MemoryBytes > 0 {
+		// No cgroup: the launcher watches the tree's memory, and each
+		// process keeps RLIMIT_DATA, which refuses an allocation before
+		// the watch would kill the whole run.
+		p.MemoryWatch = in.limits.MemoryBytes
 	}
 	backend.Configure(p)
 	if p.Backend == plan.BackendCore {
@@ -482,6 +497,8 @@ func layers(prov provider.Provider, p *plan.Plan) []string {
 	}
 	if p.MemoryCgroup != "" {
 		ls = append(ls, "memory-cgroup")
+	} else if p.MemoryWatch > 0 {
+		ls = append(ls, "memory-watch")
 	}
 	if p.UID >= 0 {
 		ls = append(ls, "caps-dropped")

@@ -105,8 +105,14 @@ func (l *Launcher) launch(ctx context.Context, c *policy.Cap, prof policy.Profil
 	detached := false
 	defer func() {
 		run.stopGoProg()
-		if !detached {
+		switch {
+		case !detached:
 			run.cleanup()
+		case run.tmp.Stable():
+			// The tree is gone; the init's janitor removes the rest. A
+			// stable directory is emptied and released here, before the
+			// next run in this work directory may take it.
+			run.tmp.Remove()
 		}
 	}()
 	res.PathOmitted = in.omitted
@@ -183,6 +189,7 @@ func reported(res *spec.CommandResult, r plan.Report) error {
 	res.Denials = r.Denials
 	res.Usage = spec.Usage{UserCPU: r.UserCPU, SysCPU: r.SysCPU, MaxRSSKB: r.MaxRSSKB, PeakMemoryBytes: r.MemoryPeak}
 	res.OOMKilled = r.OOMKilled
+	res.MemoryLimitKilled = r.OOMKilled || r.MemoryOver
 	return nil
 }
 

@@ -398,7 +398,7 @@ func (d *direct) supervise(ctx context.Context) (*Outcome, error) {
 		rep.SysCPU = time.Duration(w.Usage.Stime.Nano())
 		rep.MaxRSSKB = w.Usage.Maxrss
 	}
-	if ms, err := memoryStats(d.p); err == nil {
+	if ms, err := memoryStats(d.p); err == nil && d.p.MemoryCgroup != "" {
 		rep.MemoryPeak, rep.OOMKilled = ms.Peak, ms.OOMKills > 0
 	}
 	// Read: a detached init's janitor may remove the memory cgroup now.
@@ -454,6 +454,9 @@ func (d *direct) wait(ctx context.Context, rep *plan.Report, events <-chan event
 	if d.ns {
 		sup.End = proctree.EndNamespace(pid, p.KillGrace)
 	}
+	if p.MemoryWatch > 0 {
+		sup.Memory = proctree.WatchMemory(pid, p.MemoryWatch)
+	}
 	var w proctree.Exit
 	var r reported
 	exited, reportDone := false, false
@@ -475,6 +478,7 @@ func (d *direct) wait(ctx context.Context, rep *plan.Report, events <-chan event
 		return exited && reportDone || reportDone && r.ok && (d.detach || !d.joined)
 	})
 	rep.TimedOut, rep.Cancelled, rep.Killed = sup.TimedOut, sup.Cancelled, sup.Killed
+	rep.MemoryOver, rep.MemoryPeak = sup.OverMemory, sup.Memory.Peak()
 	return w, r, exited
 }
 

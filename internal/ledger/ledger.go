@@ -556,10 +556,10 @@ var table = []Guarantee{
 		Name:    policy.GResources,
 		Promise: "bounded wall time, CPU time, memory, file size, open files and output",
 		Mechanisms: []Mechanism{
-			// Where no cgroup can be made the memory bound is per process
-			// and counts only private writable memory: said, not hidden.
+			// Where no cgroup can be made the launcher bounds the tree by
+			// sampling it: what it does not count is said, not hidden.
 			{Layer: Core, Sufficient: true, MemoryCgroup: true, Text: "memory cgroup of the run (a child of the launcher's own; on cgroup v2 beside it, in the nearest ancestor the launcher may write, and never above its own memory.max; not under bubblewrap): the whole tree's memory at --memory (anonymous, shared and tmpfs pages, page cache; swap not allowed), an OOM kill reported as oom_killed, the peak as peak_memory_bytes; rlimits: CPU, file size, open files, core=0; wall timeout; bounded capture"},
-			{Layer: Core, Sufficient: true, UnlessMemoryCgroup: true, Text: "RLIMIT_DATA: each process's private writable memory at --memory (per process, not the run as a whole; reservations made with PROT_NONE, shared mappings and tmpfs files are not counted); rlimits: CPU, file size, open files, core=0; wall timeout; bounded capture"},
+			{Layer: Core, Sufficient: true, UnlessMemoryCgroup: true, Text: "memory watch (no memory cgroup can be made here): the launcher samples the resident memory of every process of the run (anonymous, shared-memory and swapped-out pages; RSS, so a shared page counts once per process that maps it) every 10 to 200 ms, more often near the bound, and kills the whole run once the sum passes --memory (memory_limit_killed; it may pass by what the tree allocates in one interval); memory-backed files (tmpfs, memfd) the tree holds open count whole; a tmpfs file no process holds open, pipe buffers and socket queues are not counted; each process also at --memory by RLIMIT_DATA; rlimits: CPU, file size, open files, core=0; wall timeout; bounded capture"},
 		},
 		Vectors: []string{"memory-bomb-*"},
 	},

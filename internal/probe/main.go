@@ -143,6 +143,7 @@ var isolated = map[string]bool{
 	// The OOM kill of the attempting process is the expected outcome.
 	"memory-bomb-tree":   true,
 	"memory-bomb-shared": true,
+	"memory-bomb-memfd":  true,
 }
 
 // vectors is the table of subcommands. It is filled in init because the
@@ -230,6 +231,7 @@ func init() {
 		"memory-bomb":        {"MIB", 1, 1, vMemoryBomb},
 		"memory-bomb-tree":   {"N MIB", 2, 2, vMemoryBombTree},
 		"memory-bomb-shared": {"MIB", 1, 1, vMemoryBombShared},
+		"memory-bomb-memfd":  {"MIB", 1, 1, vMemoryBombMemfd},
 		"reserve":            {"GIB COMMIT-MIB", 2, 2, vReserve},
 		"env-dump":           {"[CANARY...]", 0, -1, vEnvDump},
 		"sleep-forever":      {"", 0, 0, vSleepForever},
