@@ -1,3 +1,5 @@
+//go:build unix
+
 // Package tmpdir makes and removes a run's private temporary directory:
 // mode 0700, owned by the uid the command runs as, holding the command's
 // HOME and TMPDIR. A run's own (CreateIn) is new for every run; a stable
