@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package mcpconfig is what the operator of `confine mcp` fixes at server
 // start. It is apart from package mcpserver so that the confine binary,
 // which every run starts, links neither the MCP SDK nor its dependencies
