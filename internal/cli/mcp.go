@@ -25,6 +25,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/confine-sandbox/confine/internal/mcpserver/mcpconfig"
+	"github.com/confine-sandbox/confine/internal/serve"
 	"github.com/confine-sandbox/confine/policy"
 	"github.com/confine-sandbox/confine/spec"
 )
@@ -189,6 +190,13 @@ func (o *mcpOpts) server(stderr io.Writer) (MCPServer, func(), error) {
 			fmt.Fprintf(stderr, "confine: environment: left out %v (refused by the sanitiser)\n", skipped)
 		}
 		cfg.RunCap, cfg.RunProfile, cfg.Env = c, prof, env
+		// The key, the listening socket and its bearer token are this
+		// server's control plane: no run may reach them.
+		for _, p := range []string{keyPath, o.listen, o.tokenFile} {
+			if a, err := filepath.Abs(p); err == nil && p != "" {
+				cfg.ControlPaths = append(cfg.ControlPaths, a)
+			}
+		}
 		cfg.ApproveHint = "confine approve REQUEST_ID"
 		if h.EventLog != "" {
 			cfg.ApproveHint += " --event-log " + h.EventLog
@@ -226,10 +234,14 @@ func (o *mcpOpts) serveHTTP(ctx context.Context, srv MCPServer, stderr io.Writer
 		}
 		_ = os.Remove(o.listen) // a stale socket of an earlier server
 	}
-	ln, err := net.Listen("unix", o.listen)
+	uln, err := net.ListenUnix("unix", &net.UnixAddr{Name: o.listen, Net: "unix"})
 	if err != nil {
 		return &exitError{ExitConfine, fmt.Sprintf("--listen: %v", err)}
 	}
+	// A client inside a confined run is refused as by confine serve.
+	ln := serve.PeerCheckedListener{UnixListener: uln, Refused: func(err error) {
+		fmt.Fprintf(stderr, "confine: mcp: %v\n", err)
+	}}
 	if err := os.Chmod(o.listen, 0o600); err != nil {
 		ln.Close()
 		return &exitError{ExitConfine, fmt.Sprintf("--listen: %v", err)}

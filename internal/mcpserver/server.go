@@ -253,7 +253,7 @@ func (w progressStream) Write(b []byte) (int, error) {
 // launcher is a fresh launcher for one run (live output is per run).
 func (s *Server) launcher() *confine.Launcher {
 	h := s.cfg.Host
-	return &confine.Launcher{EventLog: h.EventLog, EventLogError: h.EventLogError, Backend: s.cfg.Backend}
+	return &confine.Launcher{EventLog: h.EventLog, EventLogError: h.EventLogError, Backend: s.cfg.Backend, ControlPaths: s.cfg.ControlPaths}
 }
 
 // maxTimeout is the longest timeout a call may ask for.

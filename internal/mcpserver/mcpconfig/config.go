@@ -26,6 +26,9 @@ type Config struct {
 	Backend string
 	// ReadOnly and ReadWrite are the operator's extra roots of every run.
 	ReadOnly, ReadWrite []string
+	// ControlPaths are this server's own files no run may reach (its
+	// socket, bearer token and key; docs/control-plane.md).
+	ControlPaths []string
 	// Env is every run's environment, built by the operator's side.
 	Env []string
 	// AgentEnv names the variables a call may set (on top of Env); their
