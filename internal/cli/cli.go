@@ -190,12 +190,15 @@ type runOpts struct {
 	eventLog         string
 	backend          string
 	capToken, capKey string
-	ro, rw, env      []string
-	task, job        string
-	approvals        []string
-	limits           spec.Limits
-	liveLimitSet     bool
-	json             bool
+	// requireCap refuses a run without --cap (run --require-cap,
+	// $CONFINE_REQUIRE_CAP, serve --require-cap).
+	requireCap   bool
+	ro, rw, env  []string
+	task, job    string
+	approvals    []string
+	limits       spec.Limits
+	liveLimitSet bool
+	json         bool
 	// resultFD (--result-fd): the result object goes to this descriptor,
 	// resultOut, while the output streams live.
 	resultFD  int
@@ -247,6 +250,7 @@ is gone when confine returns. Its environment is built from scratch.`,
 				}
 				defer f.Close()
 			}
+			o.requireCap = o.requireCap || requireCapEnv(os.Getenv)
 			err = o.run(cmd.Context(), args, stdout, stderr)
 			if o.json {
 				printRefusal(o.jsonOut(stdout), err)
@@ -260,6 +264,7 @@ is gone when confine returns. Its environment is built from scratch.`,
 	f.StringVar(&o.profile, "profile", "default", "sandbox profile: a built-in name or a TOML file path")
 	f.StringVar(&o.capToken, "cap", "", "run under this signed capability token (from \"confine cap mint\") instead of minting one")
 	f.StringVar(&o.capKey, "cap-key", "", "key file that verifies --cap tokens (default $XDG_CONFIG_HOME/confine/cap.key)")
+	f.BoolVar(&o.requireCap, "require-cap", false, "refuse to run without a valid --cap token (also $"+RequireCapEnv+"=1)")
 	f.StringArrayVar(&o.ro, "ro", nil, "extra read+execute root (repeatable)")
 	f.StringArrayVar(&o.rw, "rw", nil, "extra writable root (repeatable)")
 	f.StringArrayVar(&o.env, "env", nil, "pass NAME from this environment, or set NAME=VALUE (repeatable)")
@@ -356,6 +361,9 @@ func (o *runOpts) run(ctx context.Context, args []string, stdout, stderr io.Writ
 		// is sent), so its refusal is this side's too: after the
 		// capability's, as in a direct run, though the server checks
 		// the capability again.
+		if err := o.checkRequireCap(); err != nil {
+			return refused(ExitConfine, err)
+		}
 		if p.logErr != nil {
 			if _, err := o.capability(p.prof); err != nil {
 				return refused(ExitConfine, err)
@@ -576,10 +584,31 @@ func reportDenials(w io.Writer, ds []spec.Denial) {
 	}
 }
 
+// RequireCapEnv, set to anything but "" or "0", makes every `confine run`
+// and `confine serve` of that environment refuse runs without --cap.
+const RequireCapEnv = "CONFINE_REQUIRE_CAP"
+
+func requireCapEnv(getenv func(string) string) bool {
+	v := getenv(RequireCapEnv)
+	return v != "" && v != "0"
+}
+
+// checkRequireCap refuses a run without a token when one is required; a
+// token given is verified by capability as always.
+func (o *runOpts) checkRequireCap() error {
+	if o.requireCap && strings.TrimSpace(o.capToken) == "" {
+		return fmt.Errorf("%w: this confine requires a capability for every run (--require-cap or $%s); pass --cap TOKEN from `confine cap mint`", spec.ErrCapability, RequireCapEnv)
+	}
+	return nil
+}
+
 // capability mints a capability for this run, or, with --cap, verifies the
 // caller's token against the configured key: tampered, expired, revoked or
 // mismatched tokens are refused.
 func (o *runOpts) capability(prof policy.Profile) (*policy.Cap, error) {
+	if err := o.checkRequireCap(); err != nil {
+		return nil, err
+	}
 	// Grants are signed with the capability key too.
 	eng, err := engineFor(prof, o.capToken != "" || len(o.approvals) > 0, o.capKey)
 	if err != nil {
