@@ -178,11 +178,12 @@ func handleRequest(ctx context.Context, req *serve.Request, files serve.Files, r
 		stdin = files.Stdin
 	}
 	var stdout, stderr io.Writer = io.Discard, io.Discard
-	if files.Stdout != nil {
-		stdout = files.Stdout
+	// Out and Err bound how long a client may leave its output unread.
+	if files.Out != nil {
+		stdout = files.Out
 	}
-	if files.Stderr != nil {
-		stderr = files.Stderr
+	if files.Err != nil {
+		stderr = files.Err
 	}
 	if req.Live && files.Stdout == nil {
 		o.json = true

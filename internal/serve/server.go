@@ -3,6 +3,8 @@
 package serve
 
 import (
+	"bufio"
+	"container/list"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -23,6 +25,12 @@ import (
 // passed). The server closes them once the handler returns.
 type Files struct {
 	Stdin, Stdout, Stderr *os.File
+	// Out and Err write to Stdout and Stderr (nil when not passed) with
+	// the server's WriteTimeout: a client that leaves its output unread
+	// that long fails the write and loses its run (the handler's ctx
+	// ends). A handler writes the caller's output through these, never
+	// through Stdout and Stderr themselves.
+	Out, Err io.Writer
 }
 
 func (f Files) close() {
@@ -56,6 +64,23 @@ type Server struct {
 	// RequestTimeout bounds the wait for a client's request once it has
 	// connected (0: 30 s); it does not bound the run.
 	RequestTimeout time.Duration
+	// WriteTimeout bounds every write to a client: its answer, and each
+	// write of live output to the descriptors it passed (0: 10 s). A
+	// client that reads nothing for that long loses its answer, or its
+	// run; it never keeps a run slot.
+	WriteTimeout time.Duration
+	// MaxConns caps the connections held at once (<= 0: DefaultMaxConns).
+	// At the cap a new connection evicts the oldest one still sending
+	// its request; with none such, it is refused as busy.
+	MaxConns int
+	// MaxConnsPerPeer caps the connections of one client process (its
+	// pid, from SO_PEERCRED; <= 0: 256). Beyond it a connection is
+	// refused as busy and evicts nothing.
+	MaxConnsPerPeer int
+	// MaxRequestMemory bounds the bytes of all requests held at once,
+	// read or being read (<= 0: 64 MiB; at least MaxRequest). A request
+	// waits for room up to RequestTimeout, then is refused as busy.
+	MaxRequestMemory int64
 
 	// uid is the only uid served (os.Geteuid unless a test sets it).
 	uid     int
@@ -64,6 +89,23 @@ type Server struct {
 	mu      sync.Mutex
 	pending int
 	wg      sync.WaitGroup
+	// conns is the count of connections held, perPeer per client pid,
+	// reading the ones still sending their request, oldest first.
+	conns   int
+	perPeer map[int]int
+	reading *list.List
+	mem     *byteSem
+}
+
+// DefaultMaxConns is the connection cap when MaxConns is unset: half the
+// descriptor limit (the rest is for the runs), at most 4096.
+func DefaultMaxConns() int {
+	var rl unix.Rlimit
+	n := 4096
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err == nil && rl.Cur/2 < uint64(n) {
+		n = int(rl.Cur / 2)
+	}
+	return max(n, 16)
 }
 
 // Listen checks the socket's directory, replaces a stale socket (one no
@@ -134,6 +176,25 @@ func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
 	if s.MaxQueue <= 0 {
 		s.MaxQueue = 256
 	}
+	if s.MaxConns <= 0 {
+		s.MaxConns = DefaultMaxConns()
+	}
+	if s.MaxConnsPerPeer <= 0 {
+		s.MaxConnsPerPeer = 256
+	}
+	if s.MaxRequestMemory <= 0 {
+		s.MaxRequestMemory = 64 << 20
+	}
+	s.MaxRequestMemory = max(s.MaxRequestMemory, MaxRequest)
+	if s.RequestTimeout <= 0 {
+		s.RequestTimeout = 30 * time.Second
+	}
+	if s.WriteTimeout <= 0 {
+		s.WriteTimeout = 10 * time.Second
+	}
+	s.perPeer = map[int]int{}
+	s.reading = list.New()
+	s.mem = newByteSem(s.MaxRequestMemory)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -141,14 +202,29 @@ func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
 		ln.Close()
 	}()
 	var err error
+	var backoff time.Duration
 	for {
 		c, aerr := ln.AcceptUnix()
 		if aerr != nil {
-			if ctx.Err() == nil {
-				err = aerr
+			if ctx.Err() != nil {
+				break
 			}
-			break
+			if errors.Is(aerr, net.ErrClosed) {
+				err = aerr
+				break
+			}
+			// Out of descriptors or memory (EMFILE, ENFILE, ENOBUFS),
+			// or a connection aborted: never the end of the server.
+			// Wait for held connections to go, and accept again.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.log().Warn("confine serve: accept failed; retrying", "err", aerr, "retry_in", backoff)
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+			}
+			continue
 		}
+		backoff = 0
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
@@ -158,6 +234,67 @@ func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
 	cancel()
 	s.wg.Wait()
 	return err
+}
+
+// conn is one accepted connection, as the caps count it.
+type conn struct {
+	c   *net.UnixConn
+	pid int
+	// elem is its place in Server.reading while it sends its request;
+	// evicted is set (under Server.mu) when a newer connection took its
+	// place.
+	elem    *list.Element
+	evicted bool
+}
+
+// admit counts pc against the caps: refused ("" when admitted) when its
+// process holds MaxConnsPerPeer already, or when MaxConns are held and
+// none of them is still sending its request; otherwise the oldest such
+// is evicted to make room.
+func (s *Server) admit(pc *conn) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.perPeer[pc.pid] >= s.MaxConnsPerPeer {
+		return fmt.Sprintf("the confine server at %s holds %d connections of process %d already (its cap per client process)", s.Socket, s.perPeer[pc.pid], pc.pid)
+	}
+	if s.conns >= s.MaxConns {
+		front := s.reading.Front()
+		if front == nil {
+			return fmt.Sprintf("the confine server at %s holds %d connections, its cap, all with requests", s.Socket, s.conns)
+		}
+		victim := s.reading.Remove(front).(*conn)
+		victim.elem, victim.evicted = nil, true
+		// Wakes its reader, which answers busy and closes.
+		_ = victim.c.SetReadDeadline(time.Unix(1, 0))
+	}
+	s.conns++
+	s.perPeer[pc.pid]++
+	pc.elem = s.reading.PushBack(pc)
+	return ""
+}
+
+// doneReading takes pc off the eviction list; false when it was evicted.
+func (s *Server) doneReading(pc *conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if pc.elem != nil {
+		s.reading.Remove(pc.elem)
+		pc.elem = nil
+	}
+	return !pc.evicted
+}
+
+func (s *Server) release(pc *conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if pc.elem != nil {
+		s.reading.Remove(pc.elem)
+		pc.elem = nil
+	}
+	s.conns--
+	if s.perPeer[pc.pid]--; s.perPeer[pc.pid] <= 0 {
+		delete(s.perPeer, pc.pid)
+	}
 }
 
 // peerUID is the uid and pid of the process that connected c.
@@ -180,7 +317,22 @@ func peerUID(c *net.UnixConn) (uid, pid int, err error) {
 }
 
 func (s *Server) refuse(c *net.UnixConn, kind, msg string) {
-	_ = writeResponse(c, Response{Error: &Refusal{Kind: kind, Message: msg, ExitStatus: 125}})
+	_ = s.answer(c, Response{Error: &Refusal{Kind: kind, Message: msg, ExitStatus: 125}})
+}
+
+// answer writes resp within WriteTimeout (a client that reads nothing
+// loses it).
+func (s *Server) answer(c *net.UnixConn, resp Response) error {
+	timeout := s.WriteTimeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	_ = c.SetWriteDeadline(time.Now().Add(timeout))
+	w := bufio.NewWriterSize(c, 64<<10)
+	if err := writeResponse(w, resp); err != nil {
+		return err
+	}
+	return w.Flush()
 }
 
 func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
@@ -195,22 +347,42 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
 		s.refuse(c, "peer", fmt.Sprintf("this confine server serves uid %d only; the client runs as uid %d", s.uid, uid))
 		return
 	}
+	// Counted against the caps first (cheap, and a flood is refused
+	// here), then checked for being inside a run.
+	pc := &conn{c: c, pid: pid}
+	if why := s.admit(pc); why != "" {
+		s.refuse(c, "busy", why)
+		return
+	}
+	defer s.release(pc)
 	if err := checkPeer(c, pid); err != nil {
 		s.log().Warn("confine serve: refused a client inside a confined run", "peer_pid", pid, "err", err)
 		s.refuse(c, "peer", err.Error())
 		return
 	}
-	timeout := s.RequestTimeout
-	if timeout <= 0 {
-		timeout = 30 * time.Second
-	}
-	_ = c.SetReadDeadline(time.Now().Add(timeout))
-	req, files, err := readRequest(c)
-	if err != nil {
-		s.log().Warn("confine serve: refused a request", "peer_pid", pid, "err", err)
-		s.refuse(c, "usage", err.Error())
+	deadline := time.Now().Add(s.RequestTimeout)
+	_ = c.SetReadDeadline(deadline)
+	req, files, release, err := readRequest(c, func(n int64) (func(), error) {
+		return s.mem.acquire(ctx, n, deadline)
+	})
+	if !s.doneReading(pc) {
+		if err == nil {
+			release()
+			files.close()
+		}
+		s.refuse(c, "busy", fmt.Sprintf("the confine server at %s holds %d connections, its cap; this one sent no request in time", s.Socket, s.MaxConns))
 		return
 	}
+	if err != nil {
+		kind := "usage"
+		if errors.Is(err, errNoMemory) {
+			kind = "busy"
+		}
+		s.log().Warn("confine serve: refused a request", "peer_pid", pid, "err", err)
+		s.refuse(c, kind, err.Error())
+		return
+	}
+	defer release()
 	defer files.close()
 	_ = c.SetReadDeadline(time.Time{})
 
@@ -223,6 +395,8 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
 		_, _ = c.Read(b[:])
 		cancel()
 	}()
+	files.Out = deadlineWriter(files.Stdout, s.WriteTimeout, cancel)
+	files.Err = deadlineWriter(files.Stderr, s.WriteTimeout, cancel)
 
 	s.mu.Lock()
 	busy := s.pending >= cap(s.slots)+s.MaxQueue
@@ -241,21 +415,25 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
 	}()
 	select {
 	case s.slots <- struct{}{}:
-		defer func() { <-s.slots }()
 	case <-runCtx.Done():
 		s.refuse(c, "cancelled", "the client hung up while the run waited for a slot")
 		return
 	}
 	resp := s.Handler(runCtx, req, files)
+	// The slot is free before the answer is written: a client that
+	// does not read it holds its connection, never a run slot.
+	<-s.slots
 	files.close()
-	if err := writeResponse(c, resp); err != nil && runCtx.Err() == nil {
+	if err := s.answer(c, resp); err != nil && runCtx.Err() == nil {
 		s.log().Warn("confine serve: could not answer", "peer_pid", pid, "err", err)
 	}
 }
 
 // readRequest reads one framed request and the descriptors passed with
-// it.
-func readRequest(c *net.UnixConn) (*Request, Files, error) {
+// it. reserve is asked for the request's bytes (the size its header
+// claims) before they are read, which grow as they arrive; the returned
+// release gives them back once the caller is done with the request.
+func readRequest(c *net.UnixConn, reserve func(int64) (func(), error)) (*Request, Files, func(), error) {
 	var hdr [4]byte
 	oob := make([]byte, unix.CmsgSpace(3*4))
 	n, oobn, flags, _, err := c.ReadMsgUnix(hdr[:], oob)
@@ -264,46 +442,46 @@ func readRequest(c *net.UnixConn) (*Request, Files, error) {
 		fds = parseRights(oob[:oobn])
 	}
 	var files Files
-	closeFDs := func() {
+	release := func() {}
+	fail := func(err error) (*Request, Files, func(), error) {
 		for _, fd := range fds {
 			unix.Close(fd)
 		}
+		release()
+		return nil, Files{}, nil, err
 	}
 	if err != nil && !(errors.Is(err, io.EOF) && n > 0) {
-		closeFDs()
 		if errors.Is(err, io.EOF) {
-			return nil, files, fmt.Errorf("%w: the client sent no request", ErrProtocol)
+			return fail(fmt.Errorf("%w: the client sent no request", ErrProtocol))
 		}
-		return nil, files, fmt.Errorf("%w: reading the request: %v", ErrProtocol, err)
+		return fail(fmt.Errorf("%w: reading the request: %v", ErrProtocol, err))
 	}
 	if flags&unix.MSG_CTRUNC != 0 {
-		closeFDs()
-		return nil, files, fmt.Errorf("%w: more than 3 descriptors passed", ErrProtocol)
+		return fail(fmt.Errorf("%w: more than 3 descriptors passed", ErrProtocol))
 	}
 	if n < len(hdr) {
 		if _, err := io.ReadFull(c, hdr[n:]); err != nil {
-			closeFDs()
-			return nil, files, fmt.Errorf("%w: short request header: %v", ErrProtocol, err)
+			return fail(fmt.Errorf("%w: short request header: %v", ErrProtocol, err))
 		}
 	}
 	size := binary.BigEndian.Uint32(hdr[:])
 	if size > MaxRequest {
-		closeFDs()
-		return nil, files, fmt.Errorf("%w: request of %d bytes is over the limit of %d", ErrProtocol, size, MaxRequest)
+		return fail(fmt.Errorf("%w: request of %d bytes is over the limit of %d", ErrProtocol, size, MaxRequest))
 	}
-	body := make([]byte, size)
-	if _, err := io.ReadFull(c, body); err != nil {
-		closeFDs()
-		return nil, files, fmt.Errorf("%w: request cut short: %v", ErrProtocol, err)
+	if release, err = reserve(int64(size)); err != nil {
+		release = func() {}
+		return fail(err)
+	}
+	body, err := readBody(c, int(size))
+	if err != nil {
+		return fail(fmt.Errorf("%w: request cut short: %v", ErrProtocol, err))
 	}
 	req, err := decodeRequest(body)
 	if err != nil {
-		closeFDs()
-		return nil, files, err
+		return fail(err)
 	}
 	if len(fds) != len(req.Files) {
-		closeFDs()
-		return nil, files, fmt.Errorf("%w: the request names %d passed descriptors, %d came", ErrProtocol, len(req.Files), len(fds))
+		return fail(fmt.Errorf("%w: the request names %d passed descriptors, %d came", ErrProtocol, len(req.Files), len(fds)))
 	}
 	for i, name := range req.Files {
 		if name == "stdin" {
@@ -320,12 +498,10 @@ func readRequest(c *net.UnixConn) (*Request, Files, error) {
 		}
 		f.Close()
 		files.close()
-		for _, fd := range fds[i+1:] {
-			unix.Close(fd)
-		}
-		return nil, Files{}, fmt.Errorf("%w: descriptor %q passed twice", ErrProtocol, name)
+		fds = fds[i+1:]
+		return fail(fmt.Errorf("%w: descriptor %q passed twice", ErrProtocol, name))
 	}
-	return req, files, nil
+	return req, files, release, nil
 }
 
 func parseRights(oob []byte) []int {
