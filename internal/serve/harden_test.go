@@ -11,8 +11,10 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -207,7 +209,7 @@ func TestStalledReaders(t *testing.T) {
 		r, _ := Do(context.Background(), c, &Request{Spec: spec.CommandSpec{Program: "chatty"}, Files: []string{"stdout"}}, []*os.File{pw})
 		done <- r
 	}()
-	if err := <-lost; err == nil || !strings.Contains(err.Error(), "read none of its output") {
+	if err := <-lost; !errors.Is(err, errStalled) {
 		t.Fatalf("the stalled live write: %v", err)
 	}
 	if r := <-done; r == nil || r.Result == nil || !r.Result.Cancelled {
@@ -340,4 +342,138 @@ func firstLine(s, with string) string {
 		}
 	}
 	return ""
+}
+
+// TestLiveWriter: a run's live output never waits for its client. A
+// client that reads slowly gets all of it, in order; one that lets the
+// buffer fill, or reads nothing for the timeout, loses its run (stall);
+// one that closed its end ends the stream only.
+func TestLiveWriter(t *testing.T) {
+	tests := []struct {
+		name    string
+		write   int    // bytes the run writes, 64 KiB at a time
+		reader  string // "slow", "none", "closed"
+		stalled bool
+	}{
+		{"slow reader", 3 << 20, "slow", false},
+		{"absent reader, buffer full", 3 << 20, "none", true},
+		{"absent reader, little output", 200 << 10, "none", true},
+		{"reader gone", 200 << 10, "closed", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pr, pw, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pr.Close()
+			defer pw.Close()
+			got := make(chan []byte, 1)
+			switch tt.reader {
+			case "slow":
+				go func() {
+					var b bytes.Buffer
+					buf := make([]byte, 32<<10)
+					for {
+						time.Sleep(time.Millisecond)
+						n, err := pr.Read(buf)
+						b.Write(buf[:n])
+						if err != nil {
+							got <- b.Bytes()
+							return
+						}
+					}
+				}()
+			case "closed":
+				pr.Close()
+			}
+			var stalls atomic.Int32
+			w := newLiveWriter(pw, 100*time.Millisecond, func() { stalls.Add(1) })
+			var want bytes.Buffer
+			var werr error
+			for i := 0; i < tt.write && werr == nil; i += 64 << 10 {
+				p := bytes.Repeat([]byte{byte('a' + i>>16%26)}, 64<<10)
+				want.Write(p)
+				_, werr = w.Write(p)
+				if tt.reader == "slow" {
+					// The run writes about as fast as the reader reads.
+					time.Sleep(5 * time.Millisecond)
+				}
+			}
+			if tt.reader == "none" && werr == nil {
+				// Little output: the stall shows once the drain waited.
+				for werr == nil {
+					time.Sleep(10 * time.Millisecond)
+					_, werr = w.Write([]byte("x"))
+				}
+			}
+			w.finish()
+			if (stalls.Load() > 0) != tt.stalled {
+				t.Fatalf("stalls %d, write error %v; want stalled %v", stalls.Load(), werr, tt.stalled)
+			}
+			if tt.stalled && !errors.Is(werr, errStalled) {
+				t.Fatalf("write error %v, want errStalled", werr)
+			}
+			if tt.reader == "slow" {
+				pw.Close()
+				if b := <-got; !bytes.Equal(b, want.Bytes()) || werr != nil {
+					t.Fatalf("the slow reader got %d bytes (want %d), write error %v", len(b), want.Len(), werr)
+				}
+			}
+		})
+	}
+}
+
+// TestFairSlots: a free slot goes to the processes with waiters in turn,
+// whatever the number of requests each has waiting; a waiter whose ctx
+// ends leaves the queue.
+func TestFairSlots(t *testing.T) {
+	f := newFairSlots(1)
+	if !f.acquire(context.Background(), 1) {
+		t.Fatal("a free slot was not taken")
+	}
+	order := make(chan int, 10)
+	var wg sync.WaitGroup
+	wait := func(pid int) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if f.acquire(context.Background(), pid) {
+				order <- pid
+			}
+		}()
+		for {
+			f.mu.Lock()
+			n := 0
+			for _, q := range f.queues {
+				n += len(q)
+			}
+			f.mu.Unlock()
+			if n > 0 && func() bool { f.mu.Lock(); defer f.mu.Unlock(); return len(f.queues[pid]) > 0 }() {
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	// Process 7 queues four requests, then process 8 one, then 9 one.
+	for range 4 {
+		wait(7)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	gone := make(chan bool)
+	go func() { gone <- f.acquire(ctx, 9) }()
+	wait(8)
+	cancel()
+	if <-gone {
+		t.Fatal("a cancelled waiter got a slot")
+	}
+	var got []int
+	for range 5 {
+		f.release()
+		got = append(got, <-order)
+	}
+	wg.Wait()
+	if want := []int{7, 8, 7, 7, 7}; !slices.Equal(got, want) {
+		t.Fatalf("slots went to %v, want %v", got, want)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -91,51 +92,128 @@ func readBody(r io.Reader, size int) ([]byte, error) {
 	return b, nil
 }
 
-// deadlineWriter writes to f (a client's stdout or stderr, passed with
-// its request), waiting at most timeout for each chunk to go: a client
-// that leaves it unread that long gets an error, and stall is called (the
-// server ends the run). Any error is final: later writes return it. The descriptor's mode is left as the client set
-// it (never made non-blocking: it may be the client's terminal). nil
-// when f is.
-func deadlineWriter(f *os.File, timeout time.Duration, stall func()) io.Writer {
-	if f == nil {
-		return nil
-	}
-	return &stallWriter{f: f, timeout: timeout, stall: stall}
-}
+// liveBuffer is how much live output of one stream the server holds for
+// a client that has not read it yet. A run writes into it without ever
+// waiting for the client; when a client leaves this much unread, its run
+// is ended.
+const liveBuffer = 1 << 20
 
-type stallWriter struct {
+// errStalled: the client left its live output unread.
+var errStalled = errors.New("the client left its output unread")
+
+// liveWriter passes a run's live output to f (a client's stdout or
+// stderr, passed with its request) through a buffer of liveBuffer bytes
+// that a goroutine drains. The run's writes never wait for the client: a
+// client that lets the buffer fill, or reads nothing for timeout while
+// output waits, loses its run (stall is called, and the writes fail).
+// The descriptor's mode is left as the client set it (never made
+// non-blocking: it may be the client's terminal). Any error is final.
+type liveWriter struct {
 	f       *os.File
 	timeout time.Duration
 	stall   func()
 	mu      sync.Mutex
+	pending []byte
+	closed  bool
 	dead    error
+	wake    chan struct{}
+	done    chan struct{}
+}
+
+// newLiveWriter starts the writer's drain; nil when f is.
+func newLiveWriter(f *os.File, timeout time.Duration, stall func()) *liveWriter {
+	if f == nil {
+		return nil
+	}
+	w := &liveWriter{f: f, timeout: timeout, stall: stall, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	go w.drain()
+	return w
+}
+
+func (w *liveWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.dead != nil {
+		return 0, w.dead
+	}
+	if len(w.pending)+len(p) > liveBuffer {
+		w.dead = fmt.Errorf("%w: %s: more than %d bytes", errStalled, w.f.Name(), liveBuffer)
+		w.stall()
+		return 0, w.dead
+	}
+	w.pending = append(w.pending, p...)
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+	return len(p), nil
+}
+
+// finish waits for what is pending to reach the client (within the
+// writer's timeout); nil-safe.
+func (w *liveWriter) finish() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+	<-w.done
+}
+
+func (w *liveWriter) drain() {
+	defer close(w.done)
+	for {
+		w.mu.Lock()
+		p, closed := w.pending, w.closed
+		w.pending = nil
+		w.mu.Unlock()
+		if len(p) == 0 {
+			if closed {
+				return
+			}
+			<-w.wake
+			continue
+		}
+		err := writeWithin(w.f, p, w.timeout)
+		if err == nil {
+			continue
+		}
+		w.mu.Lock()
+		w.dead, w.pending = err, nil
+		w.mu.Unlock()
+		// A reader gone (EPIPE) only ends the live stream, as in a
+		// direct run; a stalled one ends the run.
+		if errors.Is(err, errStalled) {
+			w.stall()
+		}
+		return
+	}
 }
 
 // chunk is what one write may carry after poll said the descriptor
 // takes data: a pipe's atomic size, which a pipe with room takes whole.
 const chunk = 4096
 
-func (w *stallWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.dead != nil {
-		return 0, w.dead
-	}
-	rc, err := w.f.SyscallConn()
+// writeWithin writes p to f, failing with errStalled when the descriptor
+// takes nothing for timeout.
+func writeWithin(f *os.File, p []byte, timeout time.Duration) error {
+	rc, err := f.SyscallConn()
 	if err != nil {
-		return 0, err
+		return err
 	}
-	written := 0
 	var werr error
-	stalled := false
 	cerr := rc.Control(func(fd uintptr) {
-		deadline := time.Now().Add(w.timeout)
+		written := 0
+		deadline := time.Now().Add(timeout)
 		for written < len(p) {
 			left := time.Until(deadline)
 			if left <= 0 {
-				werr = fmt.Errorf("%s: the client read none of its output for %v", w.f.Name(), w.timeout)
-				stalled = true
+				werr = fmt.Errorf("%w: %s: nothing read for %v", errStalled, f.Name(), timeout)
 				return
 			}
 			pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}
@@ -158,19 +236,92 @@ func (w *stallWriter) Write(p []byte) (int, error) {
 			written += m
 			// Progress restarts the clock: the bound is on a stalled
 			// reader, not on a long output.
-			deadline = time.Now().Add(w.timeout)
+			deadline = time.Now().Add(timeout)
 		}
 	})
 	if cerr != nil {
-		werr = cerr
+		return cerr
 	}
-	if werr != nil {
-		// Another failure (a reader gone: EPIPE) only ends the live
-		// stream, as in a direct run; a stall ends the run.
-		w.dead = werr
-		if stalled && w.stall != nil {
-			w.stall()
+	return werr
+}
+
+// fairSlots hands out run slots fairly between client processes: a free
+// slot goes to the next process, in turn, that has a request waiting, so
+// that one process's many requests (a flood) queue behind each other and
+// not in front of another process's one.
+type fairSlots struct {
+	mu     sync.Mutex
+	free   int
+	size   int
+	queues map[int][]chan struct{} // per pid, oldest first
+	turn   []int                   // pids with waiters, in turn order
+}
+
+func newFairSlots(n int) *fairSlots {
+	return &fairSlots{free: n, size: n, queues: map[int][]chan struct{}{}}
+}
+
+// acquire waits for a slot for a request of process pid; false when ctx
+// ended first.
+func (f *fairSlots) acquire(ctx context.Context, pid int) bool {
+	f.mu.Lock()
+	if f.free > 0 && len(f.turn) == 0 {
+		f.free--
+		f.mu.Unlock()
+		return true
+	}
+	ch := make(chan struct{})
+	if len(f.queues[pid]) == 0 {
+		f.turn = append(f.turn, pid)
+	}
+	f.queues[pid] = append(f.queues[pid], ch)
+	f.mu.Unlock()
+	select {
+	case <-ch:
+		return true
+	case <-ctx.Done():
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	q := f.queues[pid]
+	for i, w := range q {
+		if w == ch {
+			f.queues[pid] = append(q[:i:i], q[i+1:]...)
+			if len(f.queues[pid]) == 0 {
+				delete(f.queues, pid)
+				f.turn = slices.DeleteFunc(f.turn, func(p int) bool { return p == pid })
+			}
+			return false
 		}
 	}
-	return written, werr
+	// Handed a slot as ctx ended: give it on.
+	f.handOn()
+	return false
+}
+
+// release frees a slot, handing it to the process whose turn it is.
+func (f *fairSlots) release() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.handOn()
+}
+
+// handOn gives a free slot to the first waiter of the process whose turn
+// it is, which then goes to the back of the turn; with none, the slot is
+// free. f.mu is held.
+func (f *fairSlots) handOn() {
+	if len(f.turn) == 0 {
+		f.free++
+		return
+	}
+	pid := f.turn[0]
+	q := f.queues[pid]
+	close(q[0])
+	f.turn = f.turn[1:]
+	if len(q) == 1 {
+		delete(f.queues, pid)
+	} else {
+		f.queues[pid] = q[1:]
+		f.turn = append(f.turn, pid)
+	}
 }

@@ -25,9 +25,10 @@ import (
 // passed). The server closes them once the handler returns.
 type Files struct {
 	Stdin, Stdout, Stderr *os.File
-	// Out and Err write to Stdout and Stderr (nil when not passed) with
-	// the server's WriteTimeout: a client that leaves its output unread
-	// that long fails the write and loses its run (the handler's ctx
+	// Out and Err write to Stdout and Stderr (nil when not passed)
+	// through a buffer, so that a run never waits for its client: a
+	// client that leaves 1 MiB unread, or reads nothing for the server's
+	// WriteTimeout, fails the writes and loses its run (the handler's ctx
 	// ends). A handler writes the caller's output through these, never
 	// through Stdout and Stderr themselves.
 	Out, Err io.Writer
@@ -85,7 +86,7 @@ type Server struct {
 	// uid is the only uid served (os.Geteuid unless a test sets it).
 	uid     int
 	uidSet  bool
-	slots   chan struct{}
+	slots   *fairSlots
 	mu      sync.Mutex
 	pending int
 	wg      sync.WaitGroup
@@ -172,7 +173,7 @@ func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
 	if n <= 0 {
 		n = 2 * runtime.NumCPU()
 	}
-	s.slots = make(chan struct{}, n)
+	s.slots = newFairSlots(n)
 	if s.MaxQueue <= 0 {
 		s.MaxQueue = 256
 	}
@@ -395,17 +396,24 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
 		_, _ = c.Read(b[:])
 		cancel()
 	}()
-	files.Out = deadlineWriter(files.Stdout, s.WriteTimeout, cancel)
-	files.Err = deadlineWriter(files.Stderr, s.WriteTimeout, cancel)
+	out, errw := newLiveWriter(files.Stdout, s.WriteTimeout, cancel), newLiveWriter(files.Stderr, s.WriteTimeout, cancel)
+	if out != nil {
+		files.Out = out
+	}
+	if errw != nil {
+		files.Err = errw
+	}
+	defer out.finish()
+	defer errw.finish()
 
 	s.mu.Lock()
-	busy := s.pending >= cap(s.slots)+s.MaxQueue
+	busy := s.pending >= s.slots.size+s.MaxQueue
 	if !busy {
 		s.pending++
 	}
 	s.mu.Unlock()
 	if busy {
-		s.refuse(c, "busy", fmt.Sprintf("the confine server at %s is busy: %d runs going and %d waiting (--max-runs, --max-queue)", s.Socket, cap(s.slots), s.MaxQueue))
+		s.refuse(c, "busy", fmt.Sprintf("the confine server at %s is busy: %d runs going and %d waiting (--max-runs, --max-queue)", s.Socket, s.slots.size, s.MaxQueue))
 		return
 	}
 	defer func() {
@@ -413,16 +421,18 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
 		s.pending--
 		s.mu.Unlock()
 	}()
-	select {
-	case s.slots <- struct{}{}:
-	case <-runCtx.Done():
+	// Slots go round the client processes in turn.
+	if !s.slots.acquire(runCtx, pid) {
 		s.refuse(c, "cancelled", "the client hung up while the run waited for a slot")
 		return
 	}
 	resp := s.Handler(runCtx, req, files)
-	// The slot is free before the answer is written: a client that
-	// does not read it holds its connection, never a run slot.
-	<-s.slots
+	// The slot is free before the output left and the answer are
+	// written: a client that does not read them holds its connection,
+	// never a run slot.
+	s.slots.release()
+	out.finish()
+	errw.finish()
 	files.close()
 	if err := s.answer(c, resp); err != nil && runCtx.Err() == nil {
 		s.log().Warn("confine serve: could not answer", "peer_pid", pid, "err", err)
