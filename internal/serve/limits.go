@@ -325,3 +325,55 @@ func (f *fairSlots) handOn() {
 		f.turn = append(f.turn, pid)
 	}
 }
+
+// peerTurns lets each client process have at most limit requests read at
+// once (bodies read and decoded): a process sending many large requests
+// gets a share of the server's reading, not all of it.
+type peerTurns struct {
+	mu      sync.Mutex
+	limit   int
+	busy    map[int]int
+	changed chan struct{}
+}
+
+func newPeerTurns(limit int) *peerTurns {
+	return &peerTurns{limit: limit, busy: map[int]int{}, changed: make(chan struct{})}
+}
+
+// acquire waits until deadline (or ctx's end) for a turn of pid and
+// returns the function that ends it (once).
+func (p *peerTurns) acquire(ctx context.Context, pid int, deadline time.Time) (func(), error) {
+	var timer *time.Timer
+	for {
+		p.mu.Lock()
+		if p.busy[pid] < p.limit {
+			p.busy[pid]++
+			p.mu.Unlock()
+			var once sync.Once
+			return func() { once.Do(func() { p.put(pid) }) }, nil
+		}
+		changed := p.changed
+		p.mu.Unlock()
+		if timer == nil {
+			timer = time.NewTimer(time.Until(deadline))
+			defer timer.Stop()
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			return nil, fmt.Errorf("%w: process %d has %d requests being read already", errNoMemory, pid, p.limit)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func (p *peerTurns) put(pid int) {
+	p.mu.Lock()
+	if p.busy[pid]--; p.busy[pid] <= 0 {
+		delete(p.busy, pid)
+	}
+	close(p.changed)
+	p.changed = make(chan struct{})
+	p.mu.Unlock()
+}

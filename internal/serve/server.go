@@ -96,7 +96,12 @@ type Server struct {
 	perPeer map[int]int
 	reading *list.List
 	mem     *byteSem
+	reads   *peerTurns
 }
+
+// readsPerPeer is how many requests of one client process are read (and
+// decoded) at once; its others wait, within RequestTimeout.
+const readsPerPeer = 2
 
 // DefaultMaxConns is the connection cap when MaxConns is unset: half the
 // descriptor limit (the rest is for the runs), at most 4096.
@@ -196,6 +201,7 @@ func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
 	s.perPeer = map[int]int{}
 	s.reading = list.New()
 	s.mem = newByteSem(s.MaxRequestMemory)
+	s.reads = newPeerTurns(readsPerPeer)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -363,9 +369,16 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
 	}
 	deadline := time.Now().Add(s.RequestTimeout)
 	_ = c.SetReadDeadline(deadline)
+	endTurn := func() {}
 	req, files, release, err := readRequest(c, func(n int64) (func(), error) {
+		turn, err := s.reads.acquire(ctx, pid, deadline)
+		if err != nil {
+			return nil, err
+		}
+		endTurn = turn
 		return s.mem.acquire(ctx, n, deadline)
 	})
+	endTurn()
 	if !s.doneReading(pc) {
 		if err == nil {
 			release()
