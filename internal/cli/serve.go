@@ -333,6 +333,7 @@ refused. SIGINT or SIGTERM stops the server, ending the runs in flight.`,
 			}
 			// The socket's directory is known once Listen resolved it.
 			s.Handler = serveHandler(requireCap || requireCapEnv(os.Getenv), filepath.Dir(s.Socket))
+			serve.SetProcessMemoryLimit()
 			fmt.Fprintf(stderr, "confine: serving uid %d at %s\n", os.Geteuid(), s.Socket)
 			if err := s.Serve(ctx, ln); err != nil {
 				return confineFailed(err)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"time"
@@ -69,27 +70,31 @@ func (b *byteSem) put(n int64) {
 	b.mu.Unlock()
 }
 
-// readBody reads exactly size bytes from r into a buffer that grows as
-// they arrive (a client that claims a size and sends nothing costs
-// nothing) and never beyond size.
+// readBody reads exactly size bytes from r. A claimed size costs nothing
+// until bytes come: the first 64 KiB are read into a buffer of that size,
+// and only then is the whole size allocated (once; no doubling garbage).
 func readBody(r io.Reader, size int) ([]byte, error) {
-	b := make([]byte, 0, min(size, 64<<10))
-	for len(b) < size {
-		if len(b) == cap(b) {
-			nb := make([]byte, len(b), min(2*cap(b), size))
-			copy(nb, b)
-			b = nb
-		}
-		n, err := r.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if err != nil && len(b) < size {
-			if errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
-			return nil, err
-		}
+	first := min(size, 64<<10)
+	b := make([]byte, first)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return nil, shortBody(err)
 	}
-	return b, nil
+	if size == first {
+		return b, nil
+	}
+	all := make([]byte, size)
+	copy(all, b)
+	if _, err := io.ReadFull(r, all[first:]); err != nil {
+		return nil, shortBody(err)
+	}
+	return all, nil
+}
+
+func shortBody(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }
 
 // liveBuffer is how much live output of one stream the server holds for
@@ -376,4 +381,21 @@ func (p *peerTurns) put(pid int) {
 	close(p.changed)
 	p.changed = make(chan struct{})
 	p.mu.Unlock()
+}
+
+// SoftMemoryLimit is the Go heap limit a server process sets for itself
+// (SetProcessMemoryLimit): twice the default request budget, for the
+// requests and their decoded copies, and 128 MiB for the rest (a
+// goroutine per held connection, answers being written).
+const SoftMemoryLimit = 2*(64<<20) + 128<<20
+
+// SetProcessMemoryLimit makes the garbage collector of this process
+// work to keep its heap under SoftMemoryLimit (a soft limit: a heap that
+// is really in use may pass it), unless $GOMEMLIMIT says otherwise. For
+// the process that owns the server (confine serve); a library never sets
+// it for its caller.
+func SetProcessMemoryLimit() {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(SoftMemoryLimit)
+	}
 }
