@@ -26,6 +26,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/confine-sandbox/confine"
+	"github.com/confine-sandbox/confine/internal/esc"
 	"github.com/confine-sandbox/confine/internal/eventlog"
 	"github.com/confine-sandbox/confine/internal/serve"
 	"github.com/confine-sandbox/confine/policy"
@@ -81,11 +82,11 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.msg != "" {
-			fmt.Fprintf(stderr, "confine: %s\n", ee.msg)
+			fmt.Fprintf(stderr, "confine: %s\n", esc.Text(ee.msg))
 		}
 		return ee.code
 	}
-	fmt.Fprintf(stderr, "confine: %v\n", err)
+	fmt.Fprintf(stderr, "confine: %s\n", esc.Text(err.Error()))
 	return ExitConfine
 }
 
@@ -425,7 +426,7 @@ func (o *runOpts) prepare(args []string, stderr io.Writer) (*prepared, error) {
 		return nil, err
 	}
 	if len(skipped) > 0 {
-		fmt.Fprintf(stderr, "confine: environment: left out %s (refused by the sanitiser; waive by exact name in a profile)\n", strings.Join(skipped, ", "))
+		fmt.Fprintf(stderr, "confine: environment: left out %s (refused by the sanitiser; waive by exact name in a profile)\n", esc.Join(skipped, ", "))
 	}
 	p := &prepared{prof: prof, spec: spec.CommandSpec{
 		Program:  args[0],
@@ -465,7 +466,7 @@ func (o *runOpts) execute(ctx context.Context, p *prepared, stdin io.Reader, std
 	l := &confine.Launcher{Stdin: stdin, EventLog: p.logPath, Backend: o.backend, DetachCleanup: true, CallerEnv: callerEnv,
 		ControlPaths: o.controlPaths(),
 		// A silent audit gap is worse than noise.
-		EventLogError: func(err error) { fmt.Fprintf(stderr, "confine: %v\n", err) }}
+		EventLogError: func(err error) { fmt.Fprintf(stderr, "confine: %s\n", esc.Text(err.Error())) }}
 	if !o.json || o.resultOut != nil {
 		l.LiveStdout, l.LiveStderr = stdout, stderr
 		if o.liveLimitSet {
@@ -511,10 +512,10 @@ func (o *runOpts) finish(res spec.CommandResult, err error, logSkipped string, s
 	// The result records these; a line on every run would read as an
 	// error (most developers' PATH has per-user toolchain directories).
 	if o.verbose && len(res.PathOmitted) > 0 {
-		fmt.Fprintf(stderr, "confine: PATH: left out %s (outside the read roots, writable, or unresolvable; grant with --ro)\n", strings.Join(res.PathOmitted, ", "))
+		fmt.Fprintf(stderr, "confine: PATH: left out %s (outside the read roots, writable, or unresolvable; grant with --ro)\n", esc.Join(res.PathOmitted, ", "))
 	}
 	if o.verbose && logSkipped != "" {
-		fmt.Fprintf(stderr, "confine: event log skipped: %s\n", logSkipped)
+		fmt.Fprintf(stderr, "confine: event log skipped: %s\n", esc.Text(logSkipped))
 	}
 	if err != nil {
 		ee := runError(res, err)
@@ -528,7 +529,7 @@ func (o *runOpts) finish(res spec.CommandResult, err error, logSkipped string, s
 	} else {
 		reportDenials(stderr, res.Denials)
 		for _, c := range res.Persistence {
-			fmt.Fprintf(stderr, "confine: the command %s %s (%s), which a program outside the sandbox may run later\n", c.Kind, c.Path, c.What)
+			fmt.Fprintf(stderr, "confine: the command %s %s (%s), which a program outside the sandbox may run later\n", esc.Text(c.Kind), esc.Text(c.Path), esc.Text(c.What))
 		}
 		if res.ExitCode != 0 {
 			if note := guardNote(&res); note != "" {
@@ -576,9 +577,9 @@ func reportDenials(w io.Writer, ds []spec.Denial) {
 			fmt.Fprintf(w, "confine: ... and %d more denials (see --json)\n", len(ds)-show)
 			break
 		}
-		line := fmt.Sprintf("confine: denied %s %s: %s (%s)", d.Syscall, d.Path, d.Reason, d.Errno)
+		line := fmt.Sprintf("confine: denied %s %s: %s (%s)", esc.Text(d.Syscall), esc.Text(d.Path), esc.Text(d.Reason), esc.Text(d.Errno))
 		if d.Hint != "" {
-			line += "; to allow it: " + d.Hint
+			line += "; to allow it: " + esc.Text(d.Hint)
 		}
 		fmt.Fprintln(w, line)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/confine-sandbox/confine/internal/esc"
 	"github.com/confine-sandbox/confine/internal/serve"
 	"github.com/confine-sandbox/confine/policy"
 	"github.com/confine-sandbox/confine/spec"
@@ -334,7 +335,7 @@ refused. SIGINT or SIGTERM stops the server, ending the runs in flight.`,
 			// The socket's directory is known once Listen resolved it.
 			s.Handler = serveHandler(requireCap || requireCapEnv(os.Getenv), filepath.Dir(s.Socket))
 			serve.SetProcessMemoryLimit()
-			fmt.Fprintf(stderr, "confine: serving uid %d at %s\n", os.Geteuid(), s.Socket)
+			fmt.Fprintf(stderr, "confine: serving uid %d at %s\n", os.Geteuid(), esc.Text(s.Socket))
 			if err := s.Serve(ctx, ln); err != nil {
 				return confineFailed(err)
 			}
