@@ -27,7 +27,7 @@ type egressRun struct {
 	cancel context.CancelFunc
 	done   chan error
 
-	mu   sync.Mutex
+	mu sync.Mutex
 	// pids maps the local address (address and port) of each
 	// connection the supervisor made for the command to the thread that
 	// asked. The whole address, not the port alone: a host process may
