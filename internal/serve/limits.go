@@ -16,22 +16,23 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// errNoMemory: the server's request memory stayed taken until the
-// request's deadline.
-var errNoMemory = errors.New("the confine server's request memory is taken")
+// errBusy: what a request waited for (request memory, a turn to be
+// read) stayed taken until its deadline.
+var errBusy = errors.New("the confine server is busy")
 
 // byteSem hands out bytes of a fixed budget: the requests the server
 // holds, together, never exceed it. A request that does not fit waits;
 // any request that fits may go first (no head-of-line blocking of small
 // requests behind a large one).
 type byteSem struct {
+	what    string // for errors: what the bytes are
 	mu      sync.Mutex
 	free    int64
 	changed chan struct{}
 }
 
-func newByteSem(n int64) *byteSem {
-	return &byteSem{free: n, changed: make(chan struct{})}
+func newByteSem(n int64, what string) *byteSem {
+	return &byteSem{what: what, free: n, changed: make(chan struct{})}
 }
 
 // acquire takes n bytes, waiting until deadline (or ctx's end) for them,
@@ -55,7 +56,7 @@ func (b *byteSem) acquire(ctx context.Context, n int64, deadline time.Time) (fun
 		select {
 		case <-changed:
 		case <-timer.C:
-			return nil, fmt.Errorf("%w: no room for a request of %d bytes before its deadline", errNoMemory, n)
+			return nil, fmt.Errorf("%w: no room in its %s for %d more before the request's deadline", errBusy, b.what, n)
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
@@ -366,7 +367,7 @@ func (p *peerTurns) acquire(ctx context.Context, pid int, deadline time.Time) (f
 		select {
 		case <-changed:
 		case <-timer.C:
-			return nil, fmt.Errorf("%w: process %d has %d requests being read already", errNoMemory, pid, p.limit)
+			return nil, fmt.Errorf("%w: process %d has %d requests being read already", errBusy, pid, p.limit)
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}

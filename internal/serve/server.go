@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -97,19 +98,30 @@ type Server struct {
 	reading *list.List
 	mem     *byteSem
 	reads   *peerTurns
+	large   *byteSem
+	// open counts accepted connections not yet closed; connGone hears
+	// of each close.
+	open     atomic.Int64
+	connGone chan struct{}
 }
+
+// largeRequest is the size above which a request is read and decoded
+// one at a time.
+const largeRequest = 1 << 20
 
 // readsPerPeer is how many requests of one client process are read (and
 // decoded) at once; its others wait, within RequestTimeout.
 const readsPerPeer = 2
 
-// DefaultMaxConns is the connection cap when MaxConns is unset: half the
-// descriptor limit (the rest is for the runs), at most 4096.
+// DefaultMaxConns is the connection cap when MaxConns is unset: a quarter
+// of the descriptor limit, at most 4096. Connections being refused hold
+// descriptors too, up to as many again (Server.maxOpen): half the limit
+// is left for the runs.
 func DefaultMaxConns() int {
 	var rl unix.Rlimit
 	n := 4096
-	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err == nil && rl.Cur/2 < uint64(n) {
-		n = int(rl.Cur / 2)
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err == nil && rl.Cur/4 < uint64(n) {
+		n = int(rl.Cur / 4)
 	}
 	return max(n, 16)
 }
@@ -200,8 +212,9 @@ func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
 	}
 	s.perPeer = map[int]int{}
 	s.reading = list.New()
-	s.mem = newByteSem(s.MaxRequestMemory)
+	s.mem = newByteSem(s.MaxRequestMemory, "request memory (bytes)")
 	s.reads = newPeerTurns(readsPerPeer)
+	s.large = newByteSem(1, "turns to read a large request")
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -210,7 +223,18 @@ func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
 	}()
 	var err error
 	var backoff time.Duration
+	s.connGone = make(chan struct{}, 1)
 	for {
+		// Connections being refused or evicted still hold a
+		// descriptor until they are answered: beyond the cap and a
+		// margin for them, wait (the backlog holds new ones) rather
+		// than run out of descriptors.
+		for s.open.Load() >= int64(s.maxOpen()) && ctx.Err() == nil {
+			select {
+			case <-s.connGone:
+			case <-ctx.Done():
+			}
+		}
 		c, aerr := ln.AcceptUnix()
 		if aerr != nil {
 			if ctx.Err() != nil {
@@ -232,15 +256,30 @@ func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
 			continue
 		}
 		backoff = 0
+		s.open.Add(1)
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
+			defer s.connClosed()
 			s.handle(ctx, c)
 		}()
 	}
 	cancel()
 	s.wg.Wait()
 	return err
+}
+
+// maxOpen is how many accepted connections may hold a descriptor at
+// once: MaxConns, and as many more being refused or evicted.
+func (s *Server) maxOpen() int { return 2*s.MaxConns + 16 }
+
+// connClosed counts a connection's descriptor closed (handle closes it).
+func (s *Server) connClosed() {
+	s.open.Add(-1)
+	select {
+	case s.connGone <- struct{}{}:
+	default:
+	}
 }
 
 // conn is one accepted connection, as the caps count it.
@@ -376,6 +415,17 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
 			return nil, err
 		}
 		endTurn = turn
+		if n > largeRequest {
+			// Decoding a large request takes a core for a while (about
+			// 40 ns a byte): one at a time, so that floods of them
+			// leave the other cores to everyone else.
+			large, err := s.large.acquire(ctx, 1, deadline)
+			if err != nil {
+				turn()
+				return nil, err
+			}
+			endTurn = func() { large(); turn() }
+		}
 		return s.mem.acquire(ctx, n, deadline)
 	})
 	endTurn()
@@ -389,7 +439,7 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
 	}
 	if err != nil {
 		kind := "usage"
-		if errors.Is(err, errNoMemory) {
+		if errors.Is(err, errBusy) {
 			kind = "busy"
 		}
 		s.log().Warn("confine serve: refused a request", "peer_pid", pid, "err", err)
