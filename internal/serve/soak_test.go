@@ -103,7 +103,7 @@ func TestSoak(t *testing.T) {
 	pid := server.Process.Pid
 
 	idle, idleDials := soakRuns(t, socket, sc.runs)
-	idleRSS := procStatus(pid, "VmRSS")
+	idleRSS := procFigure(pid, "VmRSS")
 
 	mix := os.Getenv("CONFINE_SOAK_MIX")
 	if mix == "" {
@@ -140,7 +140,7 @@ func TestSoak(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		for {
-			if v := procStatus(pid, "VmRSS"); v > maxRSS.Load() {
+			if v := procFigure(pid, "VmRSS"); v > maxRSS.Load() {
 				maxRSS.Store(v)
 			}
 			if es, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid)); err == nil && int64(len(es)) > maxFDs.Load() {
@@ -156,7 +156,7 @@ func TestSoak(t *testing.T) {
 	loaded, loadedDials := soakRuns(t, socket, sc.runs)
 	close(stop)
 	wg.Wait()
-	hwm := procStatus(pid, "VmHWM")
+	hwm := procFigure(pid, "VmHWM")
 
 	if err := syscall.Kill(pid, 0); err != nil {
 		t.Fatalf("the server process is gone: %v", err)
@@ -215,8 +215,8 @@ func pct(sorted []time.Duration, p int) time.Duration {
 	return sorted[max(i, 0)].Round(10 * time.Microsecond)
 }
 
-// procStatus is a /proc/PID/status figure in bytes (0 when unreadable).
-func procStatus(pid int, field string) int64 {
+// procFigure is a /proc/PID/status figure in bytes (0 when unreadable).
+func procFigure(pid int, field string) int64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0
