@@ -313,7 +313,9 @@ func TestServeSocketDirRefused(t *testing.T) {
 func TestRequireCap(t *testing.T) {
 	u := testutil.Users(t)[0]
 	wd := testutil.Workdir(t, u.UID)
-	key := filepath.Join(wd, "cap.key")
+	// The key outside the work tree: no run may have its control paths
+	// in a writable root (docs/control-plane.md).
+	key := filepath.Join(testutil.Workdir(t, u.UID), "cap.key")
 	marker := filepath.Join(wd, "ran")
 	cli := func(env []string, args ...string) testutil.Result {
 		return testutil.CLI{Bin: testutil.SelfBinary(t), UID: u.UID, Dir: wd, Args: args, Env: env}.Run(t)
