@@ -393,19 +393,16 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
 		s.refuse(c, "peer", fmt.Sprintf("this confine server serves uid %d only; the client runs as uid %d", s.uid, uid))
 		return
 	}
-	// Counted against the caps first (cheap, and a flood is refused
-	// here), then checked for being inside a run.
+	// Counted against the caps first (cheap: a flood is refused here);
+	// checked for being inside a run once it has sent its request
+	// (reading /proc costs: idle connections never pay it), before
+	// anything runs.
 	pc := &conn{c: c, pid: pid}
 	if why := s.admit(pc); why != "" {
 		s.refuse(c, "busy", why)
 		return
 	}
 	defer s.release(pc)
-	if err := checkPeer(c, pid); err != nil {
-		s.log().Warn("confine serve: refused a client inside a confined run", "peer_pid", pid, "err", err)
-		s.refuse(c, "peer", err.Error())
-		return
-	}
 	deadline := time.Now().Add(s.RequestTimeout)
 	_ = c.SetReadDeadline(deadline)
 	endTurn := func() {}
@@ -448,6 +445,11 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
 	}
 	defer release()
 	defer files.close()
+	if err := checkPeer(c, pid); err != nil {
+		s.log().Warn("confine serve: refused a client inside a confined run", "peer_pid", pid, "err", err)
+		s.refuse(c, "peer", err.Error())
+		return
+	}
 	_ = c.SetReadDeadline(time.Time{})
 
 	// The client sends nothing more: EOF (or anything else) from it
