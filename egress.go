@@ -27,8 +27,14 @@ type egressRun struct {
 	cancel context.CancelFunc
 	done   chan error
 
-	mu   sync.Mutex
-	pids map[uint16]int // local port of a supervisor-made connection -> tid
+	mu sync.Mutex
+	// pids maps the local address (address and port) of each
+	// connection the supervisor made for the command to the thread that
+	// asked. The whole address, not the port alone: a host process may
+	// take the same port on another loopback address (127.0.0.2:P), but
+	// not 127.0.0.1:P while the supervisor's socket is bound to it, so
+	// a connection from that address is the supervisor's.
+	pids map[netip.AddrPort]int
 }
 
 // proxyVars name the proxy in the environment: the variables curl, git,
@@ -53,7 +59,7 @@ func startEgress(allow *policy.CompiledAllowlist, grants []policy.EgressGrant, r
 		ln.Close()
 		return nil, err
 	}
-	e := &egressRun{pids: map[uint16]int{}, done: make(chan error, 1)}
+	e := &egressRun{pids: map[netip.AddrPort]int{}, done: make(chan error, 1)}
 	e.addr = netip.MustParseAddrPort(ln.Addr().String())
 	e.proxy, err = egress.New(egress.Config{Allow: allow, Grants: grants, Credentials: creds, RunID: runID, TaskID: s.TaskID, JobID: s.JobID,
 		PIDOf: e.pidOf, KnownClientsOnly: true})
@@ -112,12 +118,14 @@ func (e *egressRun) pidOf(client net.Addr) int {
 	if !ok {
 		return 0
 	}
+	ap := ta.AddrPort()
+	ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	// One lookup per registration: the port may later serve another
+	// One lookup per registration: the address may later serve another
 	// connection, which registers again.
-	pid := e.pids[uint16(ta.Port)]
-	delete(e.pids, uint16(ta.Port))
+	pid := e.pids[ap]
+	delete(e.pids, ap)
 	return pid
 }
 
@@ -126,7 +134,7 @@ func (e *egressRun) hooks() *launch.Egress {
 	return &launch.Egress{
 		Register: func(local netip.AddrPort, tid int) {
 			e.mu.Lock()
-			e.pids[local.Port()] = tid
+			e.pids[netip.AddrPortFrom(local.Addr().Unmap(), local.Port())] = tid
 			e.mu.Unlock()
 		},
 		Refused: e.proxy.RecordDirect,

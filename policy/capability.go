@@ -131,9 +131,20 @@ func (c *Cap) ProfileDigest() string { return c.digest }
 // Expires is when the capability stops being accepted; zero means never.
 func (c *Cap) Expires() time.Time { return c.expires }
 
+// MaxTTL is the longest life of anything the capability key signs: a
+// capability token (Mint, confine cap mint --ttl) and an egress grant
+// (confine approve --ttl). 30 days: a leaked token stops working within
+// a month whatever its holder asked for.
+const MaxTTL = 30 * 24 * time.Hour
+
 // Mint issues a capability for a built-in or registered profile, bound to
-// the profile's current Digest. ttl <= 0 means no expiry.
+// the profile's current Digest. ttl <= 0 means no expiry (an in-process
+// capability, which Token refuses to serialise); a ttl over MaxTTL is
+// refused (spec.ErrInvalidSpec).
 func (e *Engine) Mint(profile, scope string, ttl time.Duration) (*Cap, error) {
+	if ttl > MaxTTL {
+		return nil, fmt.Errorf("%w: capability ttl %v is over the maximum of %v", spec.ErrInvalidSpec, ttl, MaxTTL)
+	}
 	p, err := e.lookup(profile)
 	if err != nil {
 		return nil, err

@@ -32,7 +32,8 @@ type EgressGrant struct {
 }
 
 // maxGrantTTL bounds a grant's life: approvals are for the work at hand.
-const maxGrantTTL = 30 * 24 * time.Hour
+// It is MaxTTL, the one bound on every signed credential.
+const maxGrantTTL = MaxTTL
 
 // grantNow is the clock grants are checked against (tests move it).
 var grantNow = time.Now

@@ -264,3 +264,41 @@ func TestApprovals(t *testing.T) {
 		t.Fatal("a refused approval was recorded")
 	}
 }
+
+// TestTokenMaxTTL: a ttl over MaxTTL is refused at minting, and a token
+// signed with the right key but a later expiry (minted without the bound)
+// is refused when parsed; MaxTTL itself is accepted.
+func TestTokenMaxTTL(t *testing.T) {
+	e := keyedEngine(t, 1)
+	for _, tt := range []struct {
+		ttl time.Duration
+		ok  bool
+	}{{time.Hour, true}, {MaxTTL, true}, {MaxTTL + time.Second, false}, {100000 * time.Hour, false}} {
+		c, err := e.Mint("default", "s", tt.ttl)
+		if tt.ok != (err == nil) || (err != nil && !errors.Is(err, spec.ErrInvalidSpec)) {
+			t.Fatalf("Mint(ttl %v) = %v, %v; want ok %v", tt.ttl, c, err, tt.ok)
+		}
+		if tt.ok {
+			tok, err := e.Token(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.ParseToken(tok); err != nil {
+				t.Fatalf("ttl %v: %v", tt.ttl, err)
+			}
+		}
+	}
+	c, err := e.Mint("default", "s", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.expires = time.Now().Add(100000 * time.Hour).Round(0)
+	c.mac = e.seal(c)
+	tok, err := e.Token(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.ParseToken(tok); !errors.Is(err, spec.ErrCapability) || !strings.Contains(err.Error(), "more than the maximum") {
+		t.Fatalf("a token expiring in 100000h parsed: %v", err)
+	}
+}

@@ -25,8 +25,16 @@ type Connection struct {
 	// lower-cased; never a name the proxy resolved on its own.
 	Domain string `json:"domain"`
 	Port   int    `json:"port"`
-	// Protocol is how it was asked: "http-connect", "http" or "socks5".
+	// Protocol is how it was asked: "http-connect", "http", "socks5";
+	// "socks4" or "socks4a" (always refused); "unparsable" for a request
+	// the proxy could not read (Peer and RequestBytes then say from where
+	// and how much); "unknown" for a client the run did not make.
 	Protocol string `json:"protocol"`
+	// Peer is the client's address as the proxy saw it.
+	Peer string `json:"peer,omitempty"`
+	// RequestBytes counts the bytes of the request the proxy read before
+	// deciding (a denied or unparsable request).
+	RequestBytes int64 `json:"request_bytes,omitempty"`
 	// Address is the address the proxy connected to ("" when denied
 	// before connecting).
 	Address string `json:"address,omitempty"`

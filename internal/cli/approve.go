@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/confine-sandbox/confine/internal/esc"
 	"github.com/confine-sandbox/confine/internal/eventlog"
 	"github.com/confine-sandbox/confine/policy"
 )
@@ -52,7 +53,7 @@ func newApprove(stdout, stderr io.Writer) *cobra.Command {
 				task = "(runs without a task id)"
 			}
 			fmt.Fprintf(stderr, "confine: approval %s: %s:%d for task %s until %s (request %s of run %s)\n",
-				g.ID, g.Host, g.Port, task, g.Expires.Format(time.RFC3339), c.ApprovalRequest, ev.RunID)
+				esc.Text(g.ID), esc.Text(g.Host), g.Port, esc.Text(task), g.Expires.Format(time.RFC3339), esc.Text(c.ApprovalRequest), esc.Text(ev.RunID))
 			fmt.Fprintln(stdout, tok)
 			return nil
 		},

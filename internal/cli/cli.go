@@ -26,6 +26,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/confine-sandbox/confine"
+	"github.com/confine-sandbox/confine/internal/esc"
 	"github.com/confine-sandbox/confine/internal/eventlog"
 	"github.com/confine-sandbox/confine/internal/serve"
 	"github.com/confine-sandbox/confine/policy"
@@ -81,11 +82,11 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.msg != "" {
-			fmt.Fprintf(stderr, "confine: %s\n", ee.msg)
+			fmt.Fprintf(stderr, "confine: %s\n", esc.Text(ee.msg))
 		}
 		return ee.code
 	}
-	fmt.Fprintf(stderr, "confine: %v\n", err)
+	fmt.Fprintf(stderr, "confine: %s\n", esc.Text(err.Error()))
 	return ExitConfine
 }
 
@@ -190,12 +191,15 @@ type runOpts struct {
 	eventLog         string
 	backend          string
 	capToken, capKey string
-	ro, rw, env      []string
-	task, job        string
-	approvals        []string
-	limits           spec.Limits
-	liveLimitSet     bool
-	json             bool
+	// requireCap refuses a run without --cap (run --require-cap,
+	// $CONFINE_REQUIRE_CAP, serve --require-cap).
+	requireCap   bool
+	ro, rw, env  []string
+	task, job    string
+	approvals    []string
+	limits       spec.Limits
+	liveLimitSet bool
+	json         bool
 	// resultFD (--result-fd): the result object goes to this descriptor,
 	// resultOut, while the output streams live.
 	resultFD  int
@@ -247,6 +251,7 @@ is gone when confine returns. Its environment is built from scratch.`,
 				}
 				defer f.Close()
 			}
+			o.requireCap = o.requireCap || requireCapEnv(os.Getenv)
 			err = o.run(cmd.Context(), args, stdout, stderr)
 			if o.json {
 				printRefusal(o.jsonOut(stdout), err)
@@ -260,6 +265,7 @@ is gone when confine returns. Its environment is built from scratch.`,
 	f.StringVar(&o.profile, "profile", "default", "sandbox profile: a built-in name or a TOML file path")
 	f.StringVar(&o.capToken, "cap", "", "run under this signed capability token (from \"confine cap mint\") instead of minting one")
 	f.StringVar(&o.capKey, "cap-key", "", "key file that verifies --cap tokens (default $XDG_CONFIG_HOME/confine/cap.key)")
+	f.BoolVar(&o.requireCap, "require-cap", false, "refuse to run without a valid --cap token (also $"+RequireCapEnv+"=1)")
 	f.StringArrayVar(&o.ro, "ro", nil, "extra read+execute root (repeatable)")
 	f.StringArrayVar(&o.rw, "rw", nil, "extra writable root (repeatable)")
 	f.StringArrayVar(&o.env, "env", nil, "pass NAME from this environment, or set NAME=VALUE (repeatable)")
@@ -356,6 +362,9 @@ func (o *runOpts) run(ctx context.Context, args []string, stdout, stderr io.Writ
 		// is sent), so its refusal is this side's too: after the
 		// capability's, as in a direct run, though the server checks
 		// the capability again.
+		if err := o.checkRequireCap(); err != nil {
+			return refused(ExitConfine, err)
+		}
 		if p.logErr != nil {
 			if _, err := o.capability(p.prof); err != nil {
 				return refused(ExitConfine, err)
@@ -417,7 +426,7 @@ func (o *runOpts) prepare(args []string, stderr io.Writer) (*prepared, error) {
 		return nil, err
 	}
 	if len(skipped) > 0 {
-		fmt.Fprintf(stderr, "confine: environment: left out %s (refused by the sanitiser; waive by exact name in a profile)\n", strings.Join(skipped, ", "))
+		fmt.Fprintf(stderr, "confine: environment: left out %s (refused by the sanitiser; waive by exact name in a profile)\n", esc.Join(skipped, ", "))
 	}
 	p := &prepared{prof: prof, spec: spec.CommandSpec{
 		Program:  args[0],
@@ -457,7 +466,7 @@ func (o *runOpts) execute(ctx context.Context, p *prepared, stdin io.Reader, std
 	l := &confine.Launcher{Stdin: stdin, EventLog: p.logPath, Backend: o.backend, DetachCleanup: true, CallerEnv: callerEnv,
 		ControlPaths: o.controlPaths(),
 		// A silent audit gap is worse than noise.
-		EventLogError: func(err error) { fmt.Fprintf(stderr, "confine: %v\n", err) }}
+		EventLogError: func(err error) { fmt.Fprintf(stderr, "confine: %s\n", esc.Text(err.Error())) }}
 	if !o.json || o.resultOut != nil {
 		l.LiveStdout, l.LiveStderr = stdout, stderr
 		if o.liveLimitSet {
@@ -503,10 +512,10 @@ func (o *runOpts) finish(res spec.CommandResult, err error, logSkipped string, s
 	// The result records these; a line on every run would read as an
 	// error (most developers' PATH has per-user toolchain directories).
 	if o.verbose && len(res.PathOmitted) > 0 {
-		fmt.Fprintf(stderr, "confine: PATH: left out %s (outside the read roots, writable, or unresolvable; grant with --ro)\n", strings.Join(res.PathOmitted, ", "))
+		fmt.Fprintf(stderr, "confine: PATH: left out %s (outside the read roots, writable, or unresolvable; grant with --ro)\n", esc.Join(res.PathOmitted, ", "))
 	}
 	if o.verbose && logSkipped != "" {
-		fmt.Fprintf(stderr, "confine: event log skipped: %s\n", logSkipped)
+		fmt.Fprintf(stderr, "confine: event log skipped: %s\n", esc.Text(logSkipped))
 	}
 	if err != nil {
 		ee := runError(res, err)
@@ -520,7 +529,7 @@ func (o *runOpts) finish(res spec.CommandResult, err error, logSkipped string, s
 	} else {
 		reportDenials(stderr, res.Denials)
 		for _, c := range res.Persistence {
-			fmt.Fprintf(stderr, "confine: the command %s %s (%s), which a program outside the sandbox may run later\n", c.Kind, c.Path, c.What)
+			fmt.Fprintf(stderr, "confine: the command %s %s (%s), which a program outside the sandbox may run later\n", esc.Text(c.Kind), esc.Text(c.Path), esc.Text(c.What))
 		}
 		if res.ExitCode != 0 {
 			if note := guardNote(&res); note != "" {
@@ -568,18 +577,39 @@ func reportDenials(w io.Writer, ds []spec.Denial) {
 			fmt.Fprintf(w, "confine: ... and %d more denials (see --json)\n", len(ds)-show)
 			break
 		}
-		line := fmt.Sprintf("confine: denied %s %s: %s (%s)", d.Syscall, d.Path, d.Reason, d.Errno)
+		line := fmt.Sprintf("confine: denied %s %s: %s (%s)", esc.Text(d.Syscall), esc.Text(d.Path), esc.Text(d.Reason), esc.Text(d.Errno))
 		if d.Hint != "" {
-			line += "; to allow it: " + d.Hint
+			line += "; to allow it: " + esc.Text(d.Hint)
 		}
 		fmt.Fprintln(w, line)
 	}
+}
+
+// RequireCapEnv, set to anything but "" or "0", makes every `confine run`
+// and `confine serve` of that environment refuse runs without --cap.
+const RequireCapEnv = "CONFINE_REQUIRE_CAP"
+
+func requireCapEnv(getenv func(string) string) bool {
+	v := getenv(RequireCapEnv)
+	return v != "" && v != "0"
+}
+
+// checkRequireCap refuses a run without a token when one is required; a
+// token given is verified by capability as always.
+func (o *runOpts) checkRequireCap() error {
+	if o.requireCap && strings.TrimSpace(o.capToken) == "" {
+		return fmt.Errorf("%w: this confine requires a capability for every run (--require-cap or $%s); pass --cap TOKEN from `confine cap mint`", spec.ErrCapability, RequireCapEnv)
+	}
+	return nil
 }
 
 // capability mints a capability for this run, or, with --cap, verifies the
 // caller's token against the configured key: tampered, expired, revoked or
 // mismatched tokens are refused.
 func (o *runOpts) capability(prof policy.Profile) (*policy.Cap, error) {
+	if err := o.checkRequireCap(); err != nil {
+		return nil, err
+	}
 	// Grants are signed with the capability key too.
 	eng, err := engineFor(prof, o.capToken != "" || len(o.approvals) > 0, o.capKey)
 	if err != nil {

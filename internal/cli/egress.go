@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/confine-sandbox/confine/internal/esc"
 	"github.com/confine-sandbox/confine/spec"
 )
 
@@ -24,10 +25,12 @@ func reportEgress(w io.Writer, cs []spec.Connection) {
 		}
 		n++
 		// One line: what was refused, and the fix for the rule that
-		// refused it (the proxy's hint).
-		line := fmt.Sprintf("confine: network: refused %s %s:%d: %s", c.Protocol, c.Domain, c.Port, c.Reason)
+		// refused it (the proxy's hint). The command chose the host
+		// (and what the reason and hint quote of its request):
+		// escaped, so that it cannot forge a line.
+		line := fmt.Sprintf("confine: network: refused %s %s:%d: %s", esc.Text(c.Protocol), esc.Text(c.Domain), c.Port, esc.Text(c.Reason))
 		if c.Hint != "" {
-			line += "; to allow it: " + c.Hint
+			line += "; to allow it: " + esc.Text(c.Hint)
 		}
 		fmt.Fprintln(w, line)
 	}

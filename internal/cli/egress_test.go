@@ -307,3 +307,53 @@ port = %d
 		})
 	}
 }
+
+// socksScript speaks SOCKS5 to the run's proxy ($ALL_PROXY) from bash,
+// asking for $HOST port 443.
+const socksScript = `p=${ALL_PROXY##*:}; p=${p%/}
+exec 3<>/dev/tcp/127.0.0.1/$p || exit 9
+printf '\x05\x01\x00' >&3
+head -c2 <&3 >/dev/null
+printf '\x05\x01\x00\x03' >&3
+printf "\\x$(printf %02x ${#HOST})" >&3
+printf '%s\x01\xbb' "$HOST" >&3
+head -c10 <&3 >/dev/null
+exit 0`
+
+// TestEgressForgedLineEscaped: a command asks the proxy for a SOCKS5 host
+// name carrying ESC, BEL and a newline followed by a line of confine's
+// own form. confine's stderr reports the refusal with the name escaped:
+// no raw control byte, and no line the command wrote.
+func TestEgressForgedLineEscaped(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skipf("bash is not installed (the command speaks SOCKS5 through its /dev/tcp): %v", err)
+	}
+	const forged = "confine: network: all connections allowed"
+	host := "evil\x1b[2K\a\n" + forged
+	for _, u := range testutil.Users(t) {
+		t.Run(u.Name, func(t *testing.T) {
+			wd := testutil.Workdir(t, u.UID)
+			prof := filepath.Join(wd, "net.toml")
+			if err := os.WriteFile(prof, []byte("name = \"net\"\nnetwork = \"allowlist\"\n[allowlist]\nhosts = [\"allowed.test:443\"]\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			r := cli(t, u, wd, "run", "--profile", prof, "--env", "HOST="+host, "--", bash, "-c", socksScript)
+			if r.Code != 0 || !strings.Contains(r.Stderr, "refused socks5 ") {
+				t.Fatalf("exit %d, stderr %q; want the run to succeed and its SOCKS5 request refused", r.Code, r.Stderr)
+			}
+			if strings.ContainsAny(r.Stderr, "\x1b\a") {
+				t.Fatalf("stderr carries the command's control bytes: %q", r.Stderr)
+			}
+			for _, l := range strings.Split(r.Stderr, "\n") {
+				if l == forged {
+					t.Fatalf("the command forged a line of confine's: %q", r.Stderr)
+				}
+			}
+			if want := `"evil\x1b[2K\a\n` + forged + `"`; !strings.Contains(r.Stderr, want) {
+				t.Fatalf("stderr %q; want the host escaped as %s", r.Stderr, want)
+			}
+			t.Logf("stderr: %s", r.Stderr)
+		})
+	}
+}

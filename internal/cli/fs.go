@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/confine-sandbox/confine/hostop"
+	"github.com/confine-sandbox/confine/internal/esc"
 	"github.com/confine-sandbox/confine/internal/guardset"
 	"github.com/confine-sandbox/confine/policy"
 )
@@ -85,7 +86,7 @@ func (o *hostOpts) host(stderr io.Writer) (*hostop.Host, error) {
 		h.Close()
 		return nil, err
 	}
-	h.EventLogError = func(err error) { fmt.Fprintf(stderr, "confine: %v\n", err) }
+	h.EventLogError = func(err error) { fmt.Fprintf(stderr, "confine: %s\n", esc.Text(err.Error())) }
 	return h, nil
 }
 
@@ -118,7 +119,7 @@ const ExitGuard = 121
 // noteGuard tells stderr about a write the persistence guard reports.
 func noteGuard(stderr io.Writer, path, row string) {
 	if row != "" {
-		fmt.Fprintf(stderr, "confine: persistence guard: %s is in the protected set (%s): written and reported\n", path, row)
+		fmt.Fprintf(stderr, "confine: persistence guard: %s is in the protected set (%s): written and reported\n", esc.Text(path), esc.Text(row))
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/confine-sandbox/confine/internal/esc"
 	"github.com/confine-sandbox/confine/internal/mcpserver/mcpconfig"
 	"github.com/confine-sandbox/confine/internal/serve"
 	"github.com/confine-sandbox/confine/policy"
@@ -187,7 +188,7 @@ func (o *mcpOpts) server(stderr io.Writer) (MCPServer, func(), error) {
 			return fail(err)
 		}
 		if len(skipped) > 0 {
-			fmt.Fprintf(stderr, "confine: environment: left out %v (refused by the sanitiser)\n", skipped)
+			fmt.Fprintf(stderr, "confine: environment: left out %s (refused by the sanitiser)\n", esc.Join(skipped, ", "))
 		}
 		cfg.RunCap, cfg.RunProfile, cfg.Env = c, prof, env
 		// The key, the listening socket and its bearer token are this

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/confine-sandbox/confine/internal/esc"
 	"github.com/confine-sandbox/confine/internal/serve"
 	"github.com/confine-sandbox/confine/policy"
 	"github.com/confine-sandbox/confine/spec"
@@ -156,34 +157,34 @@ func serverRefusal(res spec.CommandResult, err error) *serve.Refusal {
 // serveHandler runs a request through the library as `confine run` does
 // (runOpts.execute), with the caller's environment, descriptors and
 // working directory taken from the request, never the server's.
-func serveHandler(ctx context.Context, req *serve.Request, files serve.Files) serve.Response {
-	return handleRequest(ctx, req, files, nil)
-}
-
-// serveHandlerFor is serveHandler for a server whose own control paths
-// (its socket's directory) no run it starts may reach.
-func serveHandlerFor(control ...string) serve.Handler {
+//
+// With requireCap, a request without a capability token is refused; no
+// run it starts may reach the control paths (the server's own socket
+// directory).
+func serveHandler(requireCap bool, control ...string) serve.Handler {
 	return func(ctx context.Context, req *serve.Request, files serve.Files) serve.Response {
-		return handleRequest(ctx, req, files, control)
+		return handleRequest(ctx, req, files, requireCap, control)
 	}
 }
 
-func handleRequest(ctx context.Context, req *serve.Request, files serve.Files, control []string) serve.Response {
+func handleRequest(ctx context.Context, req *serve.Request, files serve.Files, requireCap bool, control []string) serve.Response {
 	o, p, callerEnv, err := fromRequest(req)
 	if err != nil {
 		return serve.Response{Error: serverRefusal(spec.CommandResult{}, err)}
 	}
 	o.control = control
+	o.requireCap = requireCap
 	var stdin io.Reader
 	if files.Stdin != nil {
 		stdin = files.Stdin
 	}
 	var stdout, stderr io.Writer = io.Discard, io.Discard
-	if files.Stdout != nil {
-		stdout = files.Stdout
+	// Out and Err bound how long a client may leave its output unread.
+	if files.Out != nil {
+		stdout = files.Out
 	}
-	if files.Stderr != nil {
-		stderr = files.Stderr
+	if files.Err != nil {
+		stderr = files.Err
 	}
 	if req.Live && files.Stdout == nil {
 		o.json = true
@@ -289,6 +290,7 @@ func fromRequest(req *serve.Request) (*runOpts, *prepared, func(string) (string,
 func newServe(stderr io.Writer) *cobra.Command {
 	var socket string
 	var maxRuns, maxQueue int
+	var requireCap bool
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run commands for `confine run --server` and the Python client, from a warm process on a unix socket",
@@ -305,8 +307,9 @@ library path as "confine run", with the caller's environment values,
 PATH, working directory and descriptors, never the server's; a client
 that hangs up ends its run (the whole tree). At most --max-runs run at
 once; up to --max-queue more wait for a slot; beyond that a request is
-refused as busy. SIGINT or SIGTERM stops the server, ending the runs in
-flight.`,
+refused as busy. With --require-cap (or $CONFINE_REQUIRE_CAP=1 in the
+server's environment) a request without a valid capability token is
+refused. SIGINT or SIGTERM stops the server, ending the runs in flight.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -323,14 +326,16 @@ flight.`,
 			pipes := make(chan os.Signal, 1)
 			signal.Notify(pipes, syscall.SIGPIPE)
 			defer signal.Stop(pipes)
-			s := &serve.Server{Socket: socket, MaxRuns: maxRuns, MaxQueue: maxQueue, Handler: serveHandler,
+			s := &serve.Server{Socket: socket, MaxRuns: maxRuns, MaxQueue: maxQueue,
 				Log: slog.New(slog.NewTextHandler(stderr, nil))}
 			ln, err := s.Listen()
 			if err != nil {
 				return confineFailed(err)
 			}
-			s.Handler = serveHandlerFor(filepath.Dir(s.Socket))
-			fmt.Fprintf(stderr, "confine: serving uid %d at %s\n", os.Geteuid(), s.Socket)
+			// The socket's directory is known once Listen resolved it.
+			s.Handler = serveHandler(requireCap || requireCapEnv(os.Getenv), filepath.Dir(s.Socket))
+			serve.SetProcessMemoryLimit()
+			fmt.Fprintf(stderr, "confine: serving uid %d at %s\n", os.Geteuid(), esc.Text(s.Socket))
 			if err := s.Serve(ctx, ln); err != nil {
 				return confineFailed(err)
 			}
@@ -340,6 +345,7 @@ flight.`,
 	f := cmd.Flags()
 	f.StringVar(&socket, "socket", "", "socket path (its directory must be this uid's, mode 0700)")
 	f.IntVar(&maxRuns, "max-runs", 0, "runs at once (default twice the CPUs)")
+	f.BoolVar(&requireCap, "require-cap", false, "refuse requests without a valid capability token (also $"+RequireCapEnv+"=1)")
 	f.IntVar(&maxQueue, "max-queue", 0, "requests that may wait for a run slot before more are refused as busy (default 256)")
 	return cmd
 }

@@ -305,3 +305,68 @@ func TestServeSocketDirRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestRequireCap: with a capability required (run --require-cap,
+// $CONFINE_REQUIRE_CAP, serve's environment), a run without --cap is
+// refused before anything runs, and one with a valid token runs; a token
+// asked for longer than policy.MaxTTL is never minted.
+func TestRequireCap(t *testing.T) {
+	u := testutil.Users(t)[0]
+	wd := testutil.Workdir(t, u.UID)
+	// The key outside the work tree: no run may have its control paths
+	// in a writable root (docs/control-plane.md).
+	key := filepath.Join(testutil.Workdir(t, u.UID), "cap.key")
+	marker := filepath.Join(wd, "ran")
+	cli := func(env []string, args ...string) testutil.Result {
+		return testutil.CLI{Bin: testutil.SelfBinary(t), UID: u.UID, Dir: wd, Args: args, Env: env}.Run(t)
+	}
+	if r := cli(nil, "cap", "keygen", "--cap-key", key); r.Code != 0 {
+		t.Fatalf("keygen: %+v", r)
+	}
+	if r := cli(nil, "cap", "mint", "--cap-key", key, "--ttl", "100000h"); r.Code != ExitConfine || !strings.Contains(r.Stderr, "over the maximum") || r.Stdout != "" {
+		t.Fatalf("mint --ttl 100000h: exit %d, stdout %q, stderr %q; want refused", r.Code, r.Stdout, r.Stderr)
+	}
+	mint := cli(nil, "cap", "mint", "--cap-key", key, "--ttl", "1h")
+	if mint.Code != 0 {
+		t.Fatalf("mint: %+v", mint)
+	}
+	tok := strings.TrimSpace(mint.Stdout)
+	s, err := testutil.StartServer(testutil.SelfBinary(t), u.UID, false, []string{RequireCapEnv + "=1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	touch := []string{"--", "sh", "-c", "touch " + marker}
+	withCap := []string{"--cap", tok, "--cap-key", key}
+	tests := []struct {
+		name string
+		env  []string
+		args []string
+		ok   bool
+	}{
+		{"--require-cap without --cap", nil, []string{"--server=", "--require-cap"}, false},
+		{"env without --cap", []string{RequireCapEnv + "=1"}, []string{"--server="}, false},
+		{"--require-cap with --cap", nil, append([]string{"--server=", "--require-cap"}, withCap...), true},
+		{"server requires, client sends no cap", nil, []string{"--server=" + s.Socket}, false},
+		{"server requires, client sends a cap", nil, append([]string{"--server=" + s.Socket}, withCap...), true},
+		{"server requires, client sends a forged cap", nil, []string{"--server=" + s.Socket, "--cap", tok + "x", "--cap-key", key}, false},
+		{"nothing required", nil, []string{"--server="}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			os.Remove(marker)
+			r := cli(tt.env, append(append([]string{"run"}, tt.args...), touch...)...)
+			_, statErr := os.Stat(marker)
+			if tt.ok {
+				if r.Code != 0 || statErr != nil {
+					t.Fatalf("exit %d, stderr %q, marker %v; want the run to go", r.Code, r.Stderr, statErr)
+				}
+				return
+			}
+			if r.Code != ExitConfine || statErr == nil || !strings.Contains(r.Stderr, "capab") {
+				t.Fatalf("exit %d, stderr %q, marker %v; want the run refused for want of a capability", r.Code, r.Stderr, statErr)
+			}
+			t.Logf("refused: %s", strings.TrimSpace(r.Stderr))
+		})
+	}
+}

@@ -43,6 +43,14 @@ const (
 	ProtoConnect = "http-connect"
 	ProtoHTTP    = "http"
 	ProtoSOCKS5  = "socks5"
+	// ProtoSOCKS4 and ProtoSOCKS4a are refused at once (SOCKS4 resolves
+	// names in the client; 4a is not served either).
+	ProtoSOCKS4  = "socks4"
+	ProtoSOCKS4a = "socks4a"
+	// ProtoUnparsable marks a request the proxy could not read.
+	ProtoUnparsable = "unparsable"
+	// ProtoUnknown marks a client the run did not make.
+	ProtoUnknown = "unknown"
 )
 
 // Resolver looks names up; *net.Resolver is one. Tests inject a map.
@@ -197,33 +205,51 @@ func (p *Proxy) handle(ctx context.Context, c net.Conn) {
 		}
 	}()
 	s.rec = spec.Connection{RunID: p.cfg.RunID, TaskID: p.cfg.TaskID, JobID: p.cfg.JobID, Start: time.Now().UTC()}
+	s.rec.Peer = c.RemoteAddr().String()
 	if p.cfg.PIDOf != nil {
 		s.rec.PID = p.cfg.PIDOf(c.RemoteAddr())
 	}
 	if p.cfg.KnownClientsOnly && s.rec.PID == 0 {
-		s.rec.Protocol = "unknown"
+		s.rec.Protocol = ProtoUnknown
 		s.deny("client " + c.RemoteAddr().String() + " is not a connection the supervisor made for the command")
 		return
 	}
 	c.SetReadDeadline(time.Now().Add(p.cfg.HandshakeTimeout))
 	first, err := s.br.Peek(1)
 	if err != nil {
-		s.rec.Protocol = "unknown"
-		s.deny("no request: " + err.Error())
+		s.unparsable("no request", err)
 		return
 	}
-	if first[0] == socksVersion {
+	switch first[0] {
+	case socksVersion:
 		s.rec.Protocol = ProtoSOCKS5
 		s.socks(ctx)
-	} else {
+	case socks4Version:
+		s.socks4()
+	default:
 		s.http(ctx)
 	}
+}
+
+// requestBytes is how much of the request the proxy has read.
+func (s *session) requestBytes() int64 {
+	return s.lim.read.Load() - int64(s.br.Buffered())
+}
+
+// unparsable records a request the proxy could not read: what it got
+// (so many bytes from the peer) and why.
+func (s *session) unparsable(what string, err error) {
+	if s.rec.Protocol == "" || s.rec.Protocol == ProtoHTTP {
+		s.rec.Protocol = ProtoUnparsable
+	}
+	s.deny(fmt.Sprintf("%s: %v (%d bytes from %s)", what, err, s.requestBytes(), s.rec.Peer))
 }
 
 // deny completes a denial record: reason, a fresh approval request id.
 func (s *session) deny(reason string) {
 	s.rec.Verdict = spec.VerdictDenied
 	s.rec.Reason = reason
+	s.rec.RequestBytes = s.requestBytes()
 	if s.rec.Domain != "" && s.rec.ApprovalRequest == "" {
 		s.rec.ApprovalRequest = newRequestID()
 		if s.approvable && s.rec.Hint != "" {
@@ -400,6 +426,8 @@ func closeWrite(c net.Conn) {
 type limitReader struct {
 	r io.Reader
 	n atomic.Int64
+	// read counts the bytes read while limited (the request).
+	read atomic.Int64
 }
 
 var errTooLarge = errors.New("request head too large")
@@ -415,6 +443,7 @@ func (l *limitReader) Read(p []byte) (int, error) {
 	k, err := l.r.Read(p)
 	if n > 0 {
 		l.n.Add(-int64(k))
+		l.read.Add(int64(k))
 	}
 	return k, err
 }

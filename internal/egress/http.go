@@ -29,7 +29,7 @@ func (s *session) http(ctx context.Context) {
 	s.rec.Protocol = ProtoHTTP
 	req, err := http.ReadRequest(s.br)
 	if err != nil {
-		s.deny("unreadable HTTP request: " + err.Error())
+		s.unparsable("unparsable request (neither HTTP nor SOCKS5)", err)
 		s.forbid(http.StatusBadRequest)
 		return
 	}
@@ -40,6 +40,10 @@ func (s *session) http(ctx context.Context) {
 	}
 	s.plain(ctx, req)
 }
+
+// schemePorts are the default ports of the schemes a plain request may
+// name (an absolute URI without a port), for the record of its refusal.
+var schemePorts = map[string]int{"http": 80, "https": 443, "ws": 80, "wss": 443, "ftp": 21}
 
 // splitHostPort splits "host:port"; without a port, def is used (def 0:
 // the port is required).
@@ -124,6 +128,12 @@ func (s *session) plain(ctx context.Context, req *http.Request) {
 	if req.URL.IsAbs() {
 		if req.URL.Scheme != "http" {
 			s.rec.Domain = req.URL.Host
+			if h, p, err := splitHostPort(req.URL.Host, schemePorts[strings.ToLower(req.URL.Scheme)]); err == nil {
+				if n, err := normalize(h); err == nil {
+					h = n
+				}
+				s.rec.Domain, s.rec.Port = h, p
+			}
 			s.deny(fmt.Sprintf("scheme %q through a plain request (https goes through CONNECT)", req.URL.Scheme))
 			s.forbid(http.StatusForbidden)
 			return

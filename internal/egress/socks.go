@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"time"
 )
 
 // SOCKS5 (RFC 1928) constants.
@@ -112,6 +113,47 @@ func (s *session) socks(ctx context.Context) {
 		return
 	}
 	s.tunnel(ctx)
+}
+
+// socks4Version starts a SOCKS4 or SOCKS4a request.
+const socks4Version = 4
+
+// socks4Wait bounds the wait for the rest of a SOCKS4 request: a client
+// sends it whole, so it is there at once.
+const socks4Wait = 2 * time.Second
+
+// socks4 refuses a SOCKS4 or SOCKS4a request at once (rejection code 91),
+// recording the destination it named.
+func (s *session) socks4() {
+	s.rec.Protocol = ProtoSOCKS4
+	s.client.SetReadDeadline(time.Now().Add(min(s.p.cfg.HandshakeTimeout, socks4Wait)))
+	defer s.client.Write([]byte{0, 91, 0, 0, 0, 0, 0, 0})
+	var hdr [8]byte
+	if _, err := io.ReadFull(s.br, hdr[:]); err != nil {
+		s.unparsable("short SOCKS4 request", err)
+		return
+	}
+	s.rec.Port = int(binary.BigEndian.Uint16(hdr[2:4]))
+	ip := netip.AddrFrom4([4]byte(hdr[4:8]))
+	s.rec.Domain = ip.String()
+	if _, err := s.br.ReadSlice(0); err != nil {
+		s.unparsable("SOCKS4 user id without its end", err)
+		return
+	}
+	if hdr[4] == 0 && hdr[5] == 0 && hdr[6] == 0 && hdr[7] != 0 {
+		// SOCKS4a: 0.0.0.x stands for the name that follows.
+		s.rec.Protocol = ProtoSOCKS4a
+		name, err := s.br.ReadSlice(0)
+		if err != nil {
+			s.unparsable("SOCKS4a host name without its end", err)
+			return
+		}
+		s.rec.Domain = string(name[:len(name)-1])
+		if h, err := normalize(s.rec.Domain); err == nil {
+			s.rec.Domain = h
+		}
+	}
+	s.deny(s.rec.Protocol + " is not served (use SOCKS5 with remote names, socks5h://, or an HTTP proxy)")
 }
 
 // socksReply answers with code and an unspecified bound address.

@@ -9,10 +9,11 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/confine-sandbox/confine/internal/esc"
 )
 
 // labelWidth aligns Format's values; it fits the longest label.
@@ -27,24 +28,24 @@ func Format(w io.Writer, e Event) {
 	p := func(label, value string) {
 		fmt.Fprintf(w, "%-*s%s\n", labelWidth, label, value)
 	}
-	p("run", clean(e.RunID))
+	p("run", esc.Text(e.RunID))
 	p("time", e.Time.Format("2006-01-02T15:04:05.000Z07:00"))
-	p("scope", orDash(clean(e.Scope)))
-	p("capability", orDash(clean(e.CapabilityID)))
-	p("profile", orDash(clean(e.Profile)))
+	p("scope", orDash(esc.Text(e.Scope)))
+	p("capability", orDash(esc.Text(e.CapabilityID)))
+	p("profile", orDash(esc.Text(e.Profile)))
 	p("tier", strconv.Itoa(e.Tier))
-	p("backend", orDash(clean(e.Backend)))
+	p("backend", orDash(esc.Text(e.Backend)))
 	abi := "none"
 	if e.LandlockABI > 0 {
 		abi = strconv.Itoa(e.LandlockABI)
 	}
 	p("landlock abi", abi)
-	p("layers", orDash(cleanJoin(e.Layers, ", ")))
+	p("layers", orDash(esc.Join(e.Layers, ", ")))
 	p("argv", orDash(shellJoin(e.Argv)))
-	p("dir", orDash(clean(e.Dir)))
-	p("env names", orDash(cleanJoin(e.EnvNames, " ")))
+	p("dir", orDash(esc.Text(e.Dir)))
+	p("env names", orDash(esc.Join(e.EnvNames, " ")))
 	if e.Error != "" {
-		p("error", clean(e.Error))
+		p("error", esc.Text(e.Error))
 	}
 	p("exit code", strconv.Itoa(e.ExitCode))
 	p("signal", signalString(e.Signal))
@@ -59,14 +60,14 @@ func Format(w io.Writer, e Event) {
 	p("stderr truncated", yesNo(e.StderrTruncated))
 	p("denials", strconv.Itoa(e.Denials))
 	for _, c := range e.Persistence {
-		p("persistence", clean(c.Kind+" "+c.Path+" ("+c.What+")"))
+		p("persistence", esc.Text(c.Kind+" "+c.Path+" ("+c.What+")"))
 	}
 
 	if len(e.SkippedBackends) > 0 {
 		fmt.Fprintln(w, "skipped backends")
 		rows := make([][2]string, len(e.SkippedBackends))
 		for i, s := range e.SkippedBackends {
-			rows[i] = [2]string{clean(s.Name), clean(s.Reason)}
+			rows[i] = [2]string{esc.Text(s.Name), esc.Text(s.Reason)}
 		}
 		table(w, rows)
 	}
@@ -87,14 +88,14 @@ func Format(w io.Writer, e Event) {
 	fmt.Fprintln(w, "guarantees")
 	rows := make([][2]string, len(e.Guarantees))
 	for i, g := range e.Guarantees {
-		how := clean(g.Mechanism)
+		how := esc.Text(g.Mechanism)
 		switch {
 		case g.Waived:
 			how = "WAIVED"
 		case how == "":
 			how = "-"
 		}
-		rows[i] = [2]string{clean(g.Name), how}
+		rows[i] = [2]string{esc.Text(g.Name), how}
 	}
 	table(w, rows)
 	formatConnections(w, e)
@@ -113,35 +114,6 @@ func table(w io.Writer, rows [][2]string) {
 	}
 }
 
-// clean returns s as is when it is valid UTF-8 without control or other
-// non-printing characters, and Go-quoted otherwise.
-func clean(s string) string {
-	if printable(s) {
-		return s
-	}
-	return strconv.Quote(s)
-}
-
-func printable(s string) bool {
-	if !utf8.ValidString(s) {
-		return false
-	}
-	for _, r := range s {
-		if !unicode.IsPrint(r) {
-			return false
-		}
-	}
-	return true
-}
-
-func cleanJoin(ss []string, sep string) string {
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = clean(s)
-	}
-	return strings.Join(out, sep)
-}
-
 // shellJoin renders argv as a shell would read it back: plain words bare,
 // other printable words single-quoted, anything else Go-quoted.
 func shellJoin(argv []string) string {
@@ -150,7 +122,7 @@ func shellJoin(argv []string) string {
 		switch {
 		case a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-") == "":
 			out[i] = a
-		case printable(a):
+		case esc.Printable(a):
 			out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 		default:
 			out[i] = strconv.Quote(a)

@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -20,8 +21,15 @@ import (
 // it runs as this process's euid: a socket another user answers on is
 // refused (ErrPeer), as is a missing or dead one (ErrNoServer). Nothing
 // here falls back to running without the server.
+//
+// A full listen backlog (EAGAIN: a server under a flood of connections)
+// is waited out, up to dialPatience, with growing pauses.
 func Dial(socket string) (*net.UnixConn, error) {
 	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: socket, Net: "unix"})
+	for wait, end := time.Millisecond, time.Now().Add(dialPatience); err != nil && errors.Is(err, syscall.EAGAIN) && time.Now().Before(end); wait = min(2*wait, 100*time.Millisecond) {
+		time.Sleep(wait)
+		c, err = net.DialUnix("unix", nil, &net.UnixAddr{Name: socket, Net: "unix"})
+	}
 	if err != nil {
 		why := err
 		var se *os.SyscallError
@@ -111,6 +119,9 @@ func Do(ctx context.Context, c *net.UnixConn, req *Request, files []*os.File) (*
 	}
 	return &resp, nil
 }
+
+// dialPatience is how long Dial waits out a server's full backlog.
+const dialPatience = 10 * time.Second
 
 type bufWriter []byte
 

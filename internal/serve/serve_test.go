@@ -44,7 +44,13 @@ func (h *echoHandler) handle(ctx context.Context, req *Request, files Files) Res
 // start serves h on a socket in a fresh 0700 directory.
 func start(t *testing.T, h *echoHandler, tweak func(*Server)) *Server {
 	t.Helper()
-	s := &Server{Socket: filepath.Join(privDir(t), SocketName), Handler: h.handle, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	return startHandler(t, h.handle, tweak)
+}
+
+// startHandler serves h on a socket in a fresh 0700 directory.
+func startHandler(t *testing.T, h Handler, tweak func(*Server)) *Server {
+	t.Helper()
+	s := &Server{Socket: filepath.Join(privDir(t), SocketName), Handler: h, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	if tweak != nil {
 		tweak(s)
 	}

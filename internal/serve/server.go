@@ -3,6 +3,8 @@
 package serve
 
 import (
+	"bufio"
+	"container/list"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -14,6 +16,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -23,6 +26,13 @@ import (
 // passed). The server closes them once the handler returns.
 type Files struct {
 	Stdin, Stdout, Stderr *os.File
+	// Out and Err write to Stdout and Stderr (nil when not passed)
+	// through a buffer, so that a run never waits for its client: a
+	// client that leaves 1 MiB unread, or reads nothing for the server's
+	// WriteTimeout, fails the writes and loses its run (the handler's ctx
+	// ends). A handler writes the caller's output through these, never
+	// through Stdout and Stderr themselves.
+	Out, Err io.Writer
 }
 
 func (f Files) close() {
@@ -56,14 +66,64 @@ type Server struct {
 	// RequestTimeout bounds the wait for a client's request once it has
 	// connected (0: 30 s); it does not bound the run.
 	RequestTimeout time.Duration
+	// WriteTimeout bounds every write to a client: its answer, and each
+	// write of live output to the descriptors it passed (0: 10 s). A
+	// client that reads nothing for that long loses its answer, or its
+	// run; it never keeps a run slot.
+	WriteTimeout time.Duration
+	// MaxConns caps the connections held at once (<= 0: DefaultMaxConns).
+	// At the cap a new connection evicts the oldest one still sending
+	// its request; with none such, it is refused as busy.
+	MaxConns int
+	// MaxConnsPerPeer caps the connections of one client process (its
+	// pid, from SO_PEERCRED; <= 0: 256). Beyond it a connection is
+	// refused as busy and evicts nothing.
+	MaxConnsPerPeer int
+	// MaxRequestMemory bounds the bytes of all requests held at once,
+	// read or being read (<= 0: 64 MiB; at least MaxRequest). A request
+	// waits for room up to RequestTimeout, then is refused as busy.
+	MaxRequestMemory int64
 
 	// uid is the only uid served (os.Geteuid unless a test sets it).
 	uid     int
 	uidSet  bool
-	slots   chan struct{}
+	slots   *fairSlots
 	mu      sync.Mutex
 	pending int
 	wg      sync.WaitGroup
+	// conns is the count of connections held, perPeer per client pid,
+	// reading the ones still sending their request, oldest first.
+	conns   int
+	perPeer map[int]int
+	reading *list.List
+	mem     *byteSem
+	reads   *peerTurns
+	large   *byteSem
+	// open counts accepted connections not yet closed; connGone hears
+	// of each close.
+	open     atomic.Int64
+	connGone chan struct{}
+}
+
+// largeRequest is the size above which a request is read and decoded
+// one at a time.
+const largeRequest = 1 << 20
+
+// readsPerPeer is how many requests of one client process are read (and
+// decoded) at once; its others wait, within RequestTimeout.
+const readsPerPeer = 2
+
+// DefaultMaxConns is the connection cap when MaxConns is unset: a quarter
+// of the descriptor limit, at most 4096. Connections being refused hold
+// descriptors too, up to as many again (Server.maxOpen): half the limit
+// is left for the runs.
+func DefaultMaxConns() int {
+	var rl unix.Rlimit
+	n := 4096
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err == nil && rl.Cur/4 < uint64(n) {
+		n = int(rl.Cur / 4)
+	}
+	return max(n, 16)
 }
 
 // Listen checks the socket's directory, replaces a stale socket (one no
@@ -130,10 +190,31 @@ func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
 	if n <= 0 {
 		n = 2 * runtime.NumCPU()
 	}
-	s.slots = make(chan struct{}, n)
+	s.slots = newFairSlots(n)
 	if s.MaxQueue <= 0 {
 		s.MaxQueue = 256
 	}
+	if s.MaxConns <= 0 {
+		s.MaxConns = DefaultMaxConns()
+	}
+	if s.MaxConnsPerPeer <= 0 {
+		s.MaxConnsPerPeer = 256
+	}
+	if s.MaxRequestMemory <= 0 {
+		s.MaxRequestMemory = 64 << 20
+	}
+	s.MaxRequestMemory = max(s.MaxRequestMemory, MaxRequest)
+	if s.RequestTimeout <= 0 {
+		s.RequestTimeout = 30 * time.Second
+	}
+	if s.WriteTimeout <= 0 {
+		s.WriteTimeout = 10 * time.Second
+	}
+	s.perPeer = map[int]int{}
+	s.reading = list.New()
+	s.mem = newByteSem(s.MaxRequestMemory, "request memory (bytes)")
+	s.reads = newPeerTurns(readsPerPeer)
+	s.large = newByteSem(1, "turns to read a large request")
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -141,23 +222,125 @@ func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
 		ln.Close()
 	}()
 	var err error
+	var backoff time.Duration
+	s.connGone = make(chan struct{}, 1)
 	for {
+		// Connections being refused or evicted still hold a
+		// descriptor until they are answered: beyond the cap and a
+		// margin for them, wait (the backlog holds new ones) rather
+		// than run out of descriptors.
+		for s.open.Load() >= int64(s.maxOpen()) && ctx.Err() == nil {
+			select {
+			case <-s.connGone:
+			case <-ctx.Done():
+			}
+		}
 		c, aerr := ln.AcceptUnix()
 		if aerr != nil {
-			if ctx.Err() == nil {
-				err = aerr
+			if ctx.Err() != nil {
+				break
 			}
-			break
+			if errors.Is(aerr, net.ErrClosed) {
+				err = aerr
+				break
+			}
+			// Out of descriptors or memory (EMFILE, ENFILE, ENOBUFS),
+			// or a connection aborted: never the end of the server.
+			// Wait for held connections to go, and accept again.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.log().Warn("confine serve: accept failed; retrying", "err", aerr, "retry_in", backoff)
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+			}
+			continue
 		}
+		backoff = 0
+		s.open.Add(1)
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
+			defer s.connClosed()
 			s.handle(ctx, c)
 		}()
 	}
 	cancel()
 	s.wg.Wait()
 	return err
+}
+
+// maxOpen is how many accepted connections may hold a descriptor at
+// once: MaxConns, and as many more being refused or evicted.
+func (s *Server) maxOpen() int { return 2*s.MaxConns + 16 }
+
+// connClosed counts a connection's descriptor closed (handle closes it).
+func (s *Server) connClosed() {
+	s.open.Add(-1)
+	select {
+	case s.connGone <- struct{}{}:
+	default:
+	}
+}
+
+// conn is one accepted connection, as the caps count it.
+type conn struct {
+	c   *net.UnixConn
+	pid int
+	// elem is its place in Server.reading while it sends its request;
+	// evicted is set (under Server.mu) when a newer connection took its
+	// place.
+	elem    *list.Element
+	evicted bool
+}
+
+// admit counts pc against the caps: refused ("" when admitted) when its
+// process holds MaxConnsPerPeer already, or when MaxConns are held and
+// none of them is still sending its request; otherwise the oldest such
+// is evicted to make room.
+func (s *Server) admit(pc *conn) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.perPeer[pc.pid] >= s.MaxConnsPerPeer {
+		return fmt.Sprintf("the confine server at %s holds %d connections of process %d already (its cap per client process)", s.Socket, s.perPeer[pc.pid], pc.pid)
+	}
+	if s.conns >= s.MaxConns {
+		front := s.reading.Front()
+		if front == nil {
+			return fmt.Sprintf("the confine server at %s holds %d connections, its cap, all with requests", s.Socket, s.conns)
+		}
+		victim := s.reading.Remove(front).(*conn)
+		victim.elem, victim.evicted = nil, true
+		// Wakes its reader, which answers busy and closes.
+		_ = victim.c.SetReadDeadline(time.Unix(1, 0))
+	}
+	s.conns++
+	s.perPeer[pc.pid]++
+	pc.elem = s.reading.PushBack(pc)
+	return ""
+}
+
+// doneReading takes pc off the eviction list; false when it was evicted.
+func (s *Server) doneReading(pc *conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if pc.elem != nil {
+		s.reading.Remove(pc.elem)
+		pc.elem = nil
+	}
+	return !pc.evicted
+}
+
+func (s *Server) release(pc *conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if pc.elem != nil {
+		s.reading.Remove(pc.elem)
+		pc.elem = nil
+	}
+	s.conns--
+	if s.perPeer[pc.pid]--; s.perPeer[pc.pid] <= 0 {
+		delete(s.perPeer, pc.pid)
+	}
 }
 
 // peerUID is the uid and pid of the process that connected c.
@@ -180,7 +363,22 @@ func peerUID(c *net.UnixConn) (uid, pid int, err error) {
 }
 
 func (s *Server) refuse(c *net.UnixConn, kind, msg string) {
-	_ = writeResponse(c, Response{Error: &Refusal{Kind: kind, Message: msg, ExitStatus: 125}})
+	_ = s.answer(c, Response{Error: &Refusal{Kind: kind, Message: msg, ExitStatus: 125}})
+}
+
+// answer writes resp within WriteTimeout (a client that reads nothing
+// loses it).
+func (s *Server) answer(c *net.UnixConn, resp Response) error {
+	timeout := s.WriteTimeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	_ = c.SetWriteDeadline(time.Now().Add(timeout))
+	w := bufio.NewWriterSize(c, 64<<10)
+	if err := writeResponse(w, resp); err != nil {
+		return err
+	}
+	return w.Flush()
 }
 
 func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
@@ -195,23 +393,63 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
 		s.refuse(c, "peer", fmt.Sprintf("this confine server serves uid %d only; the client runs as uid %d", s.uid, uid))
 		return
 	}
+	// Counted against the caps first (cheap: a flood is refused here);
+	// checked for being inside a run once it has sent its request
+	// (reading /proc costs: idle connections never pay it), before
+	// anything runs.
+	pc := &conn{c: c, pid: pid}
+	if why := s.admit(pc); why != "" {
+		s.refuse(c, "busy", why)
+		return
+	}
+	defer s.release(pc)
+	deadline := time.Now().Add(s.RequestTimeout)
+	_ = c.SetReadDeadline(deadline)
+	endTurn := func() {}
+	req, files, release, err := readRequest(c, func(n int64) (func(), error) {
+		turn, err := s.reads.acquire(ctx, pid, deadline)
+		if err != nil {
+			return nil, err
+		}
+		endTurn = turn
+		if n > largeRequest {
+			// Decoding a large request takes a core for a while (about
+			// 40 ns a byte): one at a time, so that floods of them
+			// leave the other cores to everyone else.
+			large, err := s.large.acquire(ctx, 1, deadline)
+			if err != nil {
+				turn()
+				return nil, err
+			}
+			endTurn = func() { large(); turn() }
+		}
+		return s.mem.acquire(ctx, n, deadline)
+	})
+	endTurn()
+	if !s.doneReading(pc) {
+		if err == nil {
+			release()
+			files.close()
+		}
+		s.refuse(c, "busy", fmt.Sprintf("the confine server at %s holds %d connections, its cap; this one sent no request in time", s.Socket, s.MaxConns))
+		return
+	}
+	if err != nil {
+		kind := "usage"
+		if errors.Is(err, errBusy) {
+			kind = "busy"
+		}
+		s.log().Warn("confine serve: refused a request", "peer_pid", pid, "err", err)
+		s.refuse(c, kind, err.Error())
+		return
+	}
+	defer release()
+	defer files.close()
 	if err := checkPeer(c, pid); err != nil {
 		s.log().Warn("confine serve: refused a client inside a confined run", "peer_pid", pid, "err", err)
 		s.refuse(c, "peer", err.Error())
 		return
 	}
-	timeout := s.RequestTimeout
-	if timeout <= 0 {
-		timeout = 30 * time.Second
-	}
-	_ = c.SetReadDeadline(time.Now().Add(timeout))
-	req, files, err := readRequest(c)
-	if err != nil {
-		s.log().Warn("confine serve: refused a request", "peer_pid", pid, "err", err)
-		s.refuse(c, "usage", err.Error())
-		return
-	}
-	defer files.close()
 	_ = c.SetReadDeadline(time.Time{})
 
 	// The client sends nothing more: EOF (or anything else) from it
@@ -223,15 +461,24 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
 		_, _ = c.Read(b[:])
 		cancel()
 	}()
+	out, errw := newLiveWriter(files.Stdout, s.WriteTimeout, cancel), newLiveWriter(files.Stderr, s.WriteTimeout, cancel)
+	if out != nil {
+		files.Out = out
+	}
+	if errw != nil {
+		files.Err = errw
+	}
+	defer out.finish()
+	defer errw.finish()
 
 	s.mu.Lock()
-	busy := s.pending >= cap(s.slots)+s.MaxQueue
+	busy := s.pending >= s.slots.size+s.MaxQueue
 	if !busy {
 		s.pending++
 	}
 	s.mu.Unlock()
 	if busy {
-		s.refuse(c, "busy", fmt.Sprintf("the confine server at %s is busy: %d runs going and %d waiting (--max-runs, --max-queue)", s.Socket, cap(s.slots), s.MaxQueue))
+		s.refuse(c, "busy", fmt.Sprintf("the confine server at %s is busy: %d runs going and %d waiting (--max-runs, --max-queue)", s.Socket, s.slots.size, s.MaxQueue))
 		return
 	}
 	defer func() {
@@ -239,23 +486,29 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
 		s.pending--
 		s.mu.Unlock()
 	}()
-	select {
-	case s.slots <- struct{}{}:
-		defer func() { <-s.slots }()
-	case <-runCtx.Done():
+	// Slots go round the client processes in turn.
+	if !s.slots.acquire(runCtx, pid) {
 		s.refuse(c, "cancelled", "the client hung up while the run waited for a slot")
 		return
 	}
 	resp := s.Handler(runCtx, req, files)
+	// The slot is free before the output left and the answer are
+	// written: a client that does not read them holds its connection,
+	// never a run slot.
+	s.slots.release()
+	out.finish()
+	errw.finish()
 	files.close()
-	if err := writeResponse(c, resp); err != nil && runCtx.Err() == nil {
+	if err := s.answer(c, resp); err != nil && runCtx.Err() == nil {
 		s.log().Warn("confine serve: could not answer", "peer_pid", pid, "err", err)
 	}
 }
 
 // readRequest reads one framed request and the descriptors passed with
-// it.
-func readRequest(c *net.UnixConn) (*Request, Files, error) {
+// it. reserve is asked for the request's bytes (the size its header
+// claims) before they are read, which grow as they arrive; the returned
+// release gives them back once the caller is done with the request.
+func readRequest(c *net.UnixConn, reserve func(int64) (func(), error)) (*Request, Files, func(), error) {
 	var hdr [4]byte
 	oob := make([]byte, unix.CmsgSpace(3*4))
 	n, oobn, flags, _, err := c.ReadMsgUnix(hdr[:], oob)
@@ -264,46 +517,46 @@ func readRequest(c *net.UnixConn) (*Request, Files, error) {
 		fds = parseRights(oob[:oobn])
 	}
 	var files Files
-	closeFDs := func() {
+	release := func() {}
+	fail := func(err error) (*Request, Files, func(), error) {
 		for _, fd := range fds {
 			unix.Close(fd)
 		}
+		release()
+		return nil, Files{}, nil, err
 	}
 	if err != nil && !(errors.Is(err, io.EOF) && n > 0) {
-		closeFDs()
 		if errors.Is(err, io.EOF) {
-			return nil, files, fmt.Errorf("%w: the client sent no request", ErrProtocol)
+			return fail(fmt.Errorf("%w: the client sent no request", ErrProtocol))
 		}
-		return nil, files, fmt.Errorf("%w: reading the request: %v", ErrProtocol, err)
+		return fail(fmt.Errorf("%w: reading the request: %v", ErrProtocol, err))
 	}
 	if flags&unix.MSG_CTRUNC != 0 {
-		closeFDs()
-		return nil, files, fmt.Errorf("%w: more than 3 descriptors passed", ErrProtocol)
+		return fail(fmt.Errorf("%w: more than 3 descriptors passed", ErrProtocol))
 	}
 	if n < len(hdr) {
 		if _, err := io.ReadFull(c, hdr[n:]); err != nil {
-			closeFDs()
-			return nil, files, fmt.Errorf("%w: short request header: %v", ErrProtocol, err)
+			return fail(fmt.Errorf("%w: short request header: %v", ErrProtocol, err))
 		}
 	}
 	size := binary.BigEndian.Uint32(hdr[:])
 	if size > MaxRequest {
-		closeFDs()
-		return nil, files, fmt.Errorf("%w: request of %d bytes is over the limit of %d", ErrProtocol, size, MaxRequest)
+		return fail(fmt.Errorf("%w: request of %d bytes is over the limit of %d", ErrProtocol, size, MaxRequest))
 	}
-	body := make([]byte, size)
-	if _, err := io.ReadFull(c, body); err != nil {
-		closeFDs()
-		return nil, files, fmt.Errorf("%w: request cut short: %v", ErrProtocol, err)
+	if release, err = reserve(int64(size)); err != nil {
+		release = func() {}
+		return fail(err)
+	}
+	body, err := readBody(c, int(size))
+	if err != nil {
+		return fail(fmt.Errorf("%w: request cut short: %v", ErrProtocol, err))
 	}
 	req, err := decodeRequest(body)
 	if err != nil {
-		closeFDs()
-		return nil, files, err
+		return fail(err)
 	}
 	if len(fds) != len(req.Files) {
-		closeFDs()
-		return nil, files, fmt.Errorf("%w: the request names %d passed descriptors, %d came", ErrProtocol, len(req.Files), len(fds))
+		return fail(fmt.Errorf("%w: the request names %d passed descriptors, %d came", ErrProtocol, len(req.Files), len(fds)))
 	}
 	for i, name := range req.Files {
 		if name == "stdin" {
@@ -320,12 +573,10 @@ func readRequest(c *net.UnixConn) (*Request, Files, error) {
 		}
 		f.Close()
 		files.close()
-		for _, fd := range fds[i+1:] {
-			unix.Close(fd)
-		}
-		return nil, Files{}, fmt.Errorf("%w: descriptor %q passed twice", ErrProtocol, name)
+		fds = fds[i+1:]
+		return fail(fmt.Errorf("%w: descriptor %q passed twice", ErrProtocol, name))
 	}
-	return req, files, nil
+	return req, files, release, nil
 }
 
 func parseRights(oob []byte) []int {

@@ -105,6 +105,8 @@ class Connection:
     domain: str
     port: int = 0
     protocol: str = ""
+    peer: str = ""
+    request_bytes: int = 0
     verdict: str = ""
     reason: str = ""
     run_id: str = ""

@@ -1,0 +1,479 @@
+//go:build linux
+
+package serve
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/confine-sandbox/confine/spec"
+)
+
+const goodReq = `{"version":1,"spec":{"Program":"p"}}`
+
+// dialIdle connects and sends nothing.
+func dialIdle(t *testing.T, socket string) *net.UnixConn {
+	t.Helper()
+	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: socket, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// ask sends b and reads the answer, its writing half left open (raw's
+// CloseWrite ends a run, racing its start).
+func ask(t *testing.T, socket string, b []byte) *Response {
+	t.Helper()
+	c := dialIdle(t, socket)
+	_, _ = c.Write(b)
+	return answerOf(t, c)
+}
+
+// answerOf reads the server's answer on c (nil at EOF without one).
+func answerOf(t *testing.T, c net.Conn) *Response {
+	t.Helper()
+	r, err := decodeAnswer(c)
+	if err != nil {
+		t.Fatalf("answer: %v", err)
+	}
+	return r
+}
+
+func decodeAnswer(c net.Conn) (*Response, error) {
+	b, err := io.ReadAll(c)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) == 0 {
+		return nil, nil
+	}
+	var r Response
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// waitConns waits until the server holds n connections.
+func waitConns(s *Server, n int) {
+	for {
+		s.mu.Lock()
+		got := s.conns
+		s.mu.Unlock()
+		if got == n {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestConnectionCaps: per client process, connections beyond the cap are
+// refused (and evict nothing); at the total cap a new connection evicts
+// the oldest that has sent no request, and is refused only when every
+// held connection has one.
+func TestConnectionCaps(t *testing.T) {
+	t.Run("per peer", func(t *testing.T) {
+		s := start(t, newEcho(), func(s *Server) { s.MaxConnsPerPeer, s.MaxConns = 3, 100 })
+		idle := []*net.UnixConn{dialIdle(t, s.Socket), dialIdle(t, s.Socket), dialIdle(t, s.Socket)}
+		waitConns(s, 3)
+		r := raw(t, s.Socket, frame(goodReq))
+		if r == nil || r.Error == nil || r.Error.Kind != "busy" || !strings.Contains(r.Error.Message, "process") {
+			t.Fatalf("4th connection of one process: %+v, want busy naming the per-process cap", r)
+		}
+		// Nothing was evicted: the first idle one still gets its run.
+		// (No CloseWrite: that ends a run, racing its start.)
+		if _, err := idle[0].Write(frame(goodReq)); err != nil {
+			t.Fatal(err)
+		}
+		if r := answerOf(t, idle[0]); r == nil || r.Result == nil {
+			t.Fatalf("held connection after a refusal: %+v (%+v)", r, r.Error)
+		}
+	})
+	t.Run("total, evicting the idle", func(t *testing.T) {
+		s := start(t, newEcho(), func(s *Server) { s.MaxConnsPerPeer, s.MaxConns = 100, 3 })
+		idle := []*net.UnixConn{dialIdle(t, s.Socket)}
+		waitConns(s, 1)
+		idle = append(idle, dialIdle(t, s.Socket), dialIdle(t, s.Socket))
+		waitConns(s, 3)
+		r := ask(t, s.Socket, frame(goodReq))
+		if r == nil || r.Result == nil || string(r.Result.Stdout.Head) != "p" {
+			t.Fatalf("a request at the cap: %+v, want it served", r)
+		}
+		if r := answerOf(t, idle[0]); r == nil || r.Error == nil || r.Error.Kind != "busy" || !strings.Contains(r.Error.Message, "sent no request") {
+			t.Fatalf("the oldest idle connection: %+v, want it evicted as busy", r)
+		}
+	})
+	t.Run("total, all with requests", func(t *testing.T) {
+		h := newEcho()
+		s := start(t, h, func(s *Server) { s.MaxConnsPerPeer, s.MaxConns, s.MaxRuns = 100, 2, 2 })
+		for range 2 {
+			c := dialIdle(t, s.Socket)
+			if _, err := c.Write(frame(`{"version":1,"spec":{"Program":"block"}}`)); err != nil {
+				t.Fatal(err)
+			}
+			<-h.started
+		}
+		r := raw(t, s.Socket, frame(goodReq))
+		if r == nil || r.Error == nil || r.Error.Kind != "busy" || !strings.Contains(r.Error.Message, "all with requests") {
+			t.Fatalf("over the cap with every connection running: %+v, want busy", r)
+		}
+	})
+}
+
+// TestRequestMemory: the requests held together stay within
+// MaxRequestMemory: while one client holds a (claimed) 16 MiB request
+// open, another waits for room and is refused as busy at its deadline;
+// once the first goes, requests fit again. A claimed size costs no
+// memory until its bytes come (readBody).
+func TestRequestMemory(t *testing.T) {
+	h := newEcho()
+	s := start(t, h, func(s *Server) { s.MaxRequestMemory, s.RequestTimeout = MaxRequest, 2*time.Second })
+	// A whole 16 MiB request (padded with blanks), whose run blocks: it
+	// holds the budget while it runs.
+	body := `{"version":1,"spec":{"Program":"block"}}`
+	big := dialIdle(t, s.Socket)
+	if _, err := big.Write(frame(body + strings.Repeat(" ", MaxRequest-len(body)))); err != nil {
+		t.Fatal(err)
+	}
+	<-h.started
+	r := raw(t, s.Socket, frame(goodReq))
+	if r == nil || r.Error == nil || r.Error.Kind != "busy" || !strings.Contains(r.Error.Message, "request memory") {
+		t.Fatalf("a request while the budget is taken: %+v, want busy", r)
+	}
+	big.Close()
+	<-h.cancelled
+	if r := ask(t, s.Socket, frame(goodReq)); r == nil || r.Result == nil {
+		t.Fatalf("a request after the budget came back: %+v", r)
+	}
+	if b, err := readBody(strings.NewReader("abc"), 5); b != nil || !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("readBody of a short stream = %q, %v", b, err)
+	}
+	if b, err := readBody(strings.NewReader(strings.Repeat("x", 200<<10)), 200<<10); err != nil || len(b) != 200<<10 || cap(b) != 200<<10 {
+		t.Fatalf("readBody: len %d cap %d, %v; want exactly the size", len(b), cap(b), err)
+	}
+}
+
+// TestStalledReaders: with one run slot, a client that never reads its
+// live output loses its run (its handler's ctx ends), and one that never
+// reads its answer holds no slot: in both cases another client's run
+// goes. (Nothing here is timed: a slot held for ever hangs the test.)
+func TestStalledReaders(t *testing.T) {
+	lost := make(chan error, 1)
+	h := func(ctx context.Context, req *Request, files Files) Response {
+		switch req.Spec.Program {
+		case "chatty":
+			chunk := bytes.Repeat([]byte("x"), 64<<10)
+			for ctx.Err() == nil {
+				if _, err := files.Out.Write(chunk); err != nil {
+					<-ctx.Done()
+					lost <- err
+					break
+				}
+			}
+			return Response{Result: &spec.CommandResult{RunID: "r", Cancelled: true}}
+		case "big":
+			out := bytes.Repeat([]byte("y"), 8<<20)
+			return Response{Result: &spec.CommandResult{RunID: "r", Stdout: spec.Stream{Head: out, Total: int64(len(out))}}}
+		}
+		return Response{Result: &spec.CommandResult{RunID: "r", Stdout: spec.Stream{Head: []byte("ok")}}}
+	}
+	s := startHandler(t, h, func(s *Server) { s.MaxRuns, s.WriteTimeout = 1, 200*time.Millisecond })
+
+	// Live output into a pipe nobody reads.
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	c, err := Dial(s.Socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan *Response, 1)
+	go func() {
+		r, _ := Do(context.Background(), c, &Request{Spec: spec.CommandSpec{Program: "chatty"}, Files: []string{"stdout"}}, []*os.File{pw})
+		done <- r
+	}()
+	if err := <-lost; !errors.Is(err, errStalled) {
+		t.Fatalf("the stalled live write: %v", err)
+	}
+	if r := <-done; r == nil || r.Result == nil || !r.Result.Cancelled {
+		t.Fatalf("the stalled client's answer: %+v, want its run cancelled", r)
+	}
+	pw.Close()
+
+	// An answer nobody reads (8 MiB, more than the socket buffers).
+	deaf := dialIdle(t, s.Socket)
+	if _, err := deaf.Write(frame(`{"version":1,"spec":{"Program":"big"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		// Do keeps its writing half open while it waits (raw's
+		// CloseWrite would end a run that waits for the slot).
+		c, err := Dial(s.Socket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := Do(context.Background(), c, &Request{Spec: spec.CommandSpec{Program: "p"}}, nil)
+		if err != nil || r.Result == nil || string(r.Result.Stdout.Head) != "ok" {
+			t.Fatalf("a run beside the deaf client: %+v, %v", r, err)
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer for a logger written from many goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// TestAcceptOutOfDescriptors: this process's descriptor limit is lowered
+// until connect and accept fail with EMFILE. The server logs it and keeps
+// serving: its socket stays, a run in flight is not cancelled, and once
+// descriptors are back a new client is served.
+func TestAcceptOutOfDescriptors(t *testing.T) {
+	logb := &syncBuffer{}
+	h := newEcho()
+	s := start(t, h, func(s *Server) { s.Log = slog.New(slog.NewTextHandler(logb, nil)) })
+	running, err := Dial(s.Socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runDone := make(chan *Response, 1)
+	go func() {
+		r, _ := Do(context.Background(), running, &Request{Spec: spec.CommandSpec{Program: "block"}}, nil)
+		runDone <- r
+	}()
+	<-h.started
+
+	var old syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
+		t.Fatal(err)
+	}
+	open := countFDs(t)
+	low := old
+	low.Cur = uint64(open + 40)
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+		t.Fatal(err)
+	}
+	var held []net.Conn
+	for !strings.Contains(logb.String(), "accept failed") {
+		c, err := net.Dial("unix", s.Socket)
+		if err != nil {
+			if !errors.Is(err, syscall.EMFILE) {
+				t.Fatalf("dial: %v", err)
+			}
+			// Our side is out too: free one, so the next connect
+			// lands in the backlog for the server's failing accept.
+			if len(held) == 0 {
+				t.Fatal("out of descriptors with no connection held")
+			}
+			held[0].Close()
+			held = held[1:]
+			continue
+		}
+		held = append(held, c)
+	}
+	for _, c := range held {
+		c.Close()
+	}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("server log: %s", firstLine(logb.String(), "accept failed"))
+	if _, err := os.Stat(s.Socket); err != nil {
+		t.Fatalf("socket after the accept errors: %v", err)
+	}
+	if r := ask(t, s.Socket, frame(goodReq)); r == nil || r.Result == nil {
+		t.Fatalf("a request after the accept errors: %+v", r)
+	}
+	select {
+	case r := <-runDone:
+		t.Fatalf("the run in flight ended: %+v", r)
+	default:
+	}
+	_ = running.CloseWrite()
+	<-h.cancelled
+	if r := <-runDone; r == nil || r.Result == nil {
+		t.Fatalf("the run in flight: %+v", r)
+	}
+}
+
+func countFDs(t *testing.T) int {
+	t.Helper()
+	es, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(es)
+}
+
+func firstLine(s, with string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, with) {
+			return l
+		}
+	}
+	return ""
+}
+
+// TestLiveWriter: a run's live output never waits for its client. A
+// client that reads slowly gets all of it, in order; one that lets the
+// buffer fill, or reads nothing for the timeout, loses its run (stall);
+// one that closed its end ends the stream only.
+func TestLiveWriter(t *testing.T) {
+	tests := []struct {
+		name    string
+		write   int    // bytes the run writes, 64 KiB at a time
+		reader  string // "slow", "none", "closed"
+		stalled bool
+	}{
+		{"slow reader", 3 << 20, "slow", false},
+		{"absent reader, buffer full", 3 << 20, "none", true},
+		{"absent reader, little output", 200 << 10, "none", true},
+		{"reader gone", 200 << 10, "closed", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pr, pw, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pr.Close()
+			defer pw.Close()
+			got := make(chan []byte, 1)
+			switch tt.reader {
+			case "slow":
+				go func() {
+					var b bytes.Buffer
+					buf := make([]byte, 32<<10)
+					for {
+						time.Sleep(time.Millisecond)
+						n, err := pr.Read(buf)
+						b.Write(buf[:n])
+						if err != nil {
+							got <- b.Bytes()
+							return
+						}
+					}
+				}()
+			case "closed":
+				pr.Close()
+			}
+			var stalls atomic.Int32
+			w := newLiveWriter(pw, 100*time.Millisecond, func() { stalls.Add(1) })
+			var want bytes.Buffer
+			var werr error
+			for i := 0; i < tt.write && werr == nil; i += 64 << 10 {
+				p := bytes.Repeat([]byte{byte('a' + i>>16%26)}, 64<<10)
+				want.Write(p)
+				_, werr = w.Write(p)
+				if tt.reader == "slow" {
+					// The run writes about as fast as the reader reads.
+					time.Sleep(5 * time.Millisecond)
+				}
+			}
+			if tt.reader == "none" && werr == nil {
+				// Little output: the stall shows once the drain waited.
+				for werr == nil {
+					time.Sleep(10 * time.Millisecond)
+					_, werr = w.Write([]byte("x"))
+				}
+			}
+			w.finish()
+			if (stalls.Load() > 0) != tt.stalled {
+				t.Fatalf("stalls %d, write error %v; want stalled %v", stalls.Load(), werr, tt.stalled)
+			}
+			if tt.stalled && !errors.Is(werr, errStalled) {
+				t.Fatalf("write error %v, want errStalled", werr)
+			}
+			if tt.reader == "slow" {
+				pw.Close()
+				if b := <-got; !bytes.Equal(b, want.Bytes()) || werr != nil {
+					t.Fatalf("the slow reader got %d bytes (want %d), write error %v", len(b), want.Len(), werr)
+				}
+			}
+		})
+	}
+}
+
+// TestFairSlots: a free slot goes to the processes with waiters in turn,
+// whatever the number of requests each has waiting; a waiter whose ctx
+// ends leaves the queue.
+func TestFairSlots(t *testing.T) {
+	f := newFairSlots(1)
+	if !f.acquire(context.Background(), 1) {
+		t.Fatal("a free slot was not taken")
+	}
+	order := make(chan int, 10)
+	var wg sync.WaitGroup
+	wait := func(pid int) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if f.acquire(context.Background(), pid) {
+				order <- pid
+			}
+		}()
+		for {
+			f.mu.Lock()
+			n := 0
+			for _, q := range f.queues {
+				n += len(q)
+			}
+			f.mu.Unlock()
+			if n > 0 && func() bool { f.mu.Lock(); defer f.mu.Unlock(); return len(f.queues[pid]) > 0 }() {
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	// Process 7 queues four requests, then process 8 one, then 9 one.
+	for range 4 {
+		wait(7)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	gone := make(chan bool)
+	go func() { gone <- f.acquire(ctx, 9) }()
+	wait(8)
+	cancel()
+	if <-gone {
+		t.Fatal("a cancelled waiter got a slot")
+	}
+	var got []int
+	for range 5 {
+		f.release()
+		got = append(got, <-order)
+	}
+	wg.Wait()
+	if want := []int{7, 8, 7, 7, 7}; !slices.Equal(got, want) {
+		t.Fatalf("slots went to %v, want %v", got, want)
+	}
+}

@@ -1,0 +1,402 @@
+//go:build linux
+
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// errBusy: what a request waited for (request memory, a turn to be
+// read) stayed taken until its deadline.
+var errBusy = errors.New("the confine server is busy")
+
+// byteSem hands out bytes of a fixed budget: the requests the server
+// holds, together, never exceed it. A request that does not fit waits;
+// any request that fits may go first (no head-of-line blocking of small
+// requests behind a large one).
+type byteSem struct {
+	what    string // for errors: what the bytes are
+	mu      sync.Mutex
+	free    int64
+	changed chan struct{}
+}
+
+func newByteSem(n int64, what string) *byteSem {
+	return &byteSem{what: what, free: n, changed: make(chan struct{})}
+}
+
+// acquire takes n bytes, waiting until deadline (or ctx's end) for them,
+// and returns the function that gives them back (once).
+func (b *byteSem) acquire(ctx context.Context, n int64, deadline time.Time) (func(), error) {
+	var timer *time.Timer
+	for {
+		b.mu.Lock()
+		if b.free >= n {
+			b.free -= n
+			b.mu.Unlock()
+			var once sync.Once
+			return func() { once.Do(func() { b.put(n) }) }, nil
+		}
+		changed := b.changed
+		b.mu.Unlock()
+		if timer == nil {
+			timer = time.NewTimer(time.Until(deadline))
+			defer timer.Stop()
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			return nil, fmt.Errorf("%w: no room in its %s for %d more before the request's deadline", errBusy, b.what, n)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func (b *byteSem) put(n int64) {
+	b.mu.Lock()
+	b.free += n
+	close(b.changed)
+	b.changed = make(chan struct{})
+	b.mu.Unlock()
+}
+
+// readBody reads exactly size bytes from r. A claimed size costs nothing
+// until bytes come: the first 64 KiB are read into a buffer of that size,
+// and only then is the whole size allocated (once; no doubling garbage).
+func readBody(r io.Reader, size int) ([]byte, error) {
+	first := min(size, 64<<10)
+	b := make([]byte, first)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return nil, shortBody(err)
+	}
+	if size == first {
+		return b, nil
+	}
+	all := make([]byte, size)
+	copy(all, b)
+	if _, err := io.ReadFull(r, all[first:]); err != nil {
+		return nil, shortBody(err)
+	}
+	return all, nil
+}
+
+func shortBody(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// liveBuffer is how much live output of one stream the server holds for
+// a client that has not read it yet. A run writes into it without ever
+// waiting for the client; when a client leaves this much unread, its run
+// is ended.
+const liveBuffer = 1 << 20
+
+// errStalled: the client left its live output unread.
+var errStalled = errors.New("the client left its output unread")
+
+// liveWriter passes a run's live output to f (a client's stdout or
+// stderr, passed with its request) through a buffer of liveBuffer bytes
+// that a goroutine drains. The run's writes never wait for the client: a
+// client that lets the buffer fill, or reads nothing for timeout while
+// output waits, loses its run (stall is called, and the writes fail).
+// The descriptor's mode is left as the client set it (never made
+// non-blocking: it may be the client's terminal). Any error is final.
+type liveWriter struct {
+	f       *os.File
+	timeout time.Duration
+	stall   func()
+	mu      sync.Mutex
+	pending []byte
+	closed  bool
+	dead    error
+	wake    chan struct{}
+	done    chan struct{}
+}
+
+// newLiveWriter starts the writer's drain; nil when f is.
+func newLiveWriter(f *os.File, timeout time.Duration, stall func()) *liveWriter {
+	if f == nil {
+		return nil
+	}
+	w := &liveWriter{f: f, timeout: timeout, stall: stall, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	go w.drain()
+	return w
+}
+
+func (w *liveWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.dead != nil {
+		return 0, w.dead
+	}
+	if len(w.pending)+len(p) > liveBuffer {
+		w.dead = fmt.Errorf("%w: %s: more than %d bytes", errStalled, w.f.Name(), liveBuffer)
+		w.stall()
+		return 0, w.dead
+	}
+	w.pending = append(w.pending, p...)
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+	return len(p), nil
+}
+
+// finish waits for what is pending to reach the client (within the
+// writer's timeout); nil-safe.
+func (w *liveWriter) finish() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+	<-w.done
+}
+
+func (w *liveWriter) drain() {
+	defer close(w.done)
+	for {
+		w.mu.Lock()
+		p, closed := w.pending, w.closed
+		w.pending = nil
+		w.mu.Unlock()
+		if len(p) == 0 {
+			if closed {
+				return
+			}
+			<-w.wake
+			continue
+		}
+		err := writeWithin(w.f, p, w.timeout)
+		if err == nil {
+			continue
+		}
+		w.mu.Lock()
+		w.dead, w.pending = err, nil
+		w.mu.Unlock()
+		// A reader gone (EPIPE) only ends the live stream, as in a
+		// direct run; a stalled one ends the run.
+		if errors.Is(err, errStalled) {
+			w.stall()
+		}
+		return
+	}
+}
+
+// chunk is what one write may carry after poll said the descriptor
+// takes data: a pipe's atomic size, which a pipe with room takes whole.
+const chunk = 4096
+
+// writeWithin writes p to f, failing with errStalled when the descriptor
+// takes nothing for timeout.
+func writeWithin(f *os.File, p []byte, timeout time.Duration) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var werr error
+	cerr := rc.Control(func(fd uintptr) {
+		written := 0
+		deadline := time.Now().Add(timeout)
+		for written < len(p) {
+			left := time.Until(deadline)
+			if left <= 0 {
+				werr = fmt.Errorf("%w: %s: nothing read for %v", errStalled, f.Name(), timeout)
+				return
+			}
+			pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}
+			n, err := unix.Poll(pfd, int(left/time.Millisecond)+1)
+			if errors.Is(err, unix.EINTR) || (err == nil && n == 0) {
+				continue
+			}
+			if err != nil {
+				werr = err
+				return
+			}
+			m, err := unix.Write(int(fd), p[written:min(len(p), written+chunk)])
+			if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
+				continue
+			}
+			if err != nil {
+				werr = err
+				return
+			}
+			written += m
+			// Progress restarts the clock: the bound is on a stalled
+			// reader, not on a long output.
+			deadline = time.Now().Add(timeout)
+		}
+	})
+	if cerr != nil {
+		return cerr
+	}
+	return werr
+}
+
+// fairSlots hands out run slots fairly between client processes: a free
+// slot goes to the next process, in turn, that has a request waiting, so
+// that one process's many requests (a flood) queue behind each other and
+// not in front of another process's one.
+type fairSlots struct {
+	mu     sync.Mutex
+	free   int
+	size   int
+	queues map[int][]chan struct{} // per pid, oldest first
+	turn   []int                   // pids with waiters, in turn order
+}
+
+func newFairSlots(n int) *fairSlots {
+	return &fairSlots{free: n, size: n, queues: map[int][]chan struct{}{}}
+}
+
+// acquire waits for a slot for a request of process pid; false when ctx
+// ended first.
+func (f *fairSlots) acquire(ctx context.Context, pid int) bool {
+	f.mu.Lock()
+	if f.free > 0 && len(f.turn) == 0 {
+		f.free--
+		f.mu.Unlock()
+		return true
+	}
+	ch := make(chan struct{})
+	if len(f.queues[pid]) == 0 {
+		f.turn = append(f.turn, pid)
+	}
+	f.queues[pid] = append(f.queues[pid], ch)
+	f.mu.Unlock()
+	select {
+	case <-ch:
+		return true
+	case <-ctx.Done():
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	q := f.queues[pid]
+	for i, w := range q {
+		if w == ch {
+			f.queues[pid] = append(q[:i:i], q[i+1:]...)
+			if len(f.queues[pid]) == 0 {
+				delete(f.queues, pid)
+				f.turn = slices.DeleteFunc(f.turn, func(p int) bool { return p == pid })
+			}
+			return false
+		}
+	}
+	// Handed a slot as ctx ended: give it on.
+	f.handOn()
+	return false
+}
+
+// release frees a slot, handing it to the process whose turn it is.
+func (f *fairSlots) release() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.handOn()
+}
+
+// handOn gives a free slot to the first waiter of the process whose turn
+// it is, which then goes to the back of the turn; with none, the slot is
+// free. f.mu is held.
+func (f *fairSlots) handOn() {
+	if len(f.turn) == 0 {
+		f.free++
+		return
+	}
+	pid := f.turn[0]
+	q := f.queues[pid]
+	close(q[0])
+	f.turn = f.turn[1:]
+	if len(q) == 1 {
+		delete(f.queues, pid)
+	} else {
+		f.queues[pid] = q[1:]
+		f.turn = append(f.turn, pid)
+	}
+}
+
+// peerTurns lets each client process have at most limit requests read at
+// once (bodies read and decoded): a process sending many large requests
+// gets a share of the server's reading, not all of it.
+type peerTurns struct {
+	mu      sync.Mutex
+	limit   int
+	busy    map[int]int
+	changed chan struct{}
+}
+
+func newPeerTurns(limit int) *peerTurns {
+	return &peerTurns{limit: limit, busy: map[int]int{}, changed: make(chan struct{})}
+}
+
+// acquire waits until deadline (or ctx's end) for a turn of pid and
+// returns the function that ends it (once).
+func (p *peerTurns) acquire(ctx context.Context, pid int, deadline time.Time) (func(), error) {
+	var timer *time.Timer
+	for {
+		p.mu.Lock()
+		if p.busy[pid] < p.limit {
+			p.busy[pid]++
+			p.mu.Unlock()
+			var once sync.Once
+			return func() { once.Do(func() { p.put(pid) }) }, nil
+		}
+		changed := p.changed
+		p.mu.Unlock()
+		if timer == nil {
+			timer = time.NewTimer(time.Until(deadline))
+			defer timer.Stop()
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			return nil, fmt.Errorf("%w: process %d has %d requests being read already", errBusy, pid, p.limit)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func (p *peerTurns) put(pid int) {
+	p.mu.Lock()
+	if p.busy[pid]--; p.busy[pid] <= 0 {
+		delete(p.busy, pid)
+	}
+	close(p.changed)
+	p.changed = make(chan struct{})
+	p.mu.Unlock()
+}
+
+// SoftMemoryLimit is the Go heap limit a server process sets for itself
+// (SetProcessMemoryLimit): twice the default request budget, for the
+// requests and their decoded copies, and 128 MiB for the rest (a
+// goroutine per held connection, answers being written).
+const SoftMemoryLimit = 2*(64<<20) + 128<<20
+
+// SetProcessMemoryLimit makes the garbage collector of this process
+// work to keep its heap under SoftMemoryLimit (a soft limit: a heap that
+// is really in use may pass it), unless $GOMEMLIMIT says otherwise. For
+// the process that owns the server (confine serve); a library never sets
+// it for its caller.
+func SetProcessMemoryLimit() {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(SoftMemoryLimit)
+	}
+}
