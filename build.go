@@ -448,6 +448,10 @@ func (in *inputs) build(backend provider.Provider, r *run) (planned, error) {
 		// tree, which needs Landlock to govern renames across directories
 		// (ABI 2); bubblewrap's supervisor has no such resolution.
 		p.Seccomp.NotifyCreate = true
+		// Without namespaces Landlock grants the work tree entry by
+		// entry: entries made during the run are written and removed
+		// through the supervisor (notify's guardtree.go).
+		p.Seccomp.NotifyGuardTree = p.Namespaces == nil
 	}
 	return planned{backend: backend, plan: p, guarantees: gs, layers: layers(backend, p)}, nil
 }

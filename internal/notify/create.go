@@ -102,7 +102,7 @@ func refuseGit(path, why string) result {
 }
 
 // isCreateKind says k is one of create.go's calls.
-func isCreateKind(k sysKind) bool { return k >= sysMkdir && k <= sysCreat }
+func isCreateKind(k sysKind) bool { return k >= sysMkdir && k <= sysRmdir }
 
 func init() {
 	for nr, e := range createSysTable {
@@ -286,7 +286,13 @@ func (t *task) modeFor(ts *taskStatus, mode uint32) uint32 {
 // nothing. It reports false, having changed nothing, anywhere else; the
 // caller then hands the call to the confined thread, where Landlock
 // decides.
-func (t *task) fast(ts *taskStatus, parents []*prepared, op func(pfds []int) (int, unix.Errno)) (int, unix.Errno, bool) {
+//
+// lasts are the entries of each parent the call adds, removes or replaces:
+// in a directory whose entries Landlock grants one by one (the core's
+// guarded work tree, policy.entryWritable) the call is performed here
+// unless one of them is guarded, so that entries made during the run work
+// as anywhere else in the tree.
+func (t *task) fast(ts *taskStatus, parents []*prepared, lasts []string, op func(pfds []int) (int, unix.Errno)) (int, unix.Errno, bool) {
 	h := t.h
 	if ts.umask < 0 || t.inRoot {
 		// In the command's own tree the supervisor's paths mean
@@ -305,7 +311,7 @@ func (t *task) fast(ts *taskStatus, parents []*prepared, op func(pfds []int) (in
 			return 0, 0, false
 		}
 		real, ok := fdPath(fd)
-		if !ok || !h.s.pol.entriesWritable(real) {
+		if !ok || !h.s.pol.entryWritable(real, lasts[i]) {
 			return 0, 0, false
 		}
 		pfds[i] = fd
@@ -332,6 +338,13 @@ func (h *handler) stopConfined() {
 // createCall handles the calls of createSysTable.
 func (t *task) createCall(kind sysKind) result {
 	args := t.n.Data.Args
+	switch {
+	case kind == sysUnlink || kind == sysUnlinkat || kind == sysRmdir:
+		return t.removeCall(kind)
+	case kind == sysOpen && args[1]&unix.O_CREAT == 0,
+		kind == sysOpenat && args[2]&unix.O_CREAT == 0:
+		return t.openWrite(kind)
+	}
 	dirfd := int32(unix.AT_FDCWD)
 	var pathAddr, targetAddr uint64
 	var mode uint32
@@ -391,7 +404,7 @@ func (t *task) createCall(kind sysKind) result {
 	// Landlock never grants device nodes: those go to the confined
 	// thread, where it refuses them.
 	if typ := mode & unix.S_IFMT; kind != sysMknod && kind != sysMknodat || typ == 0 || typ == unix.S_IFREG || typ == unix.S_IFIFO || typ == unix.S_IFSOCK {
-		if _, en, ok := t.fast(&ts, []*prepared{&pp}, func(pfds []int) (int, unix.Errno) {
+		if _, en, ok := t.fast(&ts, []*prepared{&pp}, []string{last}, func(pfds []int) (int, unix.Errno) {
 			switch kind {
 			case sysMkdir, sysMkdirat:
 				return 0, errnoOf(unix.Mkdirat(pfds[0], last, t.modeFor(&ts, mode)))
@@ -454,7 +467,7 @@ func (t *task) openCreate(ts *taskStatus, dirfd int32, path string, flags int, m
 	}
 	// The common case on the handler's thread: a last component that is
 	// not a symlink, in a directory where Landlock grants everything.
-	fd, en, ok := t.fast(ts, []*prepared{&pp}, func(pfds []int) (int, unix.Errno) {
+	fd, en, ok := t.fast(ts, []*prepared{&pp}, []string{last}, func(pfds []int) (int, unix.Errno) {
 		how := unix.OpenHow{Mode: uint64(t.modeFor(ts, mode)), Resolve: unix.RESOLVE_NO_MAGICLINKS,
 			Flags: uint64(flags | unix.O_NOFOLLOW | unix.O_CLOEXEC)}
 		fd, err := unix.Openat2(pfds[0], last, &how)

@@ -349,7 +349,7 @@ func (t *task) renameLinkConfined(oldDir int32, oldPath string, newDir int32, ne
 	if !emptySrc && !follow {
 		// Both directories where Landlock grants everything: on the
 		// handler's thread (create.go, fast).
-		if _, en, ok := t.fast(&ts, []*prepared{&op, &np}, func(pfds []int) (int, unix.Errno) {
+		if _, en, ok := t.fast(&ts, []*prepared{&op, &np}, []string{oldLast, newLast}, func(pfds []int) (int, unix.Errno) {
 			if link {
 				return 0, errnoOf(unix.Linkat(pfds[0], oldLast, pfds[1], newLast, 0))
 			}

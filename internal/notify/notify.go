@@ -35,6 +35,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -501,6 +502,34 @@ func (p *policy) inRoots(real string) bool {
 // keeps fixed around a guarded path.
 func (p *policy) entriesWritable(real string) bool {
 	return p.writable(real) && !slices.Contains(p.fixed, real)
+}
+
+// entryWritable reports whether the supervisor may add, remove or replace
+// the entry last (one component, trailing slashes allowed) of directory
+// real: the directory is writable and, where it is one whose entries
+// Landlock grants one by one around a guarded path (fixed: the core), the
+// entry is neither a guarded path nor a directory on the way to one. Names
+// are compared without regard to case there: a casefolded directory
+// resolves any spelling to the guarded entry.
+func (p *policy) entryWritable(real, last string) bool {
+	if !p.writable(real) {
+		return false
+	}
+	if !slices.Contains(p.fixed, real) {
+		return true
+	}
+	name := strings.TrimRight(last, "/")
+	if name == "" || name == "." || name == ".." || strings.Contains(name, "/") {
+		return false
+	}
+	for _, set := range [][]string{p.guarded, p.fixed} {
+		for _, g := range set {
+			if filepath.Dir(g) == real && strings.EqualFold(filepath.Base(g), name) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // beneath says p is dir or lies inside it.
