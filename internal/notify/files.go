@@ -65,6 +65,9 @@ func (t *task) truncate() result {
 	if !ok {
 		return r
 	}
+	if r, ok := t.ownTree(path); !ok {
+		return r
+	}
 	p, e := t.acquire(&ts, refPath, unix.AT_FDCWD, path, false)
 	if e != 0 {
 		return fail(e)
@@ -373,6 +376,11 @@ func (t *task) renameLinkConfined(oldDir int32, oldPath string, newDir int32, ne
 		}
 		if !t.valid() {
 			return 0, unix.EACCES
+		}
+		if t.inRoot && !link && (mountedOn(src, oldLast) || mountedOn(nfd, newLast)) {
+			// The kernel checks this against the calling thread's
+			// mount namespace, which is the supervisor's here.
+			return 0, unix.EBUSY
 		}
 		switch {
 		case emptySrc:

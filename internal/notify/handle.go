@@ -661,6 +661,9 @@ func (t *task) run(a *action) result {
 	if !ok {
 		return r
 	}
+	if r, ok := t.ownTree(a.path); !ok {
+		return r
+	}
 	p, e := t.acquire(&ts, a.ref, a.dirfd, a.path, a.nofollow)
 	if e != 0 {
 		return fail(e)

@@ -3,7 +3,9 @@
 package notify
 
 import (
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -23,6 +25,20 @@ import (
 // itself, one component at a time, restarting absolute ones at the
 // command's root and keeping ".." at it: what openat2's RESOLVE_IN_ROOT
 // does, for a start directory that need not be the root.
+
+// ownTree makes the task's paths resolve in its own tree when the command
+// has its own mount namespace and root (Config.Namespaced): for the
+// metadata calls and truncate(2), which the supervisor performs itself.
+func (t *task) ownTree(path string) (result, bool) {
+	if !t.h.s.pol.namespaced {
+		return result{}, true
+	}
+	t.inRoot = true
+	if _, e := t.rootFD(); e != 0 {
+		return deny(unix.EACCES, "cannot open the caller's root directory", path), false
+	}
+	return result{}, true
+}
 
 // rootFD opens the task's root directory, once per notification.
 func (t *task) rootFD() (int, unix.Errno) {
@@ -213,4 +229,49 @@ func readLink(fd, links int) (string, unix.Errno) {
 		return "", unix.ENOENT
 	}
 	return string(buf[:n]), 0
+}
+
+// mountedOn says the entry name of directory dir (a descriptor of the
+// command's tree) is a mount point there. The kernel refuses to rename a
+// mount point of the calling thread's own mount namespace (EBUSY), and
+// that is the supervisor's when it performs a call for the command: .git,
+// bound read-only in the command's namespace, is an ordinary directory in
+// the supervisor's. The lookup of the entry crosses the command's mounts
+// (they hang on its tree's dentries, whatever the walking thread's
+// namespace), so a mount point shows as an entry on another mount than
+// dir. Where the mount cannot be told (no STATX_MNT_ID, nor fdinfo), the
+// entry counts as a mount point: refusing a rename is the safe side.
+func mountedOn(dir int, name string) bool {
+	name = strings.TrimRight(name, "/")
+	if name == "" || name == "." || name == ".." {
+		return false
+	}
+	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_BENEATH}
+	fd, err := unix.Openat2(dir, name, &how)
+	if err != nil {
+		return false // no such entry: nothing mounted on it
+	}
+	defer unix.Close(fd)
+	a, okA := mountID(dir)
+	b, okB := mountID(fd)
+	return !okA || !okB || a != b
+}
+
+// mountID is the mount fd lies on: statx's, else /proc/self/fdinfo's.
+func mountID(fd int) (uint64, bool) {
+	if id, e := idOf(fd); e == 0 && id.mnt != 0 {
+		return id.mnt, true
+	}
+	b, err := os.ReadFile("/proc/self/fdinfo/" + strconv.Itoa(fd))
+	if err != nil {
+		return 0, false
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "mnt_id:"); ok {
+			n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
 }

@@ -83,6 +83,11 @@ type Config struct {
 	// are made by the supervisor and connect only to Egress.Proxy (see
 	// inet.go).
 	Egress *Egress
+	// Namespaced: the command has its own mount namespace and root
+	// (landlock+namespaces, bubblewrap). The paths of the metadata calls
+	// and truncate(2) are then resolved in its tree, as those of
+	// Create.Namespaced (inroot.go).
+	Namespaced bool
 	// Create, when set, refuses a new .git (see Create); the filter
 	// then sends the calls that create names (seccomp.Config.NotifyCreate).
 	Create *Create
@@ -416,6 +421,7 @@ type policy struct {
 	roots         []string
 	guarded       []string
 	fixed         []string // directories whose entries only Landlock may change (GuardFixed)
+	namespaced    bool     // Config.Namespaced
 	sockets       map[string]bool
 	allowAbstract bool
 	init          *Init
@@ -423,7 +429,7 @@ type policy struct {
 }
 
 func newPolicy(cfg Config) (policy, error) {
-	p := policy{sockets: map[string]bool{}, allowAbstract: cfg.AllowAbstract, init: cfg.Init, egress: cfg.Egress}
+	p := policy{sockets: map[string]bool{}, allowAbstract: cfg.AllowAbstract, init: cfg.Init, egress: cfg.Egress, namespaced: cfg.Namespaced}
 	if err := checkEgress(cfg.Egress); err != nil {
 		return p, err
 	}
@@ -642,6 +648,7 @@ func FromPlan(p *plan.Plan) Config {
 		SocketAllow:   p.SocketAllow,
 		Guarded:       p.Guarded,
 		GuardFixed:    p.Backend == plan.BackendCore,
+		Namespaced:    p.Backend != plan.BackendCore,
 		MaxTasks:      p.MaxTasks(),
 	}
 }
