@@ -5,6 +5,7 @@ package notify
 import (
 	"errors"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -126,6 +127,12 @@ func newCreator(c *Create) *creator {
 	}
 	cc := &creator{Create: *c}
 	cc.Landlock.DenyTCP, cc.Landlock.Scope, cc.Landlock.Defer = false, false, nil
+	// The ruleset is prepared on the first call that needs it, maybe
+	// long after the launch: a granted path the command (or anyone)
+	// removed since then must not fail every later call. A path that is
+	// gone grants nothing the thread could use, so it is skipped.
+	l := &cc.Landlock
+	l.Optional = slices.Concat(l.Optional, l.ReadExec, l.ReadWrite, l.Devices)
 	return cc
 }
 
@@ -465,14 +472,51 @@ func (t *task) openCreate(ts *taskStatus, dirfd int32, path string, flags int, m
 	if e != 0 {
 		return fail(e)
 	}
-	// The common case on the handler's thread: a last component that is
-	// not a symlink, in a directory where Landlock grants everything.
-	fd, en, ok := t.fast(ts, []*prepared{&pp}, []string{last}, func(pfds []int) (int, unix.Errno) {
+	// The common case on the handler's thread: in a directory where
+	// Landlock grants everything (or, in a guarded work tree, where the
+	// supervisor adds the entry itself), a last component that is not a
+	// symlink, or one followed here hop by hop while each hop stays in
+	// such a directory (a dangling symlink's target is created).
+	var link string
+	var linkDir int
+	open := func(pfds []int) (int, unix.Errno) {
 		how := unix.OpenHow{Mode: uint64(t.modeFor(ts, mode)), Resolve: unix.RESOLVE_NO_MAGICLINKS,
 			Flags: uint64(flags | unix.O_NOFOLLOW | unix.O_CLOEXEC)}
 		fd, err := unix.Openat2(pfds[0], last, &how)
+		if err == unix.ELOOP && flags&(unix.O_NOFOLLOW|unix.O_EXCL) == 0 {
+			var buf [pathMax]byte
+			if n, err := unix.Readlinkat(pfds[0], last, buf[:]); err == nil && n > 0 {
+				link, linkDir = string(buf[:n]), pfds[0]
+			}
+		}
 		return fd, errnoOf(err)
-	})
+	}
+	var fd int
+	var en unix.Errno
+	var ok bool
+	for hop := 0; ; hop++ {
+		link = ""
+		fd, en, ok = t.fast(ts, []*prepared{&pp}, []string{last}, open)
+		if !ok || en != unix.ELOOP || link == "" || hop >= maxFollow {
+			break
+		}
+		if _, std := stdFD(link); std {
+			break // the confined thread's loop reads it again
+		}
+		lp, ll := splitParent(t.ownProc(ts, link))
+		if why, bad := gitName(ll); bad {
+			return refuseGit(path+" (through a symlink)", why)
+		}
+		switch {
+		case strings.HasPrefix(lp, "/"):
+			pp = prepared{base: unix.AT_FDCWD, path: lp}
+		case lp == "":
+			pp = prepared{base: linkDir}
+		default:
+			pp = prepared{base: linkDir, path: lp}
+		}
+		last = ll
+	}
 	switch {
 	case ok && en == 0:
 		return t.install(fd, flags)
@@ -589,8 +633,13 @@ func stdFD(p string) (int32, bool) {
 // the supervisor would be its own, to the task's /proc entries.
 func (t *task) ownProc(ts *taskStatus, p string) string {
 	if t.inRoot {
-		// The task's /proc is its own PID namespace's: walk refuses
-		// its symlinks rather than mapping PIDs.
+		// The task's /proc is its own PID namespace's: walk maps
+		// self and thread-self (ownProcLink).
+		return p
+	}
+	if strings.HasPrefix(p, "/proc/self/fd/") || strings.HasPrefix(p, "/proc/thread-self/fd/") {
+		// The task's descriptors: acquire takes /proc/self/fd/N
+		// itself (procSelfFD).
 		return p
 	}
 	for _, s := range []struct{ prefix, to string }{

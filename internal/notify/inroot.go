@@ -50,6 +50,7 @@ func (t *task) rootFD() (int, unix.Errno) {
 		return -1, unix.EACCES
 	}
 	t.root = t.keep(fd)
+	t.readNSIDs()
 	return t.root, 0
 }
 
@@ -192,7 +193,12 @@ func (t *task) walk(base int, path string, follow bool) (int, unix.Errno) {
 			return found(fd)
 		}
 		// A symlink to follow.
-		target, e := readLink(fd, links)
+		target, e := t.ownProcLink(cur, comp)
+		if e == 0 && target == "" {
+			target, e = readLink(fd, links)
+		} else if e == 0 && links >= maxFollow {
+			e = unix.ELOOP
+		}
 		unix.Close(fd)
 		if e != 0 {
 			return -1, e
@@ -275,3 +281,52 @@ func mountID(fd int) (uint64, bool) {
 	}
 	return 0, false
 }
+
+// ownProcLink is the target of procfs's self and thread-self symlinks as
+// the task reads them (its own pid namespace's numbers), when the entry
+// name of directory dir is one of them on a procfs root; "" otherwise.
+// Read by the supervisor, in an ancestor pid namespace, those links lead
+// nowhere (walk would refuse them, EACCES, where the task's own walk goes
+// on: /proc/self/missing/x is ENOENT to it).
+func (t *task) ownProcLink(dir int, name string) (string, unix.Errno) {
+	if name != "self" && name != "thread-self" {
+		return "", 0
+	}
+	var sfs unix.Statfs_t
+	var st unix.Stat_t
+	if unix.Fstatfs(dir, &sfs) != nil || sfs.Type != procSuperMagic || unix.Fstat(dir, &st) != nil || st.Ino != procRootIno {
+		return "", 0
+	}
+	if t.nsTgid == "" || t.nsPid == "" {
+		return "", unix.ENOENT
+	}
+	if name == "self" {
+		return t.nsTgid, 0
+	}
+	return t.nsTgid + "/task/" + t.nsPid, 0
+}
+
+// readNSIDs reads the task's ids in its own pid namespace (the last of
+// NStgid and NSpid in its status), on the handler's thread: the confined
+// thread's Landlock rules may not reach /proc.
+func (t *task) readNSIDs() {
+	b, err := os.ReadFile(procPath(t.tid, "status"))
+	if err != nil {
+		return
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		for _, f := range []struct {
+			name string
+			to   *string
+		}{{"NStgid:", &t.nsTgid}, {"NSpid:", &t.nsPid}} {
+			if v, ok := strings.CutPrefix(l, f.name); ok {
+				if fs := strings.Fields(v); len(fs) > 0 {
+					*f.to = fs[len(fs)-1]
+				}
+			}
+		}
+	}
+}
+
+// procRootIno is the inode number of a procfs root.
+const procRootIno = 1
