@@ -69,6 +69,64 @@ func gitTreeVectors() []vcase {
 			return fixture{args: []string{cfg, "rdonly"}, effect: contentChanged(cfg)}
 		}},
 	}
+	// Repositories below the top level (issue 22 item 3): a vendored
+	// one, an embedded submodule, an absorbed submodule whose gitfile is
+	// rewritten in place (an open without O_CREAT) and its git directory
+	// under .git/modules.
+	nested := func(e *env) (vendored, embedded, gitfile, modules string) {
+		repo(e)
+		vendored = filepath.Join(e.wd, "vendor", "lib", ".git")
+		embedded = filepath.Join(e.wd, "ext", "sub", ".git")
+		for _, d := range []string{vendored, embedded} {
+			for _, f := range []string{"config", "HEAD", "hooks/pre-commit.sample"} {
+				e.file(e.wd, filepath.Join(d[len(e.wd)+1:], f), 0o644)
+			}
+		}
+		e.file(e.wd, ".gitmodules", 0o644)
+		modules = filepath.Join(e.wd, ".git", "modules", "abs")
+		e.file(e.wd, ".git/modules/abs/config", 0o644)
+		e.file(e.wd, ".git/modules/abs/HEAD", 0o644)
+		gitfile = e.file(e.wd, "abs/.git", 0o644)
+		return
+	}
+	rows = append(rows,
+		vcase{name: "git-vendored-config-write", vector: "append-file", setup: func(e *env) fixture {
+			v, _, _, _ := nested(e)
+			cfg := filepath.Join(v, "config")
+			return fixture{args: []string{cfg}, effect: contentChanged(cfg)}
+		}},
+		vcase{name: "git-vendored-hook-write", vector: "write-file", setup: func(e *env) fixture {
+			v, _, _, _ := nested(e)
+			hook := filepath.Join(v, "hooks", "pre-commit")
+			return fixture{args: []string{hook}, effect: fx.Exists(hook)}
+		}},
+		vcase{name: "git-embedded-submodule-hook-write", vector: "write-file", setup: func(e *env) fixture {
+			_, m, _, _ := nested(e)
+			hook := filepath.Join(m, "hooks", "post-checkout")
+			return fixture{args: []string{hook}, effect: fx.Exists(hook)}
+		}},
+		vcase{name: "git-absorbed-gitfile-rewrite", vector: "append-file", setup: func(e *env) fixture {
+			// O_WRONLY|O_APPEND without O_CREAT: the new-name refusal
+			// never sees it.
+			_, _, g, _ := nested(e)
+			return fixture{args: []string{g}, effect: contentChanged(g)}
+		}},
+		vcase{name: "git-absorbed-modules-config-write", vector: "append-file", setup: func(e *env) fixture {
+			_, _, _, m := nested(e)
+			cfg := filepath.Join(m, "config")
+			return fixture{args: []string{cfg}, effect: contentChanged(cfg)}
+		}},
+		vcase{name: "git-nested-repo-move", vector: "rename-out", setup: func(e *env) fixture {
+			// A directory holding a .git moved into another place (a
+			// submodule's path, say).
+			if e.confined && e.backend == "bwrap" {
+				e.t.Skip("bubblewrap has no supervisor to refuse moving a directory that holds a repository (its .git stays read-only where it goes; ledger: no-git-persistence)")
+			}
+			v, _, _, _ := nested(e)
+			lib := filepath.Dir(v)
+			return fixture{args: []string{lib, filepath.Join(e.wd, "ext", "moved")}, effect: fx.Gone(filepath.Join(v, "config"))}
+		}},
+	)
 	all := make([]vcase, 0, 2*len(rows))
 	for _, r := range rows {
 		c := r

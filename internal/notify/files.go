@@ -361,6 +361,7 @@ func (t *task) renameLinkConfined(oldDir int32, oldPath string, newDir int32, ne
 			return fail(en)
 		}
 	}
+	heldGit := false
 	_, en, r, ok := t.perform(&ts, func() (int, unix.Errno) {
 		nfd, e := t.resolve(&np, false)
 		if e != 0 {
@@ -382,6 +383,10 @@ func (t *task) renameLinkConfined(oldDir int32, oldPath string, newDir int32, ne
 			// mount namespace, which is the supervisor's here.
 			return 0, unix.EBUSY
 		}
+		if !link && (t.h.s.pol.holdsGit(src, oldLast) || flags&unix.RENAME_EXCHANGE != 0 && t.h.s.pol.holdsGit(nfd, newLast)) {
+			heldGit = true
+			return 0, unix.EPERM
+		}
 		switch {
 		case emptySrc:
 			return 0, errnoOf(unix.Linkat(op.base, "", nfd, newLast, unix.AT_EMPTY_PATH))
@@ -395,6 +400,9 @@ func (t *task) renameLinkConfined(oldDir int32, oldPath string, newDir int32, ne
 	if !ok {
 		r.path = newPath
 		return r
+	}
+	if heldGit {
+		return refuseGit(oldPath, "a directory holding a repository's .git, moved")
 	}
 	return fail(en)
 }

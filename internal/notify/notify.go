@@ -538,6 +538,37 @@ func (p *policy) entryWritable(real, last string) bool {
 	return true
 }
 
+// holdsGit says the entry name of directory dir (a descriptor) is a
+// directory holding a .git of its own, or one of the guarded paths: moved,
+// it would carry a repository git did not see there before (into a
+// submodule's path, say), or take a guarded path out of its place.
+func (p *policy) holdsGit(dir int, name string) bool {
+	name = strings.TrimRight(name, "/")
+	if name == "" || name == "." || name == ".." {
+		return false
+	}
+	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_BENEATH}
+	fd, err := unix.Openat2(dir, name, &how)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return false
+	}
+	if real, ok := fdPath(fd); ok {
+		for _, g := range p.guarded {
+			if beneath(g, real) {
+				return true
+			}
+		}
+	}
+	var gst unix.Stat_t
+	return unix.Fstatat(fd, ".git", &gst, unix.AT_SYMLINK_NOFOLLOW) == nil
+}
+
 // beneath says p is dir or lies inside it.
 func beneath(p, dir string) bool {
 	return dir == "/" || p == dir || (len(p) > len(dir) && p[:len(dir)] == dir && p[len(dir)] == '/')
