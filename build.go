@@ -55,6 +55,7 @@ type inputs struct {
 	// guarded are the paths inside the writable roots the persistence
 	// guard keeps read-only (the work tree's .git); see gitGuard.
 	guarded   []string
+	repos     []string // the git directories the persistence report watches (reportedRepos)
 	omitted   []string // PATH components left out
 	env       []string // sanitised, PATH decided; HOME and TMPDIR come with the private dir
 	prog      string
@@ -150,6 +151,7 @@ func (in *inputs) roots(s *spec.CommandSpec, prof policy.Profile, worktree strin
 	if in.guarded, err = gitGuard(in.rw, prof.Waive); err != nil {
 		return err
 	}
+	in.repos = reportedRepos(worktree, in.guarded, prof.Waive)
 	in.ro = landlock.DefaultSystemReadExec()
 	in.optional = slices.Clone(in.ro)
 	for _, r := range append(slices.Clone(prof.ReadExec), s.ReadOnly...) {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/confine-sandbox/confine/policy"
 	"github.com/confine-sandbox/confine/spec"
 )
 
@@ -116,4 +117,17 @@ func readDirEntries(dir string) ([]fs.DirEntry, error) {
 		return es, err
 	}
 	return es, nil
+}
+
+// reportedRepos are the git directories the persistence report watches
+// (persist.Take's repos): the guarded paths; where the profile waives the
+// guard, the work tree's nested repositories all the same (the report is
+// then all there is), as far as nestedGit finds them.
+func reportedRepos(worktree string, guarded, waive []string) []string {
+	if !slices.Contains(waive, policy.GGitPersistence) {
+		return guarded
+	}
+	budget := maxGuardWalk
+	repos, _ := nestedGit(worktree, []string{worktree}, nil, &budget)
+	return repos
 }
