@@ -1,7 +1,6 @@
 package confine
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -9,8 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
+	"github.com/confine-sandbox/confine/internal/guardset"
 	"github.com/confine-sandbox/confine/policy"
 	"github.com/confine-sandbox/confine/spec"
 )
@@ -115,12 +114,10 @@ func gitfileDir(file, worktree string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%s: %v", file, err)
 	}
-	line, _, _ := bytes.Cut(b, []byte("\n"))
-	p, ok := strings.CutPrefix(strings.TrimSpace(string(line)), "gitdir:")
-	if !ok {
-		return "", fmt.Errorf("%s is a file without a gitdir: line", file)
+	p, err := guardset.ParseGitfile(b)
+	if err != nil {
+		return "", fmt.Errorf("%s is %v", file, err)
 	}
-	p = strings.TrimSpace(p)
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(worktree, p)
 	}

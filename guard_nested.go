@@ -8,9 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"syscall"
 
+	"github.com/confine-sandbox/confine/internal/guardset"
 	"github.com/confine-sandbox/confine/policy"
 	"github.com/confine-sandbox/confine/spec"
 )
@@ -18,6 +18,9 @@ import (
 // maxGuardWalk bounds the directory entries gitGuard reads in the writable
 // roots looking for nested repositories.
 const maxGuardWalk = 2_000_000
+
+// gitDirRow is guardset's row of a .git itself (in any letter case).
+const gitDirRow = "git-dir"
 
 // errGuardWalk: the writable roots hold more than maxGuardWalk entries.
 var errGuardWalk = errors.New("too many entries to look for nested repositories in")
@@ -62,7 +65,7 @@ func nestedGit(root string, rw, guarded []string, budget *int) ([]string, error)
 		for _, e := range es {
 			p := filepath.Join(dir, e.Name())
 			t := e.Type()
-			if strings.EqualFold(e.Name(), ".git") {
+			if row, ok := guardset.Classify(e.Name()); ok && row.Name == gitDirRow {
 				if dir == root && e.Name() == ".git" || isGuarded(p) {
 					continue // guardRoot's
 				}
