@@ -287,7 +287,7 @@ func (t *task) modeFor(ts *taskStatus, mode uint32) uint32 {
 // credentials and umask, when every parent directory (resolved here, once)
 // lies where the run's Landlock rules grant every right but creating
 // device nodes: inside a writable root, outside the guarded paths, and not
-// one whose entries Landlock keeps fixed (policy.entriesWritable). There
+// one whose entries Landlock keeps fixed (policy.entryWritable). There
 // Landlock allows whatever the kernel's own checks allow, so the hand-off
 // to the confined thread (about 60 us a call on this machine) buys
 // nothing. It reports false, having changed nothing, anywhere else; the

@@ -230,14 +230,17 @@ func (t *task) renameLink(kind sysKind) result {
 	if link {
 		what = "link"
 	}
-	for _, fd := range []int{ofd, nfd} {
+	for i, fd := range []int{ofd, nfd} {
 		real, ok := fdPath(fd)
 		if !ok {
 			return deny(unix.EXDEV, "cannot determine a parent directory's path", oldPath)
 		}
-		if !t.h.s.pol.entriesWritable(real) {
+		if !t.h.s.pol.entryWritable(real, []string{oldLast, newLast}[i]) {
 			return deny(unix.EXDEV, what+" across directories with a side outside the writable roots (or guarded)", real)
 		}
+	}
+	if t.h.s.creator != nil && !link && (t.h.s.pol.holdsGit(ofd, oldLast) || flags&unix.RENAME_EXCHANGE != 0 && t.h.s.pol.holdsGit(nfd, newLast)) {
+		return refuseGit(oldPath, "a directory holding a repository's .git, moved")
 	}
 	src := -1
 	if link && flags&unix.AT_SYMLINK_FOLLOW != 0 {

@@ -503,13 +503,6 @@ func (p *policy) inRoots(real string) bool {
 	return false
 }
 
-// entriesWritable reports whether the supervisor may create or remove
-// entries of directory real: writable, and not one whose entries Landlock
-// keeps fixed around a guarded path.
-func (p *policy) entriesWritable(real string) bool {
-	return p.writable(real) && !slices.Contains(p.fixed, real)
-}
-
 // entryWritable reports whether the supervisor may add, remove or replace
 // the entry last (one component, trailing slashes allowed) of directory
 // real: the directory is writable and, where it is one whose entries
