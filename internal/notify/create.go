@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -691,10 +690,10 @@ func (t *task) install(fd int, flags int) result {
 	if flags&unix.O_CLOEXEC != 0 {
 		add.NewfdFlags = unix.O_CLOEXEC
 	}
-	nfd, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(t.h.s.listener), unix.SECCOMP_IOCTL_NOTIF_ADDFD, uintptr(unsafe.Pointer(&add)))
+	nfd, e := addFD(t.h.s.listener, &add)
 	if e == unix.EINVAL {
 		add.Flags = 0
-		nfd, _, e = unix.Syscall(unix.SYS_IOCTL, uintptr(t.h.s.listener), unix.SECCOMP_IOCTL_NOTIF_ADDFD, uintptr(unsafe.Pointer(&add)))
+		nfd, e = addFD(t.h.s.listener, &add)
 	}
 	if e != 0 {
 		return deny(unix.EACCES, "cannot install the descriptor: "+e.Error(), "")
