@@ -55,6 +55,7 @@ type inputs struct {
 	// guarded are the paths inside the writable roots the persistence
 	// guard keeps read-only (the work tree's .git); see gitGuard.
 	guarded   []string
+	repos     []string // the git directories the persistence report watches (reportedRepos)
 	omitted   []string // PATH components left out
 	env       []string // sanitised, PATH decided; HOME and TMPDIR come with the private dir
 	prog      string
@@ -150,6 +151,7 @@ func (in *inputs) roots(s *spec.CommandSpec, prof policy.Profile, worktree strin
 	if in.guarded, err = gitGuard(in.rw, prof.Waive); err != nil {
 		return err
 	}
+	in.repos = reportedRepos(worktree, in.guarded, prof.Waive)
 	in.ro = landlock.DefaultSystemReadExec()
 	in.optional = slices.Clone(in.ro)
 	for _, r := range append(slices.Clone(prof.ReadExec), s.ReadOnly...) {
@@ -448,6 +450,10 @@ func (in *inputs) build(backend provider.Provider, r *run) (planned, error) {
 		// tree, which needs Landlock to govern renames across directories
 		// (ABI 2); bubblewrap's supervisor has no such resolution.
 		p.Seccomp.NotifyCreate = true
+		// Without namespaces Landlock grants the work tree entry by
+		// entry: entries made during the run are written and removed
+		// through the supervisor (notify's guardtree.go).
+		p.Seccomp.NotifyGuardTree = p.Namespaces == nil
 	}
 	return planned{backend: backend, plan: p, guarantees: gs, layers: layers(backend, p)}, nil
 }

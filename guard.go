@@ -1,7 +1,6 @@
 package confine
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -9,8 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
+	"github.com/confine-sandbox/confine/internal/guardset"
 	"github.com/confine-sandbox/confine/policy"
 	"github.com/confine-sandbox/confine/spec"
 )
@@ -22,7 +21,8 @@ var ErrGuard = errors.New("persistence guard")
 // gitGuard returns the paths the persistence guard keeps read-only for a
 // run whose writable roots are rw (canonical, the work tree first): each
 // root's .git, a directory or a gitfile, and the directory a gitfile names
-// when that lies inside the same root. None where no root has a .git, or
+// when that lies inside the same root; then every nested repository's
+// (nestedGit). None where no root has a .git, or
 // when the profile waives the guarantee. It refuses what it cannot guard:
 // a .git that is a symlink or a special file, a gitfile naming a directory
 // inside another writable root, and a writable root inside a guarded path.
@@ -41,6 +41,18 @@ func gitGuard(rw []string, waive []string) ([]string, error) {
 			return refuse(err.Error())
 		}
 		for _, p := range g {
+			if !slices.Contains(guarded, p) {
+				guarded = append(guarded, p)
+			}
+		}
+	}
+	budget := maxGuardWalk
+	for _, r := range rw {
+		nested, err := nestedGit(r, rw, guarded, &budget)
+		if err != nil {
+			return refuse(err.Error())
+		}
+		for _, p := range nested {
 			if !slices.Contains(guarded, p) {
 				guarded = append(guarded, p)
 			}
@@ -102,12 +114,10 @@ func gitfileDir(file, worktree string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%s: %v", file, err)
 	}
-	line, _, _ := bytes.Cut(b, []byte("\n"))
-	p, ok := strings.CutPrefix(strings.TrimSpace(string(line)), "gitdir:")
-	if !ok {
-		return "", fmt.Errorf("%s is a file without a gitdir: line", file)
+	p, err := guardset.ParseGitfile(b)
+	if err != nil {
+		return "", fmt.Errorf("%s is %v", file, err)
 	}
-	p = strings.TrimSpace(p)
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(worktree, p)
 	}

@@ -51,6 +51,43 @@ func TestGitGuard(t *testing.T) {
 			must(t, os.MkdirAll(other+"/repo/.git", 0o755))
 		}, rw: func(w string) []string { return []string{w, other + "/repo"} },
 			want: func(w string) []string { return []string{w + "/.git", other + "/repo/.git"} }},
+		{name: "nested repository", make: func(w string) {
+			must(t, os.MkdirAll(w+"/.git", 0o755))
+			must(t, os.MkdirAll(w+"/vendor/lib/.git/hooks", 0o755))
+			must(t, os.MkdirAll(w+"/a/b/c/.git", 0o755))
+		}, want: func(w string) []string { return []string{w + "/.git", w + "/a/b/c/.git", w + "/vendor/lib/.git"} }},
+		{name: "nested repository without a top-level one", make: func(w string) {
+			must(t, os.MkdirAll(w+"/vendor/lib/.git", 0o755))
+		}, want: func(w string) []string { return []string{w + "/vendor/lib/.git"} }},
+		{name: "absorbed submodule", make: func(w string) {
+			must(t, os.MkdirAll(w+"/.git/modules/sub", 0o755))
+			must(t, os.MkdirAll(w+"/sub", 0o755))
+			must(t, os.WriteFile(w+"/sub/.git", []byte("gitdir: ../.git/modules/sub\n"), 0o644))
+		}, want: func(w string) []string { return []string{w + "/.git", w + "/sub/.git"} }},
+		{name: "nested gitfile into the work tree", make: func(w string) {
+			must(t, os.MkdirAll(w+"/gd/wt", 0o755))
+			must(t, os.MkdirAll(w+"/sub", 0o755))
+			must(t, os.WriteFile(w+"/sub/.git", []byte("gitdir: ../gd/wt\n"), 0o644))
+		}, want: func(w string) []string { return []string{w + "/gd/wt", w + "/sub/.git"} }},
+		{name: "nested gitfile into another writable root", make: func(w string) {
+			must(t, os.MkdirAll(w+"/sub", 0o755))
+			must(t, os.WriteFile(w+"/sub/.git", []byte("gitdir: "+other+"/gitdir\n"), 0o644))
+		}, rw: func(w string) []string { return []string{w, other} }, refused: "inside writable root " + other},
+		{name: "nested letter-case variant", make: func(w string) {
+			must(t, os.MkdirAll(w+"/sub/.GIT", 0o755))
+		}, want: func(w string) []string { return []string{w + "/sub/.GIT"} }},
+		{name: "nested symlink", make: func(w string) {
+			must(t, os.MkdirAll(w+"/sub", 0o755))
+			must(t, os.Symlink(other, w+"/sub/.git"))
+		}, refused: "is a symlink"},
+		{name: "symlinked directory not followed", make: func(w string) {
+			must(t, os.MkdirAll(other+"/linked/.git", 0o755))
+			must(t, os.Symlink(other+"/linked", w+"/ln"))
+		}},
+		{name: "nested writable root walked once", make: func(w string) {
+			must(t, os.MkdirAll(w+"/inner/x/.git", 0o755))
+		}, rw: func(w string) []string { return []string{w, w + "/inner"} },
+			want: func(w string) []string { return []string{w + "/inner/x/.git"} }},
 		{name: "writable root inside .git", make: func(w string) { must(t, os.MkdirAll(w+"/.git/objects", 0o755)) },
 			rw: func(w string) []string { return []string{w, w + "/.git/objects"} }, refused: "lies inside"},
 	}

@@ -28,7 +28,7 @@ r mv f1 d1/f1m
 r sh -c 'set -C; echo a > d1/f1m'
 r mkdir sg; chmod 2775 sg; r mkdir sg/inner; r touch sg/file
 r touch /usr/newfile
-r mkdir /tmp/x
+r sh -c 'mkdir /tmp/x$$ 2>/dev/null && rmdir /tmp/x$$'
 r sh -c 'echo q > /dev/shm/q && cat /dev/shm/q'
 r sh -c 'cd d1/d2 && touch ../../up1 && mkdir ../../../../../../top'
 r ln -s /etc/passwd abs
@@ -40,48 +40,78 @@ r mkdir d1//d3///
 r touch d1/d2/../../t2
 r sh -c 'exec 3<d1; cd /; echo hi > /proc/self/fd/3/viafd'
 r sh -c 'echo hi > /dev/stderr'
+r rmdir gone
+r sh -c 'ln -s nothere dang2 && echo hi > dang2 && cat nothere'
+r sh -c 'echo w > newtop && echo w2 >> newtop && cat newtop'
+r sh -c 'mkdir -p build/a/b && echo z > build/a/b/f && echo y >> build/a/b/f && cat build/a/b/f'
+r sh -c 'exec 3<>build/a/b/f; echo rw >&3; cat build/a/b/f'
+r truncate -s 1 build/a/b/f
+r chmod 600 build/a/b/f
+r mv build/a build/a2
+r ln build/a2/b/f hardtop
+r rm -r build/a2/b
+r rmdir build/a2/b
+r rm nonexist
+r rm -rf build
+r rm newtop
+r rmdir nonexist
+r rmdir sg
+r sh -c 'echo x > /proc/self/fd/77/x'
+r sh -c 'echo x > /proc/self/nonexist/x'
+r sh -c 'echo x > /proc/thread-self/nonexist/x'
 find . -mindepth 1 ! -path './.git*' -printf '%p %M %U:%G %l\n' | sort
 mkdir d1/.git 2>/dev/null; echo "nested .git: $?"
 `
 
-// TestCreateNamespacesAsKernel runs createScript under landlock+namespaces
-// in a git work tree twice: guarded, where the supervisor performs every
-// name the script creates, and with no-git-persistence waived, where the
-// kernel does. Everything but the nested .git must come out the same
-// (errors, modes, owners), as root and as 65534.
+// TestCreateNamespacesAsKernel runs createScript in a git work tree under
+// landlock+namespaces and under the core, each twice: guarded, where the
+// supervisor performs every name the script creates (and, under the core,
+// every write, removal and truncation in entries made during the run), and
+// with no-git-persistence waived, where the kernel does. Everything but the
+// nested .git must come out the same (errors, modes, owners), as root and
+// as 65534. A granted directory the script removes first must not fail the
+// supervisor's later calls.
 func TestCreateNamespacesAsKernel(t *testing.T) {
 	for _, u := range testutil.Users(t) {
-		t.Run(u.Name, func(t *testing.T) {
-			e := newEnv(t, u, true)
-			requireNamespaces(e)
-			profile := filepath.Join(testutil.Workdir(t, u.UID), "waive-git.toml")
-			if err := os.WriteFile(profile, []byte("name = \"git-writes\"\nwaive = [\"no-git-persistence\"]\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			out := map[bool]string{}
-			for _, guarded := range []bool{true, false} {
-				wd := testutil.Workdir(t, u.UID)
-				we := &env{t: t, user: u, confined: true, wd: wd}
-				we.file(wd, ".git/HEAD", 0o644)
-				args := []string{"run", "--workdir", wd, "--backend", "namespaces"}
-				if !guarded {
-					args = append(args, "--profile", profile)
+		for _, backend := range []string{"namespaces", "core"} {
+			t.Run(u.Name+"/"+backend, func(t *testing.T) {
+				e := newEnv(t, u, true)
+				if backend == "namespaces" {
+					requireNamespaces(e)
 				}
-				o := cliRun(t, u, wd, nil, append(args, "--", "sh", "-c", createScript)...)
-				if o.code != 0 {
-					t.Fatalf("guarded %v: exit %d\nstdout: %s\nstderr: %s", guarded, o.code, o.stdout, o.stderr)
+				profile := filepath.Join(testutil.Workdir(t, u.UID), "waive-git.toml")
+				if err := os.WriteFile(profile, []byte("name = \"git-writes\"\nwaive = [\"no-git-persistence\"]\n"), 0o644); err != nil {
+					t.Fatal(err)
 				}
-				out[guarded] = o.stdout
-			}
-			g, gok := strings.CutSuffix(out[true], "nested .git: 1\n")
-			k, kok := strings.CutSuffix(out[false], "nested .git: 0\n")
-			if !gok || !kok {
-				t.Fatalf("nested .git: want refused when guarded, made when waived\nguarded:\n%s\nwaived:\n%s", out[true], out[false])
-			}
-			if g != k {
-				t.Fatalf("the supervisor's creations differ from the kernel's\nguarded:\n%s\nwaived (kernel):\n%s", g, k)
-			}
-			t.Logf("%d lines the same", strings.Count(g, "\n"))
-		})
+				out := map[bool]string{}
+				for _, guarded := range []bool{true, false} {
+					wd := testutil.Workdir(t, u.UID)
+					we := &env{t: t, user: u, confined: true, wd: wd}
+					we.file(wd, ".git/HEAD", 0o644)
+					we.file(wd, "gone/.keep", 0o644)
+					if err := os.Remove(filepath.Join(wd, "gone", ".keep")); err != nil {
+						t.Fatal(err)
+					}
+					args := []string{"run", "--workdir", wd, "--backend", backend, "--rw", filepath.Join(wd, "gone")}
+					if !guarded {
+						args = append(args, "--profile", profile)
+					}
+					o := cliRun(t, u, wd, nil, append(args, "--", "sh", "-c", createScript)...)
+					if o.code != 0 {
+						t.Fatalf("guarded %v: exit %d\nstdout: %s\nstderr: %s", guarded, o.code, o.stdout, o.stderr)
+					}
+					out[guarded] = o.stdout
+				}
+				g, gok := strings.CutSuffix(out[true], "nested .git: 1\n")
+				k, kok := strings.CutSuffix(out[false], "nested .git: 0\n")
+				if !gok || !kok {
+					t.Fatalf("nested .git: want refused when guarded, made when waived\nguarded:\n%s\nwaived:\n%s", out[true], out[false])
+				}
+				if g != k {
+					t.Fatalf("the supervisor's calls differ from the kernel's\nguarded:\n%s\nwaived (kernel):\n%s", g, k)
+				}
+				t.Logf("%d lines the same", strings.Count(g, "\n"))
+			})
+		}
 	}
 }

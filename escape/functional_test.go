@@ -125,10 +125,9 @@ func TestFunctional(t *testing.T) {
 				return []string{"--", "./race.test", "-test.v"}
 			}, want: "--- PASS: TestRace"},
 		// Builds in a git work tree, whose .git the persistence guard
-		// keeps read-only (issue 12). Under the core (no namespaces) the
-		// work tree's top-level entries are fixed too, so each job's
-		// top-level outputs exist beforehand, as a checkout's would
-		// after its first build; their contents stay writable.
+		// keeps read-only (issue 12), with top-level outputs that exist
+		// beforehand, as a checkout's would after its first build;
+		// TestFunctionalGitTree makes new ones under every backend.
 		{name: "git-worktree-gcc", needs: []string{"gcc"},
 			files: map[string]string{".git/HEAD": "ref: refs/heads/main\n", ".git/config": "[core]\n", "src/hello.c": cHello, "bin/.keep": ""},
 			args: func(*testing.T, string) []string {

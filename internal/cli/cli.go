@@ -531,11 +531,6 @@ func (o *runOpts) finish(res spec.CommandResult, err error, logSkipped string, s
 		for _, c := range res.Persistence {
 			fmt.Fprintf(stderr, "confine: the command %s %s (%s), which a program outside the sandbox may run later\n", esc.Text(c.Kind), esc.Text(c.Path), esc.Text(c.What))
 		}
-		if res.ExitCode != 0 {
-			if note := guardNote(&res); note != "" {
-				fmt.Fprintln(stderr, note)
-			}
-		}
 		reportEgress(stderr, res.Connections)
 		for _, st := range []struct {
 			name string

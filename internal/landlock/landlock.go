@@ -30,6 +30,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -234,6 +235,10 @@ func Prepare(p Policy) (*Ruleset, error) {
 	for _, l := range lists {
 		for _, path := range l.paths {
 			if l.kind == kindReadWrite && guardedWithin(p.Guarded, path) {
+				if _, err := os.Lstat(path); optional[filepath.Clean(path)] && errors.Is(err, fs.ErrNotExist) {
+					r.Skipped = append(r.Skipped, path)
+					continue
+				}
 				if err := r.addAround(path, p.Guarded, l.rights); err != nil {
 					r.Close()
 					return nil, err

@@ -119,7 +119,7 @@ func TestDecide(t *testing.T) {
 		// The persistence guard: the core grants around .git on its own;
 		// with namespaces the mount layout keeps it read-only instead.
 		{name: "git dir, core", layers: coreOnly, f: Facts{LandlockABI: 7, Seccomp: true, GitDir: true},
-			mech: map[string]string{policy.GGitPersistence: "top-level entries granted one by one"}, nomech: map[string]string{policy.GGitPersistence: "nothing to keep"}},
+			mech: map[string]string{policy.GGitPersistence: "granted one by one, and the .git only read"}, nomech: map[string]string{policy.GGitPersistence: "nothing to keep"}},
 		{name: "git dir, namespaces", layers: withNS, f: Facts{LandlockABI: 2, Seccomp: true, GitDir: true},
 			mech: map[string]string{policy.GGitPersistence: "bound read-only"}, nomech: map[string]string{policy.GGitPersistence: "one by one"}},
 		{name: "git dir, bwrap", layers: withBwrap, f: Facts{LandlockABI: 2, Seccomp: true, GitDir: true},

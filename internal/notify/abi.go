@@ -101,3 +101,25 @@ func idValid(listener int, id uint64) bool {
 	}
 	return e == 0
 }
+
+// addFD is SECCOMP_IOCTL_NOTIF_ADDFD with every signal blocked on the
+// calling (locked) thread. With SECCOMP_ADDFD_FLAG_SEND the kernel marks
+// the notification answered before it waits for the task to take the
+// descriptor; a signal in that wait (the Go runtime's preemption signal,
+// SIGURG, is frequent) makes the ioctl return ERESTARTSYS, the kernel
+// withdraws the descriptor, and the restarted ioctl fails with
+// EINPROGRESS, while the task's call returns 0, a descriptor it never
+// opened. That was the "openat with an empty path" of issue 22: a build
+// writing into its stdin. Blocked, the signal waits for the ioctl.
+func addFD(listener int, add *seccompNotifAddfd) (uintptr, unix.Errno) {
+	var all, old unix.Sigset_t
+	for i := range all.Val {
+		all.Val[i] = ^uint64(0)
+	}
+	if err := unix.PthreadSigmask(unix.SIG_BLOCK, &all, &old); err != nil {
+		return 0, errnoOf(err)
+	}
+	defer func() { _ = unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil) }()
+	v, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(listener), unix.SECCOMP_IOCTL_NOTIF_ADDFD, uintptr(unsafe.Pointer(add)))
+	return v, e
+}

@@ -5,10 +5,10 @@ package notify
 import (
 	"errors"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -102,7 +102,7 @@ func refuseGit(path, why string) result {
 }
 
 // isCreateKind says k is one of create.go's calls.
-func isCreateKind(k sysKind) bool { return k >= sysMkdir && k <= sysCreat }
+func isCreateKind(k sysKind) bool { return k >= sysMkdir && k <= sysRmdir }
 
 func init() {
 	for nr, e := range createSysTable {
@@ -126,6 +126,12 @@ func newCreator(c *Create) *creator {
 	}
 	cc := &creator{Create: *c}
 	cc.Landlock.DenyTCP, cc.Landlock.Scope, cc.Landlock.Defer = false, false, nil
+	// The ruleset is prepared on the first call that needs it, maybe
+	// long after the launch: a granted path the command (or anyone)
+	// removed since then must not fail every later call. A path that is
+	// gone grants nothing the thread could use, so it is skipped.
+	l := &cc.Landlock
+	l.Optional = slices.Concat(l.Optional, l.ReadExec, l.ReadWrite, l.Devices)
 	return cc
 }
 
@@ -280,13 +286,19 @@ func (t *task) modeFor(ts *taskStatus, mode uint32) uint32 {
 // credentials and umask, when every parent directory (resolved here, once)
 // lies where the run's Landlock rules grant every right but creating
 // device nodes: inside a writable root, outside the guarded paths, and not
-// one whose entries Landlock keeps fixed (policy.entriesWritable). There
+// one whose entries Landlock keeps fixed (policy.entryWritable). There
 // Landlock allows whatever the kernel's own checks allow, so the hand-off
 // to the confined thread (about 60 us a call on this machine) buys
 // nothing. It reports false, having changed nothing, anywhere else; the
 // caller then hands the call to the confined thread, where Landlock
 // decides.
-func (t *task) fast(ts *taskStatus, parents []*prepared, op func(pfds []int) (int, unix.Errno)) (int, unix.Errno, bool) {
+//
+// lasts are the entries of each parent the call adds, removes or replaces:
+// in a directory whose entries Landlock grants one by one (the core's
+// guarded work tree, policy.entryWritable) the call is performed here
+// unless one of them is guarded, so that entries made during the run work
+// as anywhere else in the tree.
+func (t *task) fast(ts *taskStatus, parents []*prepared, lasts []string, op func(pfds []int) (int, unix.Errno)) (int, unix.Errno, bool) {
 	h := t.h
 	if ts.umask < 0 || t.inRoot {
 		// In the command's own tree the supervisor's paths mean
@@ -305,7 +317,7 @@ func (t *task) fast(ts *taskStatus, parents []*prepared, op func(pfds []int) (in
 			return 0, 0, false
 		}
 		real, ok := fdPath(fd)
-		if !ok || !h.s.pol.entriesWritable(real) {
+		if !ok || !h.s.pol.entryWritable(real, lasts[i]) {
 			return 0, 0, false
 		}
 		pfds[i] = fd
@@ -332,6 +344,13 @@ func (h *handler) stopConfined() {
 // createCall handles the calls of createSysTable.
 func (t *task) createCall(kind sysKind) result {
 	args := t.n.Data.Args
+	switch {
+	case kind == sysUnlink || kind == sysUnlinkat || kind == sysRmdir:
+		return t.removeCall(kind)
+	case kind == sysOpen && args[1]&unix.O_CREAT == 0,
+		kind == sysOpenat && args[2]&unix.O_CREAT == 0:
+		return t.openWrite(kind)
+	}
 	dirfd := int32(unix.AT_FDCWD)
 	var pathAddr, targetAddr uint64
 	var mode uint32
@@ -391,7 +410,7 @@ func (t *task) createCall(kind sysKind) result {
 	// Landlock never grants device nodes: those go to the confined
 	// thread, where it refuses them.
 	if typ := mode & unix.S_IFMT; kind != sysMknod && kind != sysMknodat || typ == 0 || typ == unix.S_IFREG || typ == unix.S_IFIFO || typ == unix.S_IFSOCK {
-		if _, en, ok := t.fast(&ts, []*prepared{&pp}, func(pfds []int) (int, unix.Errno) {
+		if _, en, ok := t.fast(&ts, []*prepared{&pp}, []string{last}, func(pfds []int) (int, unix.Errno) {
 			switch kind {
 			case sysMkdir, sysMkdirat:
 				return 0, errnoOf(unix.Mkdirat(pfds[0], last, t.modeFor(&ts, mode)))
@@ -452,14 +471,51 @@ func (t *task) openCreate(ts *taskStatus, dirfd int32, path string, flags int, m
 	if e != 0 {
 		return fail(e)
 	}
-	// The common case on the handler's thread: a last component that is
-	// not a symlink, in a directory where Landlock grants everything.
-	fd, en, ok := t.fast(ts, []*prepared{&pp}, func(pfds []int) (int, unix.Errno) {
+	// The common case on the handler's thread: in a directory where
+	// Landlock grants everything (or, in a guarded work tree, where the
+	// supervisor adds the entry itself), a last component that is not a
+	// symlink, or one followed here hop by hop while each hop stays in
+	// such a directory (a dangling symlink's target is created).
+	var link string
+	var linkDir int
+	open := func(pfds []int) (int, unix.Errno) {
 		how := unix.OpenHow{Mode: uint64(t.modeFor(ts, mode)), Resolve: unix.RESOLVE_NO_MAGICLINKS,
 			Flags: uint64(flags | unix.O_NOFOLLOW | unix.O_CLOEXEC)}
 		fd, err := unix.Openat2(pfds[0], last, &how)
+		if err == unix.ELOOP && flags&(unix.O_NOFOLLOW|unix.O_EXCL) == 0 {
+			var buf [pathMax]byte
+			if n, err := unix.Readlinkat(pfds[0], last, buf[:]); err == nil && n > 0 {
+				link, linkDir = string(buf[:n]), pfds[0]
+			}
+		}
 		return fd, errnoOf(err)
-	})
+	}
+	var fd int
+	var en unix.Errno
+	var ok bool
+	for hop := 0; ; hop++ {
+		link = ""
+		fd, en, ok = t.fast(ts, []*prepared{&pp}, []string{last}, open)
+		if !ok || en != unix.ELOOP || link == "" || hop >= maxFollow {
+			break
+		}
+		if _, std := stdFD(link); std {
+			break // the confined thread's loop reads it again
+		}
+		lp, ll := splitParent(t.ownProc(ts, link))
+		if why, bad := gitName(ll); bad {
+			return refuseGit(path+" (through a symlink)", why)
+		}
+		switch {
+		case strings.HasPrefix(lp, "/"):
+			pp = prepared{base: unix.AT_FDCWD, path: lp}
+		case lp == "":
+			pp = prepared{base: linkDir}
+		default:
+			pp = prepared{base: linkDir, path: lp}
+		}
+		last = ll
+	}
 	switch {
 	case ok && en == 0:
 		return t.install(fd, flags)
@@ -576,8 +632,13 @@ func stdFD(p string) (int32, bool) {
 // the supervisor would be its own, to the task's /proc entries.
 func (t *task) ownProc(ts *taskStatus, p string) string {
 	if t.inRoot {
-		// The task's /proc is its own PID namespace's: walk refuses
-		// its symlinks rather than mapping PIDs.
+		// The task's /proc is its own PID namespace's: walk maps
+		// self and thread-self (ownProcLink).
+		return p
+	}
+	if strings.HasPrefix(p, "/proc/self/fd/") || strings.HasPrefix(p, "/proc/thread-self/fd/") {
+		// The task's descriptors: acquire takes /proc/self/fd/N
+		// itself (procSelfFD).
 		return p
 	}
 	for _, s := range []struct{ prefix, to string }{
@@ -629,10 +690,10 @@ func (t *task) install(fd int, flags int) result {
 	if flags&unix.O_CLOEXEC != 0 {
 		add.NewfdFlags = unix.O_CLOEXEC
 	}
-	nfd, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(t.h.s.listener), unix.SECCOMP_IOCTL_NOTIF_ADDFD, uintptr(unsafe.Pointer(&add)))
+	nfd, e := addFD(t.h.s.listener, &add)
 	if e == unix.EINVAL {
 		add.Flags = 0
-		nfd, _, e = unix.Syscall(unix.SYS_IOCTL, uintptr(t.h.s.listener), unix.SECCOMP_IOCTL_NOTIF_ADDFD, uintptr(unsafe.Pointer(&add)))
+		nfd, e = addFD(t.h.s.listener, &add)
 	}
 	if e != 0 {
 		return deny(unix.EACCES, "cannot install the descriptor: "+e.Error(), "")

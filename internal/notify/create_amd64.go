@@ -15,4 +15,7 @@ var createSysTable = map[int32]sysEntry{
 	unix.SYS_OPEN:      {"open", sysOpen},
 	unix.SYS_OPENAT:    {"openat", sysOpenat},
 	unix.SYS_CREAT:     {"creat", sysCreat},
+	unix.SYS_UNLINK:    {"unlink", sysUnlink},
+	unix.SYS_UNLINKAT:  {"unlinkat", sysUnlinkat},
+	unix.SYS_RMDIR:     {"rmdir", sysRmdir},
 }

@@ -11,4 +11,5 @@ var createSysTable = map[int32]sysEntry{
 	unix.SYS_SYMLINKAT: {"symlinkat", sysSymlinkat},
 	unix.SYS_MKNODAT:   {"mknodat", sysMknodat},
 	unix.SYS_OPENAT:    {"openat", sysOpenat},
+	unix.SYS_UNLINKAT:  {"unlinkat", sysUnlinkat},
 }

@@ -74,7 +74,10 @@ func TestOwnProc(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{"/proc/self/environ", "/proc/10/environ"},
 		{"/proc/self", "/proc/10"},
-		{"/proc/thread-self/fd/3", "/proc/10/task/12/fd/3"},
+		{"/proc/thread-self/fdinfo/3", "/proc/10/task/12/fdinfo/3"},
+		// The task's descriptors are acquire's (procSelfFD).
+		{"/proc/thread-self/fd/3", "/proc/thread-self/fd/3"},
+		{"/proc/self/fd/3/x", "/proc/self/fd/3/x"},
 		{"/proc/selfish", "/proc/selfish"},
 		{"/proc/1/status", "/proc/1/status"},
 		{"rel/proc/self", "rel/proc/self"},

@@ -65,6 +65,9 @@ func (t *task) truncate() result {
 	if !ok {
 		return r
 	}
+	if r, ok := t.ownTree(path); !ok {
+		return r
+	}
 	p, e := t.acquire(&ts, refPath, unix.AT_FDCWD, path, false)
 	if e != 0 {
 		return fail(e)
@@ -227,14 +230,17 @@ func (t *task) renameLink(kind sysKind) result {
 	if link {
 		what = "link"
 	}
-	for _, fd := range []int{ofd, nfd} {
+	for i, fd := range []int{ofd, nfd} {
 		real, ok := fdPath(fd)
 		if !ok {
 			return deny(unix.EXDEV, "cannot determine a parent directory's path", oldPath)
 		}
-		if !t.h.s.pol.entriesWritable(real) {
+		if !t.h.s.pol.entryWritable(real, []string{oldLast, newLast}[i]) {
 			return deny(unix.EXDEV, what+" across directories with a side outside the writable roots (or guarded)", real)
 		}
+	}
+	if t.h.s.creator != nil && !link && (t.h.s.pol.holdsGit(ofd, oldLast) || flags&unix.RENAME_EXCHANGE != 0 && t.h.s.pol.holdsGit(nfd, newLast)) {
+		return refuseGit(oldPath, "a directory holding a repository's .git, moved")
 	}
 	src := -1
 	if link && flags&unix.AT_SYMLINK_FOLLOW != 0 {
@@ -349,7 +355,7 @@ func (t *task) renameLinkConfined(oldDir int32, oldPath string, newDir int32, ne
 	if !emptySrc && !follow {
 		// Both directories where Landlock grants everything: on the
 		// handler's thread (create.go, fast).
-		if _, en, ok := t.fast(&ts, []*prepared{&op, &np}, func(pfds []int) (int, unix.Errno) {
+		if _, en, ok := t.fast(&ts, []*prepared{&op, &np}, []string{oldLast, newLast}, func(pfds []int) (int, unix.Errno) {
 			if link {
 				return 0, errnoOf(unix.Linkat(pfds[0], oldLast, pfds[1], newLast, 0))
 			}
@@ -358,6 +364,7 @@ func (t *task) renameLinkConfined(oldDir int32, oldPath string, newDir int32, ne
 			return fail(en)
 		}
 	}
+	heldGit := false
 	_, en, r, ok := t.perform(&ts, func() (int, unix.Errno) {
 		nfd, e := t.resolve(&np, false)
 		if e != 0 {
@@ -374,6 +381,15 @@ func (t *task) renameLinkConfined(oldDir int32, oldPath string, newDir int32, ne
 		if !t.valid() {
 			return 0, unix.EACCES
 		}
+		if t.inRoot && !link && (mountedOn(src, oldLast) || mountedOn(nfd, newLast)) {
+			// The kernel checks this against the calling thread's
+			// mount namespace, which is the supervisor's here.
+			return 0, unix.EBUSY
+		}
+		if !link && (t.h.s.pol.holdsGit(src, oldLast) || flags&unix.RENAME_EXCHANGE != 0 && t.h.s.pol.holdsGit(nfd, newLast)) {
+			heldGit = true
+			return 0, unix.EPERM
+		}
 		switch {
 		case emptySrc:
 			return 0, errnoOf(unix.Linkat(op.base, "", nfd, newLast, unix.AT_EMPTY_PATH))
@@ -387,6 +403,9 @@ func (t *task) renameLinkConfined(oldDir int32, oldPath string, newDir int32, ne
 	if !ok {
 		r.path = newPath
 		return r
+	}
+	if heldGit {
+		return refuseGit(oldPath, "a directory holding a repository's .git, moved")
 	}
 	return fail(en)
 }

@@ -187,7 +187,7 @@ func TestHandlesEveryCreateCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	rules, err := seccomp.Denied(seccomp.Config{Arch: arch, NotifyMetadata: true, NotifyConnect: true,
-		NotifyProcTargets: true, NotifySignals: true, NotifyTruncate: true, NotifyRename: true, NotifyFork: true, NotifyInet: true, NotifyCreate: true})
+		NotifyProcTargets: true, NotifySignals: true, NotifyTruncate: true, NotifyRename: true, NotifyFork: true, NotifyInet: true, NotifyCreate: true, NotifyGuardTree: true})
 	if err != nil {
 		t.Fatal(err)
 	}

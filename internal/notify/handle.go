@@ -111,7 +111,10 @@ type task struct {
 	// inRoot: the task's paths are resolved in its own tree, from
 	// root (inroot.go), not in the supervisor's.
 	inRoot bool
-	root   int
+	// nsTgid and nsPid are the task's ids in its own pid namespace, read
+	// with the root (ownProcLink); "" when unknown.
+	nsTgid, nsPid string
+	root          int
 }
 
 func (h *handler) handle(n *seccompNotif) (r result) {
@@ -598,9 +601,10 @@ func (t *task) status(what string) (taskStatus, result, bool) {
 // privileges: taking the task's descriptors or working directory.
 func (t *task) acquire(st *taskStatus, ref refKind, dirfd int32, path string, nofollow bool) (prepared, unix.Errno) {
 	var p prepared
+	procFD := false
 	if ref == refPath && !nofollow {
 		if n, ok := procSelfFD(path); ok {
-			ref, dirfd, path = refEmpty, n, ""
+			ref, dirfd, path, procFD = refEmpty, n, "", true
 		}
 	}
 	var e unix.Errno
@@ -622,6 +626,10 @@ func (t *task) acquire(st *taskStatus, ref refKind, dirfd int32, path string, no
 	default:
 		p.base, e = t.taskFD(st.tgid, dirfd)
 		p.path = path
+	}
+	if procFD && e == unix.EBADF {
+		// The kernel finds no such entry in /proc/self/fd.
+		e = unix.ENOENT
 	}
 	return p, e
 }
@@ -659,6 +667,9 @@ func (t *task) resolve(p *prepared, nofollow bool) (int, unix.Errno) {
 func (t *task) run(a *action) result {
 	ts, r, ok := t.status(a.path)
 	if !ok {
+		return r
+	}
+	if r, ok := t.ownTree(a.path); !ok {
 		return r
 	}
 	p, e := t.acquire(&ts, a.ref, a.dirfd, a.path, a.nofollow)

@@ -112,10 +112,10 @@ func (t *task) socket() result {
 	// SEND (Linux 5.14) answers the call with the new number atomically;
 	// before it, the number is the answer, and a task interrupted in
 	// between keeps an unused descriptor.
-	nfd, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(t.h.s.listener), unix.SECCOMP_IOCTL_NOTIF_ADDFD, uintptr(unsafe.Pointer(&add)))
+	nfd, e := addFD(t.h.s.listener, &add)
 	if e == unix.EINVAL {
 		add.Flags = 0
-		nfd, _, e = unix.Syscall(unix.SYS_IOCTL, uintptr(t.h.s.listener), unix.SECCOMP_IOCTL_NOTIF_ADDFD, uintptr(unsafe.Pointer(&add)))
+		nfd, e = addFD(t.h.s.listener, &add)
 	}
 	if e != 0 {
 		return deny(unix.EACCES, "cannot install the socket: "+e.Error(), "")

@@ -3,7 +3,9 @@
 package notify
 
 import (
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -24,6 +26,20 @@ import (
 // command's root and keeping ".." at it: what openat2's RESOLVE_IN_ROOT
 // does, for a start directory that need not be the root.
 
+// ownTree makes the task's paths resolve in its own tree when the command
+// has its own mount namespace and root (Config.Namespaced): for the
+// metadata calls and truncate(2), which the supervisor performs itself.
+func (t *task) ownTree(path string) (result, bool) {
+	if !t.h.s.pol.namespaced {
+		return result{}, true
+	}
+	t.inRoot = true
+	if _, e := t.rootFD(); e != 0 {
+		return deny(unix.EACCES, "cannot open the caller's root directory", path), false
+	}
+	return result{}, true
+}
+
 // rootFD opens the task's root directory, once per notification.
 func (t *task) rootFD() (int, unix.Errno) {
 	if t.root >= 0 {
@@ -34,6 +50,7 @@ func (t *task) rootFD() (int, unix.Errno) {
 		return -1, unix.EACCES
 	}
 	t.root = t.keep(fd)
+	t.readNSIDs()
 	return t.root, 0
 }
 
@@ -176,7 +193,12 @@ func (t *task) walk(base int, path string, follow bool) (int, unix.Errno) {
 			return found(fd)
 		}
 		// A symlink to follow.
-		target, e := readLink(fd, links)
+		target, e := t.ownProcLink(cur, comp)
+		if e == 0 && target == "" {
+			target, e = readLink(fd, links)
+		} else if e == 0 && links >= maxFollow {
+			e = unix.ELOOP
+		}
 		unix.Close(fd)
 		if e != 0 {
 			return -1, e
@@ -214,3 +236,97 @@ func readLink(fd, links int) (string, unix.Errno) {
 	}
 	return string(buf[:n]), 0
 }
+
+// mountedOn says the entry name of directory dir (a descriptor of the
+// command's tree) is a mount point there. The kernel refuses to rename a
+// mount point of the calling thread's own mount namespace (EBUSY), and
+// that is the supervisor's when it performs a call for the command: .git,
+// bound read-only in the command's namespace, is an ordinary directory in
+// the supervisor's. The lookup of the entry crosses the command's mounts
+// (they hang on its tree's dentries, whatever the walking thread's
+// namespace), so a mount point shows as an entry on another mount than
+// dir. Where the mount cannot be told (no STATX_MNT_ID, nor fdinfo), the
+// entry counts as a mount point: refusing a rename is the safe side.
+func mountedOn(dir int, name string) bool {
+	name = strings.TrimRight(name, "/")
+	if name == "" || name == "." || name == ".." {
+		return false
+	}
+	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_BENEATH}
+	fd, err := unix.Openat2(dir, name, &how)
+	if err != nil {
+		return false // no such entry: nothing mounted on it
+	}
+	defer unix.Close(fd)
+	a, okA := mountID(dir)
+	b, okB := mountID(fd)
+	return !okA || !okB || a != b
+}
+
+// mountID is the mount fd lies on: statx's, else /proc/self/fdinfo's.
+func mountID(fd int) (uint64, bool) {
+	if id, e := idOf(fd); e == 0 && id.mnt != 0 {
+		return id.mnt, true
+	}
+	b, err := os.ReadFile("/proc/self/fdinfo/" + strconv.Itoa(fd))
+	if err != nil {
+		return 0, false
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "mnt_id:"); ok {
+			n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
+}
+
+// ownProcLink is the target of procfs's self and thread-self symlinks as
+// the task reads them (its own pid namespace's numbers), when the entry
+// name of directory dir is one of them on a procfs root; "" otherwise.
+// Read by the supervisor, in an ancestor pid namespace, those links lead
+// nowhere (walk would refuse them, EACCES, where the task's own walk goes
+// on: /proc/self/missing/x is ENOENT to it).
+func (t *task) ownProcLink(dir int, name string) (string, unix.Errno) {
+	if name != "self" && name != "thread-self" {
+		return "", 0
+	}
+	var sfs unix.Statfs_t
+	var st unix.Stat_t
+	if unix.Fstatfs(dir, &sfs) != nil || sfs.Type != procSuperMagic || unix.Fstat(dir, &st) != nil || st.Ino != procRootIno {
+		return "", 0
+	}
+	if t.nsTgid == "" || t.nsPid == "" {
+		return "", unix.ENOENT
+	}
+	if name == "self" {
+		return t.nsTgid, 0
+	}
+	return t.nsTgid + "/task/" + t.nsPid, 0
+}
+
+// readNSIDs reads the task's ids in its own pid namespace (the last of
+// NStgid and NSpid in its status), on the handler's thread: the confined
+// thread's Landlock rules may not reach /proc.
+func (t *task) readNSIDs() {
+	b, err := os.ReadFile(procPath(t.tid, "status"))
+	if err != nil {
+		return
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		for _, f := range []struct {
+			name string
+			to   *string
+		}{{"NStgid:", &t.nsTgid}, {"NSpid:", &t.nsPid}} {
+			if v, ok := strings.CutPrefix(l, f.name); ok {
+				if fs := strings.Fields(v); len(fs) > 0 {
+					*f.to = fs[len(fs)-1]
+				}
+			}
+		}
+	}
+}
+
+// procRootIno is the inode number of a procfs root.
+const procRootIno = 1

@@ -5,6 +5,7 @@ package notify
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -94,10 +95,36 @@ func TestWalk(t *testing.T) {
 	}
 	tk.close()
 
-	// procfs symlinks (/proc/self, magic links) are refused.
-	tk = &task{root: open("/"), pidfd: -1, mem: memReader{fd: -1}}
-	defer tk.close()
-	if _, e := tk.walk(open("/proc"), "self/fd", true); e != unix.EACCES {
-		t.Errorf("walk(/proc/self/fd): errno %v, want EACCES", e)
+	// procfs's self and thread-self are the task's own ids in its pid
+	// namespace (here the test's own); magic links are refused.
+	self, tid := strconv.Itoa(os.Getpid()), strconv.Itoa(unix.Gettid())
+	for _, c := range []struct {
+		ns    bool // the task's namespace ids are known
+		path  string
+		want  string // under /proc
+		errno unix.Errno
+	}{
+		{true, "self/fd", self + "/fd", 0},
+		{true, "thread-self/fdinfo", self + "/task/" + tid + "/fdinfo", 0},
+		{true, "self/missing/x", "", unix.ENOENT},
+		{true, "self/cwd/x", "", unix.EACCES},
+		{false, "self/fd", "", unix.ENOENT},
+	} {
+		tk := &task{root: open("/"), pidfd: -1, mem: memReader{fd: -1}}
+		if c.ns {
+			tk.nsTgid, tk.nsPid = self, tid
+		}
+		fd, e := tk.walk(open("/proc"), c.path, true)
+		switch {
+		case e != c.errno:
+			t.Errorf("walk(/proc/%s): errno %v, want %v", c.path, e, c.errno)
+		case e == 0:
+			got, _ := idOf(fd)
+			want, _ := idOf(open(filepath.Join("/proc", c.want)))
+			if got != want {
+				t.Errorf("walk(/proc/%s) did not end at /proc/%s", c.path, c.want)
+			}
+		}
+		tk.close()
 	}
 }

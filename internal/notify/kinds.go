@@ -74,4 +74,8 @@ const (
 	sysOpen
 	sysOpenat
 	sysCreat
+	// Removals, under the core's guarded work tree (guardtree.go).
+	sysUnlink
+	sysUnlinkat
+	sysRmdir
 )

@@ -35,6 +35,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -82,6 +83,11 @@ type Config struct {
 	// are made by the supervisor and connect only to Egress.Proxy (see
 	// inet.go).
 	Egress *Egress
+	// Namespaced: the command has its own mount namespace and root
+	// (landlock+namespaces, bubblewrap). The paths of the metadata calls
+	// and truncate(2) are then resolved in its tree, as those of
+	// Create.Namespaced (inroot.go).
+	Namespaced bool
 	// Create, when set, refuses a new .git (see Create); the filter
 	// then sends the calls that create names (seccomp.Config.NotifyCreate).
 	Create *Create
@@ -415,6 +421,7 @@ type policy struct {
 	roots         []string
 	guarded       []string
 	fixed         []string // directories whose entries only Landlock may change (GuardFixed)
+	namespaced    bool     // Config.Namespaced
 	sockets       map[string]bool
 	allowAbstract bool
 	init          *Init
@@ -422,7 +429,7 @@ type policy struct {
 }
 
 func newPolicy(cfg Config) (policy, error) {
-	p := policy{sockets: map[string]bool{}, allowAbstract: cfg.AllowAbstract, init: cfg.Init, egress: cfg.Egress}
+	p := policy{sockets: map[string]bool{}, allowAbstract: cfg.AllowAbstract, init: cfg.Init, egress: cfg.Egress, namespaced: cfg.Namespaced}
 	if err := checkEgress(cfg.Egress); err != nil {
 		return p, err
 	}
@@ -496,11 +503,63 @@ func (p *policy) inRoots(real string) bool {
 	return false
 }
 
-// entriesWritable reports whether the supervisor may create or remove
-// entries of directory real: writable, and not one whose entries Landlock
-// keeps fixed around a guarded path.
-func (p *policy) entriesWritable(real string) bool {
-	return p.writable(real) && !slices.Contains(p.fixed, real)
+// entryWritable reports whether the supervisor may add, remove or replace
+// the entry last (one component, trailing slashes allowed) of directory
+// real: the directory is writable and, where it is one whose entries
+// Landlock grants one by one around a guarded path (fixed: the core), the
+// entry is neither a guarded path nor a directory on the way to one. Names
+// are compared without regard to case there: a casefolded directory
+// resolves any spelling to the guarded entry.
+func (p *policy) entryWritable(real, last string) bool {
+	if !p.writable(real) {
+		return false
+	}
+	if !slices.Contains(p.fixed, real) {
+		return true
+	}
+	name := strings.TrimRight(last, "/")
+	if name == "" || name == "." || name == ".." || strings.Contains(name, "/") {
+		return false
+	}
+	for _, set := range [][]string{p.guarded, p.fixed} {
+		for _, g := range set {
+			if filepath.Dir(g) == real && strings.EqualFold(filepath.Base(g), name) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// holdsGit says the entry name of directory dir (a descriptor) is a
+// directory holding a .git of its own, or one of the guarded paths: moved,
+// it would carry a repository git did not see there before (into a
+// submodule's path, say), or take a guarded path out of its place.
+func (p *policy) holdsGit(dir int, name string) bool {
+	name = strings.TrimRight(name, "/")
+	if name == "" || name == "." || name == ".." {
+		return false
+	}
+	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_BENEATH}
+	fd, err := unix.Openat2(dir, name, &how)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return false
+	}
+	if real, ok := fdPath(fd); ok {
+		for _, g := range p.guarded {
+			if beneath(g, real) {
+				return true
+			}
+		}
+	}
+	var gst unix.Stat_t
+	return unix.Fstatat(fd, ".git", &gst, unix.AT_SYMLINK_NOFOLLOW) == nil
 }
 
 // beneath says p is dir or lies inside it.
@@ -613,6 +672,7 @@ func FromPlan(p *plan.Plan) Config {
 		SocketAllow:   p.SocketAllow,
 		Guarded:       p.Guarded,
 		GuardFixed:    p.Backend == plan.BackendCore,
+		Namespaced:    p.Backend != plan.BackendCore,
 		MaxTasks:      p.MaxTasks(),
 	}
 }

@@ -654,19 +654,33 @@ func TestPolicyPaths(t *testing.T) {
 		t.Error("relative socket accepted")
 	}
 	// The persistence guard: nothing inside a guarded path is writable;
-	// where Landlock keeps the entries on the way fixed (the core), the
-	// supervisor adds or removes none there either.
+	// where Landlock grants the entries on the way one by one (the core),
+	// the supervisor adds, removes or replaces no guarded entry nor one on
+	// the way to it there, in any letter case, and every other entry.
 	for _, fixed := range []bool{false, true} {
 		g, err := newPolicy(Config{WritableRoots: []string{"/w"}, Guarded: []string{"/w/sub/.git"}, GuardFixed: fixed})
 		if err != nil {
 			t.Fatal(err)
 		}
-		for path, want := range map[string][2]bool{ // writable, entries writable
-			"/w/sub/.git": {false, false}, "/w/sub/.git/hooks": {false, false}, "/w/sub/.gitx": {true, true},
-			"/w/sub": {true, !fixed}, "/w": {true, !fixed}, "/w/other": {true, true}, "/x": {false, false},
+		for _, c := range []struct {
+			dir, entry string
+			writable   bool // g.writable(dir)
+			entryOK    bool // g.entryWritable(dir, entry)
+		}{
+			{"/w/sub/.git", "config", false, false},
+			{"/w/sub/.git/hooks", "x", false, false},
+			{"/w/sub/.gitx", "x", true, true},
+			{"/w/sub", ".git", true, !fixed},
+			{"/w/sub", ".GIT/", true, !fixed},
+			{"/w/sub", "new", true, true},
+			{"/w/sub", "..", true, !fixed},
+			{"/w", "sub", true, !fixed},
+			{"/w", "build", true, true},
+			{"/w/other", "x", true, true},
+			{"/x", "y", false, false},
 		} {
-			if got := [2]bool{g.writable(path), g.entriesWritable(path)}; got != want {
-				t.Errorf("fixed %v: %s: writable, entriesWritable = %v, want %v", fixed, path, got, want)
+			if got := [2]bool{g.writable(c.dir), g.entryWritable(c.dir, c.entry)}; got != [2]bool{c.writable, c.entryOK} {
+				t.Errorf("fixed %v: %s, %s: writable, entryWritable = %v, want %v", fixed, c.dir, c.entry, got, [2]bool{c.writable, c.entryOK})
 			}
 		}
 		if !g.socketAllowed("/w/sub/.git/fsmonitor--daemon.ipc") {

@@ -9,9 +9,12 @@
 // leaves this report (see docs/tier1.md, "Persistence guard").
 //
 // A snapshot is one lstat per watched path (and a directory read for
-// .git/hooks and for the work tree's top level, whose directories may hold
-// a nested .git): no tree walk, so a .git created deeper than one level
-// below the work tree (other than at a .gitmodules path) is not seen.
+// .git/hooks, .git/modules, .git/worktrees and for the work tree's top
+// level, whose directories may hold a nested .git), plus the repositories
+// the launcher found at any depth when the run began (Take's repos): no
+// tree walk of its own, so a .git created during the run deeper than one
+// level below the work tree (other than at a .gitmodules path) is not
+// seen; the guard refuses those.
 package persist
 
 import (
@@ -80,8 +83,22 @@ type fingerprint struct {
 // Snapshot is the state of the watched paths of one work tree.
 type Snapshot map[string]fingerprint
 
-// Take records the watched paths of worktree (absolute).
-func Take(worktree string) Snapshot {
+// repoWatched are the paths watched in every repository's git directory
+// besides the top level's own (watched): a nested repository's, a
+// submodule's under .git/modules, a gitfile's target.
+var repoWatched = []watch{
+	{"", "nested git repository", false},
+	{"config", "git configuration", false},
+	{"config.worktree", "git configuration", false},
+	{"info/attributes", "git attributes", false},
+	{"hooks", "git hooks", true},
+	{"commondir", "git directory pointer", false},
+}
+
+// Take records the watched paths of worktree (absolute), and those of the
+// git directories repos (absolute, a nested .git, a gitfile or the
+// directory one names; those outside worktree are left out).
+func Take(worktree string, repos ...string) Snapshot {
 	s := Snapshot{}
 	stat := func(rel, what string) bool {
 		var st unix.Stat_t
@@ -107,6 +124,30 @@ func Take(worktree string) Snapshot {
 	}
 	for _, p := range submodulePaths(filepath.Join(worktree, ".gitmodules")) {
 		stat(filepath.Join(p, ".git"), "nested git repository")
+	}
+	repo := func(rel string) {
+		for _, w := range repoWatched {
+			p := filepath.Join(rel, w.path)
+			if stat(p, w.what) && w.dir {
+				for _, n := range names(filepath.Join(worktree, p)) {
+					stat(filepath.Join(p, n), w.what)
+				}
+			}
+		}
+	}
+	// Absorbed submodules' and linked worktrees' git directories.
+	for _, sub := range []string{".git/modules", ".git/worktrees"} {
+		for _, n := range names(filepath.Join(worktree, sub)) {
+			repo(filepath.Join(sub, n))
+		}
+	}
+	for _, r := range repos {
+		if rel, err := filepath.Rel(worktree, r); err == nil && filepath.IsLocal(rel) && rel != ".git" {
+			repo(rel)
+		}
+	}
+	for _, n := range names(filepath.Join(worktree, ".idea", "runConfigurations")) {
+		stat(filepath.Join(".idea", "runConfigurations", n), "editor run configuration")
 	}
 	return s
 }

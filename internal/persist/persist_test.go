@@ -90,3 +90,37 @@ func BenchmarkTake(b *testing.B) {
 		Take(w)
 	}
 }
+
+// TestDiffRepos: the git directories below the top level a run began with
+// (Take's repos, found by the launcher at any depth), absorbed submodules'
+// under .git/modules and JetBrains run configurations are reported too.
+func TestDiffRepos(t *testing.T) {
+	w := t.TempDir()
+	write(t, w, ".git/config", "[core]\n")
+	write(t, w, ".git/modules/sub/config", "[core]\n")
+	write(t, w, "sub/.git", "gitdir: ../.git/modules/sub\n")
+	write(t, w, "a/b/vendored/.git/config", "[core]\n")
+	write(t, w, "a/b/vendored/.git/hooks/pre-push.sample", "x")
+	write(t, w, ".idea/runConfigurations/.keep", "")
+	repos := []string{filepath.Join(w, ".git"), filepath.Join(w, "sub/.git"), filepath.Join(w, "a/b/vendored/.git"), "/elsewhere/.git"}
+	before := Take(w, repos...)
+	write(t, w, ".git/modules/sub/config", "[core]\n\tfsmonitor = x\n")
+	write(t, w, ".git/modules/sub/hooks/post-checkout", "#!/bin/sh\n")
+	write(t, w, "sub/.git", "gitdir: /tmp/evil\n")
+	write(t, w, "a/b/vendored/.git/config", "[core]\n\tpager = x\n")
+	write(t, w, "a/b/vendored/.git/hooks/pre-push", "#!/bin/sh\n")
+	write(t, w, ".idea/runConfigurations/run.xml", "<x/>")
+	got := Diff(before, Take(w, repos...))
+	want := []spec.Persistence{
+		{Path: ".git/modules/sub/config", Kind: Modified, What: "git configuration"},
+		{Path: ".git/modules/sub/hooks", Kind: Created, What: "git hooks"},
+		{Path: ".git/modules/sub/hooks/post-checkout", Kind: Created, What: "git hooks"},
+		{Path: ".idea/runConfigurations/run.xml", Kind: Created, What: "editor run configuration"},
+		{Path: "a/b/vendored/.git/config", Kind: Modified, What: "git configuration"},
+		{Path: "a/b/vendored/.git/hooks/pre-push", Kind: Created, What: "git hooks"},
+		{Path: "sub/.git", Kind: Modified, What: "nested git repository"},
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Diff:\n got %v\nwant %v", got, want)
+	}
+}

@@ -65,6 +65,11 @@ type Seccomp struct {
 	// a git work tree). With namespaces the supervisor resolves the
 	// command's paths in the command's own tree (notify.Create.Namespaced).
 	NotifyCreate bool `json:"notify_create,omitempty"`
+	// NotifyGuardTree sends removals, truncations and opens for writing
+	// to the supervisor too, where Landlock grants a guarded work tree
+	// entry by entry (the core): it performs them on the entries made
+	// during the run (seccomp.Config.NotifyGuardTree).
+	NotifyGuardTree bool `json:"notify_guard_tree,omitempty"`
 }
 
 // Effective returns s as it applies to a run with (pidNS) or without a PID
@@ -80,7 +85,7 @@ func (s Seccomp) Effective(pidNS bool) Seccomp {
 // supervisor, which then needs the filter's listener.
 func (s Seccomp) Listener() bool {
 	return s.NotifyMetadata || s.NotifyConnect || s.NotifyProcTargets || s.NotifySignals ||
-		s.NotifyTruncate || s.NotifyRename || s.NotifyFork || s.NotifyInet || s.ReportInet || s.NotifyCreate
+		s.NotifyTruncate || s.NotifyRename || s.NotifyFork || s.NotifyInet || s.ReportInet || s.NotifyCreate || s.NotifyGuardTree
 }
 
 // Namespaces asks for the landlock+namespaces provider: the run's init is started

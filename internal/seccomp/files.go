@@ -64,6 +64,9 @@ func fileRules(cfg Config) []entry {
 		openDoc = append(openDoc, Rule{When: "flags & O_CREAT", Notify: true})
 		modeDoc = append(slices.Clone(modeDoc), Rule{When: "otherwise", Notify: true})
 	}
+	if cfg.NotifyGuardTree {
+		openDoc = append(openDoc, Rule{When: "flags & (O_ACCMODE|O_TRUNC)", Notify: true})
+	}
 	es := []entry{
 		{name: "open", block: openBlock(1, 2), doc: openDoc},
 		{name: "openat", block: openBlock(2, 3), doc: openDoc},
@@ -74,7 +77,7 @@ func fileRules(cfg Config) []entry {
 		{name: "mknodat", block: modeThen(2, created), doc: modeDoc},
 		{name: "openat2", ret: errno(unix.ENOSYS), doc: []Rule{{Errno: unix.ENOSYS}}},
 	}
-	if cfg.NotifyTruncate {
+	if cfg.NotifyTruncate || cfg.NotifyGuardTree {
 		es = append(es, entry{name: "truncate", ret: unix.SECCOMP_RET_USER_NOTIF, doc: []Rule{{Notify: true}}})
 	}
 	if cfg.NotifyRename || cfg.NotifyCreate {
@@ -87,6 +90,11 @@ func fileRules(cfg Config) []entry {
 			es = append(es, entry{name: n, ret: unix.SECCOMP_RET_USER_NOTIF, doc: []Rule{{Notify: true}}})
 		}
 	}
+	if cfg.NotifyGuardTree {
+		for _, n := range removeCalls {
+			es = append(es, entry{name: n, ret: unix.SECCOMP_RET_USER_NOTIF, doc: []Rule{{Notify: true}}})
+		}
+	}
 	return es
 }
 
@@ -96,58 +104,55 @@ func fileRules(cfg Config) []entry {
 // a new .git; see package notify, create.go).
 var createCalls = []string{"mkdir", "mkdirat", "symlink", "symlinkat"}
 
+// removeCalls go to the supervisor under Config.NotifyGuardTree, besides
+// truncate and open/openat for writing or with O_TRUNC: the calls that
+// need a Landlock right the core's guarded work tree grants entry by
+// entry (see notify's guard tree).
+var removeCalls = []string{"unlink", "unlinkat", "rmdir"}
+
 // openBlock checks open-style calls whose flags are argument flags and
-// mode argument mode.
+// mode argument mode, in this order:
 //
-// Under NotifyTruncate (Landlock ABI < 3) it also refuses O_TRUNC unless the
-// file is opened for writing: the kernel truncates on open(O_RDONLY|O_TRUNC)
-// (and on the access mode 3, which gives neither read nor write) after
-// checking only DAC write permission, and a Landlock ruleset without the
-// TRUNCATE right then checks only read access (or nothing). O_WRONLY and
-// O_RDWR opens need Landlock's WRITE_FILE at every ABI.
+//   - O_CREAT or O_TMPFILE with a set-ID mode bit: EPERM;
+//   - under NotifyTruncate (Landlock ABI < 3), O_TRUNC unless the file is
+//     opened for writing: EACCES. The kernel truncates on
+//     open(O_RDONLY|O_TRUNC) (and on the access mode 3, which gives
+//     neither read nor write) after checking only DAC write permission,
+//     and a Landlock ruleset without the TRUNCATE right then checks only
+//     read access (or nothing). O_WRONLY and O_RDWR opens need Landlock's
+//     WRITE_FILE at every ABI;
+//   - under NotifyCreate, O_CREAT: notify;
+//   - under NotifyGuardTree, any access mode but O_RDONLY, or O_TRUNC:
+//     notify;
+//   - else allow.
 func openBlock(flags, mode int) func(a *assembler, cfg Config) {
 	return func(a *assembler, cfg Config) {
-		allow := a.ret(unix.SECCOMP_RET_ALLOW)
-		// final decides a call that passed the mode and truncation
-		// checks: under NotifyCreate an O_CREAT open goes to the
-		// supervisor.
-		final := allow
-		var create label
-		if cfg.NotifyCreate {
-			create = a.newLabel()
-			final = create
-		}
-		afterMode := final
-		var trunc label
-		if cfg.NotifyTruncate {
-			trunc = a.newLabel()
-			afterMode = trunc
-		}
+		notif := a.ret(unix.SECCOMP_RET_USER_NOTIF)
+		checks := a.newLabel()
 		creates := a.newLabel()
 		a.loadWord(argLow(flags))
-		a.jumpIf(bpf.JumpBitsSet, oCreat|oTmpfile, creates, afterMode)
+		a.jumpIf(bpf.JumpBitsSet, oCreat|oTmpfile, creates, checks)
 		a.mark(creates)
 		a.loadWord(argLow(mode))
-		switch {
-		case !cfg.NotifyTruncate && !cfg.NotifyCreate:
-			a.jumpIf(bpf.JumpBitsSet, setIDBits, a.ret(errno(unix.EPERM)), allow)
-			return
-		case !cfg.NotifyTruncate:
-			a.jumpIf(bpf.JumpBitsSet, setIDBits, a.ret(errno(unix.EPERM)), create)
-		default:
-			a.jumpIf(bpf.JumpBitsSet, setIDBits, a.ret(errno(unix.EPERM)), next)
-			a.loadWord(argLow(flags))
-			// A holds flags on both paths into trunc.
-			a.mark(trunc)
-			a.jumpIf(bpf.JumpBitsSet, oTrunc, next, final)
+		a.jumpIf(bpf.JumpBitsSet, setIDBits, a.ret(errno(unix.EPERM)), next)
+		a.loadWord(argLow(flags))
+		a.mark(checks) // A holds flags on both paths here
+		if cfg.NotifyTruncate {
+			after, ok := a.newLabel(), a.newLabel()
+			a.jumpIf(bpf.JumpBitsSet, oTrunc, next, after)
 			a.insn(bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: oAccmode})
-			a.jumpIf(bpf.JumpEqual, oWronly, final, next)
-			a.jumpIf(bpf.JumpEqual, oRdwr, final, a.ret(errno(unix.EACCES)))
+			a.jumpIf(bpf.JumpEqual, oWronly, ok, next)
+			a.jumpIf(bpf.JumpEqual, oRdwr, ok, a.ret(errno(unix.EACCES)))
+			a.mark(ok)
+			a.loadWord(argLow(flags))
+			a.mark(after)
 		}
 		if cfg.NotifyCreate {
-			a.mark(create)
-			a.loadWord(argLow(flags))
-			a.jumpIf(bpf.JumpBitsSet, oCreat, a.ret(unix.SECCOMP_RET_USER_NOTIF), allow)
+			a.jumpIf(bpf.JumpBitsSet, oCreat, notif, next)
 		}
+		if cfg.NotifyGuardTree {
+			a.jumpIf(bpf.JumpBitsSet, oAccmode|oTrunc, notif, next)
+		}
+		a.jump(a.ret(unix.SECCOMP_RET_ALLOW))
 	}
 }

@@ -135,3 +135,50 @@ func TestCreateRules(t *testing.T) {
 		}
 	}
 }
+
+// TestGuardTreeRules walks NotifyGuardTree (the core's guarded work
+// tree): opens for writing or with O_TRUNC, truncate and the removals
+// reach the supervisor besides what NotifyCreate sends; reads do not.
+func TestGuardTreeRules(t *testing.T) {
+	const setuid = unix.S_ISUID | 0o644
+	cases := []struct {
+		name string
+		sys  string
+		args []uint64
+		want uint32 // NotifyCreate and NotifyGuardTree
+		old  uint32 // with NotifyTruncate and NotifyRename too
+	}{
+		{"read", "openat", []uint64{0, 0, unix.O_RDONLY | unix.O_DIRECTORY, 0}, allow, allow},
+		{"write", "openat", []uint64{0, 0, unix.O_WRONLY, 0}, notif, notif},
+		{"read write", "openat", []uint64{0, 0, unix.O_RDWR | unix.O_APPEND, 0}, notif, notif},
+		{"access mode 3", "openat", []uint64{0, 0, 3, 0}, notif, notif},
+		{"write trunc", "open", []uint64{0, unix.O_WRONLY | unix.O_TRUNC, 0}, notif, notif},
+		{"read trunc", "openat", []uint64{0, 0, unix.O_RDONLY | unix.O_TRUNC, 0}, notif, eacces},
+		{"create", "openat", []uint64{0, 0, unix.O_WRONLY | oCreat, 0o644}, notif, notif},
+		{"create setuid", "openat", []uint64{0, 0, unix.O_WRONLY | oCreat, setuid}, eperm, eperm},
+		{"write flag in high word", "openat", []uint64{0, 0, hi * unix.O_WRONLY, 0}, allow, allow},
+		{"truncate", "truncate", []uint64{0, 0}, notif, notif},
+		{"unlink", "unlink", []uint64{0}, notif, notif},
+		{"rmdir", "rmdir", []uint64{0}, notif, notif},
+		{"unlinkat", "unlinkat", []uint64{0, 0, 0}, notif, notif},
+	}
+	for _, arch := range arches {
+		_, table, _ := archInfo(arch)
+		for _, old := range []bool{false, true} {
+			v := newVM(t, Config{Arch: arch, NotifyMetadata: true, NotifyConnect: true, NotifyCreate: true, NotifyGuardTree: true, NotifyTruncate: old, NotifyRename: old})
+			for _, c := range cases {
+				nr, ok := table[c.sys]
+				if !ok {
+					continue // arm64 has only the *at forms
+				}
+				want := c.want
+				if old {
+					want = c.old
+				}
+				if got := v.run(t, nr, c.args...); got != want {
+					t.Errorf("%v old-ABI %v: %s %s(%#x) = %s, want %s", arch, old, c.name, c.sys, c.args, retName(got), retName(want))
+				}
+			}
+		}
+	}
+}

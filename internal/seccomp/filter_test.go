@@ -710,12 +710,12 @@ func TestMissingNames(t *testing.T) {
 	for _, e := range argRules(Config{}) {
 		all = append(all, e.name)
 	}
-	for _, e := range fileRules(Config{NotifyTruncate: true, NotifyRename: true, NotifyCreate: true}) {
+	for _, e := range fileRules(Config{NotifyTruncate: true, NotifyRename: true, NotifyCreate: true, NotifyGuardTree: true}) {
 		all = append(all, e.name)
 	}
 	want := map[Arch][]string{
 		AMD64: nil,
-		ARM64: {"chmod", "chown", "creat", "fork", "futimesat", "ioperm", "iopl", "lchown", "link", "mkdir", "mknod", "modify_ldt", "open", "rename", "symlink", "uselib", "utime", "utimes", "vfork"},
+		ARM64: {"chmod", "chown", "creat", "fork", "futimesat", "ioperm", "iopl", "lchown", "link", "mkdir", "mknod", "modify_ldt", "open", "rename", "rmdir", "symlink", "unlink", "uselib", "utime", "utimes", "vfork"},
 	}
 	for _, arch := range arches {
 		_, table, _ := archInfo(arch)

@@ -11,4 +11,5 @@ var filesWant = map[string]uint32{
 	"mknodat": unix.SYS_MKNODAT, "renameat": unix.SYS_RENAMEAT, "linkat": unix.SYS_LINKAT,
 	"renameat2": unix.SYS_RENAMEAT2, "openat2": unix.SYS_OPENAT2,
 	"mkdir": unix.SYS_MKDIR, "symlink": unix.SYS_SYMLINK, "mkdirat": unix.SYS_MKDIRAT, "symlinkat": unix.SYS_SYMLINKAT,
+	"unlink": unix.SYS_UNLINK, "rmdir": unix.SYS_RMDIR, "unlinkat": unix.SYS_UNLINKAT,
 }

@@ -11,5 +11,5 @@ func FromPlan(arch Arch, s plan.Seccomp) Config {
 	return Config{Arch: arch, NotifyMetadata: s.NotifyMetadata, NotifyConnect: s.NotifyConnect,
 		AllowUnixDgram: s.AllowUnixDgram, NotifyInet: s.NotifyInet, ReportInet: s.ReportInet, NotifyProcTargets: s.NotifyProcTargets, NotifySignals: s.NotifySignals,
 		NotifyTruncate: s.NotifyTruncate, NotifyRename: s.NotifyRename, NotifyFork: s.NotifyFork,
-		NotifyCreate: s.NotifyCreate}
+		NotifyCreate: s.NotifyCreate, NotifyGuardTree: s.NotifyGuardTree}
 }

@@ -168,6 +168,15 @@ type Config struct {
 	// supervisor performs them on its own copy of the names. Needs a
 	// listener.
 	NotifyCreate bool
+
+	// NotifyGuardTree completes NotifyCreate where Landlock itself keeps
+	// the guarded paths read-only (the core), granting the directories on
+	// the way to them entry by entry: truncate, unlink, unlinkat, rmdir
+	// and open/openat for writing or with O_TRUNC return
+	// SECCOMP_RET_USER_NOTIF too, so that the supervisor can perform
+	// them on entries made during the run, which no rule covers. Needs
+	// a listener.
+	NotifyGuardTree bool
 }
 
 // Rule is one line of the policy the filter enforces, for documentation
