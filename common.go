@@ -97,3 +97,7 @@ func checkExec(p string) error {
 	}
 	return nil
 }
+
+// ErrGuard wraps the persistence guard's refusals (with spec.ErrUnavailable):
+// a work tree whose .git the guard cannot keep read-only as it is laid out.
+var ErrGuard = errors.New("persistence guard")

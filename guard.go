@@ -1,3 +1,5 @@
+//go:build unix
+
 package confine
 
 import (
@@ -14,9 +16,6 @@ import (
 	"github.com/confine-sandbox/confine/spec"
 )
 
-// ErrGuard wraps the persistence guard's refusals (with spec.ErrUnavailable):
-// a work tree whose .git the guard cannot keep read-only as it is laid out.
-var ErrGuard = errors.New("persistence guard")
 
 // gitGuard returns the paths the persistence guard keeps read-only for a
 // run whose writable roots are rw (canonical, the work tree first): each
