@@ -16,7 +16,6 @@ import (
 	"github.com/confine-sandbox/confine/spec"
 )
 
-
 // gitGuard returns the paths the persistence guard keeps read-only for a
 // run whose writable roots are rw (canonical, the work tree first): each
 // root's .git, a directory or a gitfile, and the directory a gitfile names
