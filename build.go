@@ -134,28 +134,12 @@ func (in *inputs) roots(s *spec.CommandSpec, prof policy.Profile, worktree strin
 		}
 		in.rw = append(in.rw, c)
 	}
-	if !slices.Contains(prof.Waive, policy.GFSWrite) {
-		// The same rule as for profile files, whoever asked: --rw,
-		// --workdir and library callers too.
-		for _, r := range in.rw {
-			if err := policy.CheckWritableRoot(r); err != nil {
-				return err
-			}
-		}
+	if err := checkWritableRoots(in.rw, prof.Waive); err != nil {
+		return err
 	}
 	var err error
 	if in.guarded, err = gitGuard(in.rw, prof.Waive); err != nil {
 		return err
-	}
-	if !slices.Contains(prof.Waive, policy.GCredentials) {
-		// Landlock cannot take read access back from part of a directory
-		// the command may write, so a secret there cannot be hidden.
-		for _, r := range in.rw {
-			if found := policy.FindCredentials(r); len(found) > 0 {
-				return fmt.Errorf("%w: %s: %s is inside writable root %s, where it cannot be hidden from the command; move it out or waive %s in the profile",
-					spec.ErrUnavailable, policy.GCredentials, strings.Join(found, ", "), r, policy.GCredentials)
-			}
-		}
 	}
 	in.ro = landlock.DefaultSystemReadExec()
 	in.optional = slices.Clone(in.ro)
@@ -177,27 +161,8 @@ func (in *inputs) roots(s *spec.CommandSpec, prof policy.Profile, worktree strin
 
 // environment builds the command's environment and finds its program.
 func (in *inputs) environment(s *spec.CommandSpec, prof policy.Profile) error {
-	// The same rules hold for library callers as for the CLI: refused
-	// variables are errors, path lists are checked component by component.
-	env, err := policy.SanitizeEnv(s.Env, prof.Env.Waive)
-	if err != nil {
-		return err
-	}
-	if err := policy.ValidateEnvPaths(env, in.ro, in.rw); err != nil {
-		return err
-	}
-	if !hasEnv(env, "PATH") {
-		var path string
-		path, in.omitted = policy.DerivePATH(in.callerEnv.get("PATH"), in.ro, in.rw)
-		env = append(env, "PATH="+path)
-	}
-	if !hasEnv(env, "GIT_CONFIG_NOSYSTEM") {
-		// /etc/gitconfig is not granted (it may hold credential helpers);
-		// without this git refuses to start.
-		env = append(env, "GIT_CONFIG_NOSYSTEM=1")
-	}
-	in.env = env
-	in.prog, err = lookPath(s.Program, in.dir, env)
+	var err error
+	in.env, in.omitted, in.prog, err = commandEnv(s, prof.Env.Waive, in.ro, in.rw, in.callerEnv.get("PATH"), in.dir)
 	if err != nil {
 		return in.outsideView(s.Program, err)
 	}
@@ -430,7 +395,7 @@ func (in *inputs) prepare(backend provider.Provider, required bool) (*run, error
 		r.cleanup()
 		return nil, err
 	}
-	if r.primary.plan.Namespaces == nil || r.primary.plan.Namespaces.Bwrap != "" {
+	if r.primary.plan.Backend != plan.BackendNamespaces {
 		return r, nil
 	}
 	r.required = required
@@ -527,15 +492,15 @@ func (in *inputs) build(backend provider.Provider, r *run) (planned, error) {
 		p.Rlimits.Data = unix.RLIM_INFINITY
 	}
 	backend.Configure(p)
-	if p.Namespaces == nil {
+	if p.Backend == plan.BackendCore {
 		// Without a PID namespace only the supervisor keeps calls that
 		// name another process inside the run: signals too where
 		// Landlock has no signal scope.
 		p.Seccomp.NotifyProcTargets = true
 		p.Seccomp.NotifySignals = !landlock.Has(in.h.LandlockABI, landlock.FeatScope)
 	}
-	if len(p.Guarded) > 0 && (p.Namespaces == nil ||
-		p.Namespaces.Bwrap == "" && landlock.Has(in.h.LandlockABI, landlock.FeatRefer)) {
+	if len(p.Guarded) > 0 && (p.Backend == plan.BackendCore ||
+		p.Backend == plan.BackendNamespaces && landlock.Has(in.h.LandlockABI, landlock.FeatRefer)) {
 		// The persistence guard's refusal of a new .git (notify.Create).
 		// With namespaces the supervisor resolves in the command's own
 		// tree, which needs Landlock to govern renames across directories

@@ -1,5 +1,3 @@
-//go:build linux || darwin
-
 package confine
 
 // What every OS's RunCommand shares: limits, and resolving the program as

@@ -51,6 +51,9 @@ func (l *Launcher) launch(ctx context.Context, c *policy.Cap, prof policy.Profil
 	if err != nil {
 		return err
 	}
+	if err := checkWritableRoots(lay.Writable, prof.Waive); err != nil {
+		return err
+	}
 	guarded, err := gitGuard(lay.Writable, prof.Waive)
 	if err != nil {
 		return err
@@ -60,46 +63,19 @@ func (l *Launcher) launch(ctx context.Context, c *policy.Cap, prof policy.Profil
 		return err
 	}
 	dir, ro, rw := lay.Dir, lay.ReadExec, lay.Writable
-	// The same rules as on Linux, for every writable root.
-	for _, r := range rw {
-		if !slices.Contains(prof.Waive, policy.GFSWrite) {
-			if err := policy.CheckWritableRoot(r); err != nil {
-				return err
-			}
-		}
-		if found := policy.FindCredentials(r); len(found) > 0 && !slices.Contains(prof.Waive, policy.GCredentials) {
-			return fmt.Errorf("%w: %s: %s is inside writable root %s, where it cannot be hidden from the command; move it out or waive %s in the profile",
-				spec.ErrUnavailable, policy.GCredentials, strings.Join(found, ", "), r, policy.GCredentials)
-		}
-	}
-	for _, r := range ro[len(seatbelt.SystemReadExec):] {
+	for _, r := range ro[len(seatbelt.SystemReadExec()):] {
 		res.HiddenCredentials = append(res.HiddenCredentials, policy.FindCredentials(r)...)
 	}
-	env, err := policy.SanitizeEnv(s.Env, prof.Env.Waive)
+	getenv := os.LookupEnv
+	if l.CallerEnv != nil {
+		getenv = l.CallerEnv
+	}
+	callerPATH, _ := getenv("PATH")
+	env, omitted, prog, err := commandEnv(&s, prof.Env.Waive, ro, rw, callerPATH, dir)
 	if err != nil {
 		return err
 	}
-	if err := policy.ValidateEnvPaths(env, ro, rw); err != nil {
-		return err
-	}
-	if !hasEnv(env, "PATH") {
-		var path string
-		getenv := os.LookupEnv
-		if l.CallerEnv != nil {
-			getenv = l.CallerEnv
-		}
-		callerPATH, _ := getenv("PATH")
-		path, res.PathOmitted = policy.DerivePATH(callerPATH, ro, rw)
-		env = append(env, "PATH="+path)
-	}
-	if !hasEnv(env, "GIT_CONFIG_NOSYSTEM") {
-		// /private/etc/gitconfig is not granted, as /etc/gitconfig on Linux.
-		env = append(env, "GIT_CONFIG_NOSYSTEM=1")
-	}
-	prog, err := lookPath(s.Program, dir, env)
-	if err != nil {
-		return err
-	}
+	res.PathOmitted = omitted
 	if err := l.acquire(ctx); err != nil {
 		return err
 	}
@@ -122,7 +98,7 @@ func (l *Launcher) launch(ctx context.Context, c *policy.Cap, prof policy.Profil
 	if !hasEnv(env, "TMPDIR") {
 		env = append(env, "TMPDIR="+scratch+"/"+tmpdir.TmpName)
 	}
-	sbs := lay.Spec(scratch, append(slices.Clone(seatbelt.Devices), prof.Devices...))
+	sbs := lay.Spec(scratch, append(seatbelt.Devices(), prof.Devices...))
 	sbs.ReadOnly = guarded
 	profile, err := seatbelt.Generate(sbs)
 	if err != nil {

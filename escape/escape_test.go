@@ -125,7 +125,7 @@ func buildProbe(shared string) error {
 	}
 	out := filepath.Join(bin, "probe")
 	if pre != "" {
-		if err := copyFile(pre, out); err != nil {
+		if err := testutil.CopyFile(pre, out, 0o755); err != nil {
 			return fmt.Errorf("%s: %v", prebuiltProbeEnv, err)
 		}
 	} else {
@@ -149,24 +149,6 @@ func buildProbe(shared string) error {
 // CI's kernel matrix sets it, because a build inside an emulated guest
 // costs a minute per boot.
 const prebuiltProbeEnv = "CONFINE_ESCAPE_PROBE"
-
-// copyFile copies the regular file src to dst (created 0755).
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	o, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o755)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(o, in); err != nil {
-		o.Close()
-		return fmt.Errorf("copy %s to %s: %w", src, dst, err)
-	}
-	return o.Close()
-}
 
 // probeReport is the probe's JSON line.
 type probeReport = fx.Report

@@ -114,7 +114,7 @@ func TestFunctional(t *testing.T) {
 			args: func(t *testing.T, wd string) []string {
 				bin := raceBinary(t)
 				dst := filepath.Join(wd, "race.test")
-				if err := copyFile(bin, dst); err != nil {
+				if err := testutil.CopyFile(bin, dst, 0o755); err != nil {
 					t.Fatal(err)
 				}
 				if os.Geteuid() == 0 {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/confine-sandbox/confine/internal/eventlog"
+	"github.com/confine-sandbox/confine/internal/guardset"
 	"github.com/confine-sandbox/confine/policy"
 	"github.com/confine-sandbox/confine/spec"
 )
@@ -31,6 +32,9 @@ type Host struct {
 	EventLog string
 	// EventLogError, when set, hears about records that failed.
 	EventLogError func(error)
+	// TaskID and JobID, when set, are recorded with each operation (the
+	// MCP server's session and request ids).
+	TaskID, JobID string
 }
 
 // NewHost opens dir (absolute, normalised) as the root of the operations
@@ -43,6 +47,9 @@ func NewHost(c *policy.HostOpCap, dir string) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The persistence guard follows the profile's waivers, as in Tier 2.
+	// (A profile changed since is refused at every operation.)
+	r.SetGuard(c.Waives())
 	return &Host{cap: c, root: r}, nil
 }
 
@@ -73,6 +80,8 @@ func (h *Host) Begin(op policy.HostOp, args ...string) (func(err error, more ...
 			Argv:         append(append([]string{string(op)}, args...), more...),
 			Dir:          h.root.Path(),
 			DurationNS:   time.Since(start).Nanoseconds(),
+			TaskID:       h.TaskID,
+			JobID:        h.JobID,
 		}
 		if p.Name != "" {
 			e.Tier = int(p.Tier)
@@ -124,7 +133,7 @@ func (h *Host) WriteFile(rel string, data []byte, o WriteOptions) (WriteResult, 
 		return WriteResult{}, done(err)
 	}
 	res, err := Write(p, data, o)
-	return res, done(err)
+	return res, done(err, guardNote(res.Path, res.Guard)...)
 }
 
 // ApplyPatch is Patch on the root, under OpApplyPatch.
@@ -140,6 +149,9 @@ func (h *Host) ApplyPatch(diff []byte, limit int64) (PatchResult, error) {
 	if err == nil {
 		for _, f := range res.Files {
 			paths = append(paths, f.Path)
+		}
+		for _, f := range res.Files {
+			paths = append(paths, guardNote(f.Path, f.Guard)...)
 		}
 	} else if fps, perr := ParsePatch(diff); perr == nil {
 		for _, f := range fps {
@@ -183,6 +195,15 @@ func (h *Host) List(rel string, limit int) (ListResult, error) {
 	return res, done(err)
 }
 
+// guardNote is the event log's record of a write the persistence guard
+// reports: "guard-reported:ROW:PATH".
+func guardNote(path, row string) []string {
+	if row == "" {
+		return nil
+	}
+	return []string{"guard-reported:" + row + ":" + path}
+}
+
 // ErrPattern: a search pattern that does not compile.
 var ErrPattern = errors.New("bad search pattern")
 
@@ -196,6 +217,7 @@ var errorKinds = []struct {
 	{ErrAbsolute, "absolute"},
 	{ErrDotDot, "dotdot"},
 	{ErrInvalidPath, "invalid_path"},
+	{guardset.ErrProtected, "guard"},
 	{ErrSymlinkEscape, "symlink_escape"},
 	{ErrSymlink, "symlink"},
 	{ErrSpecial, "special_file"},

@@ -83,6 +83,11 @@ type WriteResult struct {
 	Path    string `json:"path"`
 	Bytes   int64  `json:"bytes"`
 	Created bool   `json:"created"`
+	// Guard names the protected-set row (internal/guardset) of a write
+	// the persistence guard reports rather than refuses: an editor or
+	// shell file, or git metadata under a profile that waives
+	// no-git-persistence.
+	Guard string `json:"guard,omitempty"`
 }
 
 // WriteOptions tune Write. The zero value is the default.
@@ -115,7 +120,7 @@ func Write(p ConfinedWritePath, data []byte, o WriteOptions) (WriteResult, error
 	if int64(len(data)) > limit {
 		return WriteResult{}, fmt.Errorf("%s: %w: %d bytes, limit %d", p.rel, ErrTooLarge, len(data), limit)
 	}
-	dirfd, name, made, err := p.parent(!o.NoCreate)
+	dirfd, name, made, reported, err := p.parent(!o.NoCreate)
 	if err != nil {
 		return WriteResult{}, err
 	}
@@ -155,7 +160,7 @@ func Write(p ConfinedWritePath, data []byte, o WriteOptions) (WriteResult, error
 		return WriteResult{}, err
 	}
 	ok = true
-	return WriteResult{Path: p.rel, Bytes: int64(len(data)), Created: created}, nil
+	return WriteResult{Path: p.rel, Bytes: int64(len(data)), Created: created, Guard: reported}, nil
 }
 
 // owner is who a new file should belong to; uid < 0: whoever creates it.
@@ -249,46 +254,56 @@ func lstatAt(dirfd int, name string) (fileInfo, error) {
 }
 
 // parent opens the directory that holds p (creating missing directories
-// when mkdir is set), with no symlink on the way, and returns it with p's
-// last component and the directories it created (outermost first).
-func (p ConfinedWritePath) parent(mkdir bool) (int, string, []string, error) {
+// when mkdir is set), with no symlink on the way, one component at a time
+// beneath the descriptor of the one before, and returns it with p's last
+// component, the directories it created (outermost first) and the
+// protected-set row the write falls in when the guard reports it. The
+// persistence guard (guard.go) checks every directory on the way, on the
+// descriptor that is then used, before anything is created.
+func (p ConfinedWritePath) parent(mkdir bool) (int, string, []string, string, error) {
+	g, err := p.guardStart()
+	if err != nil {
+		return -1, "", nil, "", err
+	}
 	dir, name := filepath.Split(p.rel)
 	dir = filepath.Clean(dir)
-	fd, err := openat2(p.root.fd, dir, dir, unix.O_PATH|unix.O_DIRECTORY, true)
-	if err == nil || !mkdir || !isNotExist(err) {
-		return fd, name, nil, err
-	}
-	// Create the missing directories one component at a time, each
-	// beneath the descriptor of the one before.
 	cur, err := unix.Dup(p.root.fd)
 	if err != nil {
-		return -1, "", nil, err
+		return -1, "", nil, "", err
 	}
 	done := ""
 	var made []string
+	fail := func(err error) (int, string, []string, string, error) {
+		unix.Close(cur)
+		p.root.rmdirs(made)
+		return -1, "", nil, "", err
+	}
 	for _, c := range splitPath(dir) {
+		if err := g.dir(cur, done, c); err != nil {
+			return fail(err)
+		}
 		done = filepath.Join(done, c)
-		next, err := openat2(cur, done, c, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW, true)
-		if isNotExist(err) {
+		next, err := openat2(cur, done, c, unix.O_PATH|unix.O_DIRECTORY, true)
+		if mkdir && isNotExist(err) {
 			e := unix.Mkdirat(cur, c, 0o755)
 			if e != nil && e != unix.EEXIST {
-				unix.Close(cur)
-				p.root.rmdirs(made)
-				return -1, "", nil, &fs.PathError{Op: "mkdir", Path: done, Err: e}
+				return fail(&fs.PathError{Op: "mkdir", Path: done, Err: e})
 			}
 			if e == nil {
 				made = append(made, done)
 			}
-			next, err = openat2(cur, done, c, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW, true)
+			next, err = openat2(cur, done, c, unix.O_PATH|unix.O_DIRECTORY, true)
+		}
+		if err != nil {
+			return fail(err)
 		}
 		unix.Close(cur)
-		if err != nil {
-			p.root.rmdirs(made)
-			return -1, "", nil, err
-		}
 		cur = next
 	}
-	return cur, name, made, nil
+	if err := g.dir(cur, done, name); err != nil {
+		return fail(err)
+	}
+	return cur, name, made, g.reported, nil
 }
 
 // rmdirs removes directories an operation created (innermost first) when
@@ -334,7 +349,7 @@ func Remove(p ConfinedWritePath) error {
 	if p.root == nil {
 		return fmt.Errorf("%w: zero ConfinedWritePath", ErrInvalidPath)
 	}
-	dirfd, name, _, err := p.parent(false)
+	dirfd, name, _, _, err := p.parent(false)
 	if err != nil {
 		return err
 	}

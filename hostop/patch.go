@@ -38,6 +38,8 @@ type PatchedFile struct {
 	Path   string `json:"path"`
 	Action string `json:"action"`
 	Hunks  int    `json:"hunks"`
+	// Guard: as WriteResult.Guard.
+	Guard string `json:"guard,omitempty"`
 }
 
 // ParsePatch parses a unified diff (diff -u or git diff). Renames, copies
@@ -289,6 +291,7 @@ type staged struct {
 	made    []string // directories created for a new file
 	action  string
 	hunks   int
+	guard   string // the protected-set row the guard reports
 }
 
 // Patch applies a unified diff to files beneath root, all or nothing:
@@ -367,7 +370,7 @@ func Patch(root *Root, diff []byte, limit int64) (PatchResult, error) {
 	committed = true
 	res := PatchResult{Files: []PatchedFile{}}
 	for _, s := range st {
-		res.Files = append(res.Files, PatchedFile{Path: s.path.rel, Action: s.action, Hunks: s.hunks})
+		res.Files = append(res.Files, PatchedFile{Path: s.path.rel, Action: s.action, Hunks: s.hunks, Guard: s.guard})
 	}
 	cleanup()
 	return res, nil
@@ -375,11 +378,11 @@ func Patch(root *Root, diff []byte, limit int64) (PatchResult, error) {
 
 func stage(p ConfinedWritePath, fp FilePatch, limit int64) (*staged, error) {
 	create := fp.Old == ""
-	dirfd, name, made, err := p.parent(create)
+	dirfd, name, made, reported, err := p.parent(create)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrPatch, err)
 	}
-	s := &staged{path: p, dirfd: dirfd, name: name, made: made, hunks: len(fp.Hunks)}
+	s := &staged{path: p, dirfd: dirfd, name: name, made: made, hunks: len(fp.Hunks), guard: reported}
 	fail := func(err error) (*staged, error) {
 		unix.Close(dirfd)
 		p.root.rmdirs(made)

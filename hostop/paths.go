@@ -15,6 +15,11 @@
 // Writes also refuse a symlink at any component, even one that stays in
 // the root (ErrSymlink), never follow a final symlink, and replace the
 // file atomically (a temporary file in the same directory, then rename).
+//
+// Writes are also held to the persistence guard (guard.go,
+// internal/guardset): git metadata at any depth is refused
+// (guardset.ErrProtected) unless the profile waives no-git-persistence,
+// and editor and shell files are reported.
 package hostop
 
 import (
@@ -27,6 +32,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/confine-sandbox/confine/internal/guardset"
 )
 
 // Sentinel errors; every error of this package that concerns a path wraps
@@ -66,6 +73,9 @@ var (
 type Root struct {
 	path string
 	fd   int
+	// guard is the persistence guard's policy for writes beneath the root
+	// (guard.go); the zero value refuses the git set.
+	guard guardset.Policy
 }
 
 // OpenRoot opens dir, which must be an absolute, normalised path of an
@@ -107,6 +117,9 @@ type ConfinedReadPath struct {
 type ConfinedWritePath struct {
 	root *Root
 	rel  string
+	// trusted: made by GitWritePath, for git's own metadata; the
+	// persistence guard does not apply.
+	trusted bool
 }
 
 // Rel is the path relative to its root, slash-separated ("." for the root).

@@ -4,16 +4,13 @@
 package policy
 
 import (
-	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"slices"
 	"sort"
 	"sync"
 	"time"
 
+	"github.com/confine-sandbox/confine/internal/token"
 	"github.com/confine-sandbox/confine/spec"
 )
 
@@ -21,11 +18,11 @@ import (
 // It knows the built-in profiles and those registered with Register, keeps
 // the ids it revoked, and records approvals. It is safe for concurrent use.
 type Engine struct {
-	key       []byte
+	key       token.Key
 	mu        sync.Mutex
 	revoked   map[string]bool
 	profiles  map[string]Profile
-	approvals []Approval
+	approvals []approval
 	// environ, when set, is the caller's environment the recipes are
 	// discovered in (SetEnviron).
 	environ []string
@@ -43,14 +40,14 @@ func (e *Engine) SetEnviron(environ []string) {
 
 // NewEngine returns an engine with a fresh random key.
 func NewEngine() (*Engine, error) {
-	k := make([]byte, 32)
-	if _, err := rand.Read(k); err != nil {
+	k, err := token.RandomKey()
+	if err != nil {
 		return nil, fmt.Errorf("policy engine key: %w", err)
 	}
 	return &Engine{key: k, revoked: map[string]bool{}}, nil
 }
 
-// Register makes a profile loaded from a file (LoadProfile) known to this
+// Register makes a profile loaded from a file (loadProfile) known to this
 // engine under its name, so that Mint, ParseToken and Authorize accept it.
 // It refuses a built-in's name, an invalid name, and a different profile
 // under a name already registered (the same content again is fine).
@@ -141,11 +138,11 @@ func (e *Engine) Mint(profile, scope string, ttl time.Duration) (*Cap, error) {
 	if err != nil {
 		return nil, err
 	}
-	idb := make([]byte, 12)
-	if _, err := rand.Read(idb); err != nil {
+	id, err := token.NewID()
+	if err != nil {
 		return nil, fmt.Errorf("capability id: %w", err)
 	}
-	c := &Cap{id: hex.EncodeToString(idb), profile: profile, digest: p.Digest(), scope: scope, eng: e}
+	c := &Cap{id: id, profile: profile, digest: p.Digest(), scope: scope, eng: e}
 	if ttl > 0 {
 		// Token carries nanoseconds; drop the monotonic reading so that a
 		// parsed token's expiry equals the original's.
@@ -180,18 +177,24 @@ func (e *Engine) isRevoked(id string) bool {
 	return e.revoked[id]
 }
 
-// seal is the in-process MAC of a capability. Its input is the same
-// unambiguous encoding tokens sign, under another domain label.
+// capSealDomain labels the in-process MAC of a capability. Its input is
+// the same unambiguous encoding tokens sign, under another domain label.
+const capSealDomain = "confine capability seal v1"
+
+// seal is the in-process MAC of a capability.
 func (e *Engine) seal(c *Cap) []byte {
-	return e.mac("confine capability seal v1", capFields(c))
+	return e.key.MAC(capSealDomain, capFields(c))
 }
 
-func (e *Engine) mac(domain string, msg []byte) []byte {
-	m := hmac.New(sha256.New, e.key)
-	m.Write([]byte(domain))
-	m.Write([]byte{0})
-	m.Write(msg)
-	return m.Sum(nil)
+// sealed reports whether c carries e's seal.
+func (e *Engine) sealed(c *Cap) bool {
+	return e.key.Verify(c.mac, capSealDomain, capFields(c))
+}
+
+// capFields is the encoding of c's fields that its seal and its token
+// sign.
+func capFields(c *Cap) []byte {
+	return token.Fields{ID: c.id, Profile: c.profile, Digest: c.digest, Scope: c.scope, Expires: c.expires}.Encode()
 }
 
 // Authorize checks c for a run under profile and returns that profile.
@@ -200,7 +203,7 @@ func Authorize(c *Cap, profile string) (Profile, error) {
 	switch {
 	case c == nil:
 		return Profile{}, fmt.Errorf("%w: no capability", spec.ErrCapability)
-	case c.eng == nil || !hmac.Equal(c.mac, c.eng.seal(c)):
+	case c.eng == nil || !c.eng.sealed(c):
 		return Profile{}, fmt.Errorf("%w: capability was not issued by a policy engine", spec.ErrCapability)
 	case !c.expires.IsZero() && time.Now().After(c.expires):
 		return Profile{}, fmt.Errorf("%w: capability %s expired at %s", spec.ErrCapability, c.id, c.expires.Format(time.RFC3339))

@@ -51,7 +51,7 @@ func checkCredential(host string, r CredentialRoute) error {
 	case "Host", "Content-Length", "Transfer-Encoding", "Connection":
 		return fmt.Errorf("credentials %q: header %q cannot carry a credential", host, r.Header)
 	}
-	if err := CheckEnvName(r.Env); err != nil {
+	if err := checkEnvName(r.Env); err != nil {
 		return fmt.Errorf("credentials %q: env: %v", host, trimSentinel(err))
 	}
 	if strings.ContainsAny(r.Prefix, "\r\n") {
@@ -61,7 +61,7 @@ func checkCredential(host string, r CredentialRoute) error {
 		return fmt.Errorf("credentials %q: port %d: want 1-65535", host, r.Port)
 	}
 	if r.CAFile != "" {
-		if err := CheckPathSyntax(r.CAFile); err != nil {
+		if err := checkPathSyntax(r.CAFile); err != nil {
 			return fmt.Errorf("credentials %q: ca_file: %v", host, err)
 		}
 	}

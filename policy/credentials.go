@@ -20,10 +20,6 @@ var credentialPaths = []string{
 	".aws", ".ssh", ".kube/config", ".gnupg",
 }
 
-// CredentialPaths returns a copy of the list, so that no caller can change it for
-// the others.
-func CredentialPaths() []string { return slices.Clone(credentialPaths) }
-
 // cargoHomeCredentials apply when the granted directory is itself a cargo
 // home (CARGO_HOME or ~/.cargo).
 var cargoHomeCredentials = []string{"credentials.toml", "credentials"}

@@ -3,19 +3,18 @@ package policy
 import (
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/confine-sandbox/confine/spec"
 )
 
-// CheckPathComponent applies the path-list rules of seed 000 to one
+// checkPathComponent applies the path-list rules of seed 000 to one
 // component: not empty (empty means "current directory"), no NUL, absolute
 // and normalised, inside a read root, not inside a writable root of the run
 // (a writable dir on PATH is a code-execution vector) and, after resolving
 // symlinks, still inside a read root.
-func CheckPathComponent(c string, readRoots, writeRoots []string) error {
-	if err := CheckPathSyntax(c); err != nil {
+func checkPathComponent(c string, readRoots, writeRoots []string) error {
+	if err := checkPathSyntax(c); err != nil {
 		return err
 	}
 	if under(c, writeRoots) {
@@ -34,10 +33,10 @@ func CheckPathComponent(c string, readRoots, writeRoots []string) error {
 	return nil
 }
 
-// CheckPathSyntax applies the rules of CheckPathComponent that need no
+// checkPathSyntax applies the rules of checkPathComponent that need no
 // filesystem and no roots: not empty, no NUL, absolute and normalised. A
 // profile loader uses it to reject a bad component before any run.
-func CheckPathSyntax(c string) error {
+func checkPathSyntax(c string) error {
 	switch {
 	case c == "":
 		return fmt.Errorf("empty component (means the current directory)")
@@ -51,13 +50,13 @@ func CheckPathSyntax(c string) error {
 	return nil
 }
 
-// ValidatePathList checks every component of a path-list variable; one bad
+// validatePathList checks every component of a path-list variable; one bad
 // component fails the whole variable, and the error names the variable and
 // the component. Components are split as the variable's consumer splits
-// them (see PathListComponents).
-func ValidatePathList(name, value string, readRoots, writeRoots []string) error {
-	for _, c := range PathListComponents(name, value) {
-		if err := CheckPathComponent(c, readRoots, writeRoots); err != nil {
+// them (see pathListComponents).
+func validatePathList(name, value string, readRoots, writeRoots []string) error {
+	for _, c := range pathListComponents(name, value) {
+		if err := checkPathComponent(c, readRoots, writeRoots); err != nil {
 			return fmt.Errorf("%w: %s: %v", spec.ErrInvalidSpec, name, err)
 		}
 	}
@@ -67,7 +66,7 @@ func ValidatePathList(name, value string, readRoots, writeRoots []string) error 
 // pathListVars are the variables whose value is a list of directories (or
 // files) a program searches for code, headers, libraries or data. Every one
 // present in a run's environment is checked component by component with
-// CheckPathComponent (ValidateEnvPaths). The dynamic-loader entries
+// checkPathComponent (ValidateEnvPaths). The dynamic-loader entries
 // (LD_LIBRARY_PATH, LD_PRELOAD, LD_AUDIT) are refused by the environment
 // sanitiser anyway; they are listed so that a profile that waives one still
 // gets every component checked.
@@ -100,13 +99,9 @@ var pathListVars = []string{
 	"JULIA_LOAD_PATH", "GUILE_LOAD_PATH", "OCAMLPATH",
 }
 
-// PathListVars returns a copy of the list, so that no caller can change it for
-// the others.
-func PathListVars() []string { return slices.Clone(pathListVars) }
-
-// IsPathListVar reports whether name is one of pathListVars (exact,
+// isPathListVar reports whether name is one of pathListVars (exact,
 // case-sensitive: the programs that read these look them up that way).
-func IsPathListVar(name string) bool {
+func isPathListVar(name string) bool {
 	for _, v := range pathListVars {
 		if v == name {
 			return true
@@ -115,13 +110,13 @@ func IsPathListVar(name string) bool {
 	return false
 }
 
-// PathListComponents splits a path-list value the way its consumer does:
+// pathListComponents splits a path-list value the way its consumer does:
 // on ':' for all of them, and on ':' or ' ' for LD_PRELOAD, whose empty
 // entries ld.so skips (they do not mean the current directory, so they are
 // dropped here; a value with no entry at all yields one empty component). A
 // CLASSPATH component "DIR/*" (every jar in DIR) is returned as DIR. The
 // result is never empty: "" yields one empty component.
-func PathListComponents(name, value string) []string {
+func pathListComponents(name, value string) []string {
 	var cs []string
 	if name == "LD_PRELOAD" {
 		cs = strings.FieldsFunc(value, func(r rune) bool { return r == ':' || r == ' ' })
@@ -142,7 +137,7 @@ func PathListComponents(name, value string) []string {
 }
 
 // ValidateEnvPaths checks every pathListVars entry of env (NAME=VALUE) with
-// ValidatePathList against the run's roots: readRoots are every read/exec
+// validatePathList against the run's roots: readRoots are every read/exec
 // root of the run (system roots included), writeRoots every writable root
 // (work directory, private temp dir, granted writable roots). It reports
 // every bad variable, each with its first bad component, and wraps
@@ -152,10 +147,10 @@ func ValidateEnvPaths(env []string, readRoots, writeRoots []string) error {
 	var bad []string
 	for _, kv := range env {
 		name, val, ok := strings.Cut(kv, "=")
-		if !ok || !IsPathListVar(name) {
+		if !ok || !isPathListVar(name) {
 			continue
 		}
-		if err := ValidatePathList(name, val, readRoots, writeRoots); err != nil {
+		if err := validatePathList(name, val, readRoots, writeRoots); err != nil {
 			bad = append(bad, strings.TrimPrefix(err.Error(), spec.ErrInvalidSpec.Error()+": "))
 		}
 	}
@@ -176,7 +171,7 @@ func DerivePATH(callerPATH string, readRoots, writeRoots []string) (string, []st
 			continue
 		}
 		seen[c] = true
-		if CheckPathComponent(c, readRoots, writeRoots) != nil {
+		if checkPathComponent(c, readRoots, writeRoots) != nil {
 			omitted = append(omitted, c)
 			continue
 		}

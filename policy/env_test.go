@@ -113,16 +113,16 @@ func TestPathListComponents(t *testing.T) {
 		{"PYTHONPATH", "/j/*", []string{"/j/*"}},
 	}
 	for _, tt := range tests {
-		if got := PathListComponents(tt.name, tt.value); !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("PathListComponents(%s, %q) = %q, want %q", tt.name, tt.value, got, tt.want)
+		if got := pathListComponents(tt.name, tt.value); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("pathListComponents(%s, %q) = %q, want %q", tt.name, tt.value, got, tt.want)
 		}
 	}
 	for _, v := range []string{"PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "NODE_PATH", "CLASSPATH", "PERL5LIB", "RUBYLIB", "GOPATH"} {
-		if !IsPathListVar(v) {
+		if !isPathListVar(v) {
 			t.Errorf("%s is not a path-list variable", v)
 		}
 	}
-	if IsPathListVar("GOCACHE") || IsPathListVar("path") {
+	if isPathListVar("GOCACHE") || isPathListVar("path") {
 		t.Error("GOCACHE or path taken for a path list")
 	}
 }

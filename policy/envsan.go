@@ -132,11 +132,11 @@ var envRules = []envRule{
 	}},
 }
 
-// EnvRefusal returns why the sanitiser refuses a variable named name (the
+// envRefusal returns why the sanitiser refuses a variable named name (the
 // class: "dynamic-loader variable", "cloud credentials", ...), or "" if the
 // name is not refused. Waivers are not considered. Matching is
 // case-insensitive (ASCII).
-func EnvRefusal(name string) string {
+func envRefusal(name string) string {
 	u := upperASCII(name)
 	for _, r := range envRules {
 		if r.match(u) {
@@ -146,11 +146,11 @@ func EnvRefusal(name string) string {
 	return ""
 }
 
-// CheckEnvName rejects what cannot be a variable name: empty, or holding a
+// checkEnvName rejects what cannot be a variable name: empty, or holding a
 // byte outside printable ASCII ('!'..'~'), or '='. Programs look variables
 // up by exact bytes, so nothing legitimate needs more, and a name with
 // spaces or control bytes could only serve to slip past a rule.
-func CheckEnvName(name string) error {
+func checkEnvName(name string) error {
 	if name == "" {
 		return fmt.Errorf("%w: environment: empty variable name", spec.ErrInvalidSpec)
 	}
@@ -188,7 +188,7 @@ func checkEntry(kv string, waived map[string]bool) (name, val string, err error)
 	if !ok {
 		return "", "", fmt.Errorf("%w: environment: entry %q is not NAME=VALUE", spec.ErrInvalidSpec, kv)
 	}
-	if err := CheckEnvName(name); err != nil {
+	if err := checkEnvName(name); err != nil {
 		return "", "", err
 	}
 	if strings.IndexByte(val, 0) >= 0 {
@@ -197,7 +197,7 @@ func checkEntry(kv string, waived map[string]bool) (name, val string, err error)
 	if waived[name] {
 		return name, val, nil
 	}
-	if class := EnvRefusal(name); class != "" {
+	if class := envRefusal(name); class != "" {
 		return "", "", fmt.Errorf("%w: environment: %s is refused (%s; a profile may waive it by naming it in env.waive)", spec.ErrInvalidSpec, name, class)
 	}
 	if urlCredentials(val) {
@@ -211,7 +211,7 @@ func checkEntry(kv string, waived map[string]bool) (name, val string, err error)
 // environment: one entry per name, the last one given winning, sorted by
 // name. Nothing is ever dropped silently: a malformed entry, a name outside
 // printable ASCII, a value with NUL, or a variable of a refused class (see
-// EnvRefusal: loader variables, interpreter hooks, git configuration and
+// envRefusal: loader variables, interpreter hooks, git configuration and
 // command hooks, agent sockets, cloud credentials, registry tokens, names
 // that look like secrets), or a value holding a URL with a password, is an
 // error naming the variable. Every refused variable is named, not just the
@@ -245,11 +245,11 @@ func SanitizeEnv(entries []string, waived []string) ([]string, error) {
 	return out, nil
 }
 
-// CheckPassthroughPattern accepts a passthrough entry: a variable name, or
+// checkPassthroughPattern accepts a passthrough entry: a variable name, or
 // a name prefix followed by one trailing '*' ("LC_*").
-func CheckPassthroughPattern(p string) error {
+func checkPassthroughPattern(p string) error {
 	n := strings.TrimSuffix(p, "*")
-	if err := CheckEnvName(n); err != nil {
+	if err := checkEnvName(n); err != nil {
 		return err
 	}
 	if strings.Contains(n, "*") {
@@ -289,7 +289,7 @@ func BuildEnv(src EnvSources) (env, skipped []string, err error) {
 		w[n] = true
 	}
 	for _, p := range src.Passthrough {
-		if err := CheckPassthroughPattern(p); err != nil {
+		if err := checkPassthroughPattern(p); err != nil {
 			return nil, nil, err
 		}
 	}

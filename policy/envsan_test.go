@@ -104,8 +104,8 @@ func TestEnvRefusal(t *testing.T) {
 		{"npm_config_offline", ""}, {"PYTHONPATH", ""}, {"KEYBOARD", ""}, {"MONKEY", ""},
 	}
 	for _, tt := range tests {
-		if got := EnvRefusal(tt.name); got != tt.class {
-			t.Errorf("EnvRefusal(%q) = %q, want %q", tt.name, got, tt.class)
+		if got := envRefusal(tt.name); got != tt.class {
+			t.Errorf("envRefusal(%q) = %q, want %q", tt.name, got, tt.class)
 		}
 	}
 }

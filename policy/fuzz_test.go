@@ -14,7 +14,7 @@ import (
 )
 
 // FuzzLoadProfile: any file content either loads into a profile that
-// satisfies every rule LoadProfile promises, or fails with a *ProfileError
+// satisfies every rule loadProfile promises, or fails with a *ProfileError
 // naming the file and a line.
 func FuzzLoadProfile(f *testing.F) {
 	f.Add([]byte(fullProfile))
@@ -38,7 +38,7 @@ func FuzzLoadProfile(f *testing.F) {
 			t.Fatal(err)
 		}
 		fh.Close()
-		p, err := LoadProfile(path)
+		p, err := loadProfile(path)
 		if err != nil {
 			var pe *ProfileError
 			if len(data) > maxProfileSize {
@@ -79,7 +79,7 @@ func checkProfile(t *testing.T, p Profile) {
 	}
 	for _, lists := range [][]string{p.ReadExec, p.Writable, p.Devices} {
 		for _, r := range lists {
-			if err := CheckPathSyntax(r); err != nil {
+			if err := checkPathSyntax(r); err != nil {
 				t.Fatalf("root %q: %v", r, err)
 			}
 		}
@@ -100,7 +100,7 @@ func checkProfile(t *testing.T, p Profile) {
 		}
 	}
 	for _, g := range p.Waive {
-		if !KnownGuarantee(g) {
+		if !knownGuarantee(g) {
 			t.Fatalf("waive %q", g)
 		}
 	}
@@ -112,10 +112,10 @@ func checkProfile(t *testing.T, p Profile) {
 		t.Fatalf("env.set has duplicates: %q", p.Env.Set)
 	}
 	for _, n := range p.Env.Passthrough {
-		if err := CheckPassthroughPattern(n); err != nil {
+		if err := checkPassthroughPattern(n); err != nil {
 			t.Fatal(err)
 		}
-		if !strings.HasSuffix(n, "*") && EnvRefusal(n) != "" && !contains(p.Env.Waive, n) {
+		if !strings.HasSuffix(n, "*") && envRefusal(n) != "" && !contains(p.Env.Waive, n) {
 			t.Fatalf("passthrough of refused %q", n)
 		}
 	}
@@ -157,10 +157,10 @@ func FuzzSanitizeEnv(f *testing.F) {
 		}
 		for _, kv := range out {
 			n, v, ok := strings.Cut(kv, "=")
-			if !ok || CheckEnvName(n) != nil || strings.IndexByte(v, 0) >= 0 || last[n] != v {
+			if !ok || checkEnvName(n) != nil || strings.IndexByte(v, 0) >= 0 || last[n] != v {
 				t.Fatalf("entry %q", kv)
 			}
-			if (EnvRefusal(n) != "" || urlCredentials(v)) && !contains(waived, n) {
+			if (envRefusal(n) != "" || urlCredentials(v)) && !contains(waived, n) {
 				t.Fatalf("refused variable %q passed without a waiver %q", kv, waived)
 			}
 			if strings.EqualFold(n, "LD_PRELOAD") && !contains(waived, n) {
@@ -177,7 +177,7 @@ func FuzzSanitizeEnv(f *testing.F) {
 			if exactly, byPattern := passMatch(n, append([]string{"LD_*", "A*"}, DefaultPassthrough()...)); !exactly && !byPattern {
 				t.Fatalf("BuildEnv passed %q, which no passthrough names", n)
 			}
-			if EnvRefusal(n) != "" && !contains(waived, n) {
+			if envRefusal(n) != "" && !contains(waived, n) {
 				t.Fatalf("BuildEnv passed refused %q", n)
 			}
 			if contains(skipped, n) {
@@ -216,12 +216,12 @@ func FuzzPathList(f *testing.F) {
 	f.Fuzz(func(t *testing.T, which uint8, value string) {
 		name := names[int(which)%len(names)]
 		check := func(c string) {
-			if CheckPathSyntax(c) != nil || !under(c, ro) || under(c, rw) {
+			if checkPathSyntax(c) != nil || !under(c, ro) || under(c, rw) {
 				t.Fatalf("%s=%q: component %q accepted", name, value, c)
 			}
 		}
-		if err := ValidatePathList(name, value, ro, rw); err == nil {
-			for _, c := range PathListComponents(name, value) {
+		if err := validatePathList(name, value, ro, rw); err == nil {
+			for _, c := range pathListComponents(name, value) {
 				check(c)
 			}
 			if name != "LD_PRELOAD" && strings.Contains(":"+value+":", "::") {
@@ -237,7 +237,7 @@ func FuzzPathList(f *testing.F) {
 			}
 		}
 		for _, c := range omitted {
-			if CheckPathComponent(c, ro, rw) == nil {
+			if checkPathComponent(c, ro, rw) == nil {
 				t.Fatalf("DerivePATH omitted good component %q", c)
 			}
 		}

@@ -2,14 +2,12 @@ package policy
 
 import (
 	"bytes"
-	"crypto/hmac"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/confine-sandbox/confine/internal/token"
 	"github.com/confine-sandbox/confine/spec"
 )
 
@@ -36,11 +34,6 @@ type EgressGrant struct {
 // maxGrantTTL bounds a grant's life: approvals are for the work at hand.
 const maxGrantTTL = 30 * 24 * time.Hour
 
-const (
-	grantPrefix = "cfg1"
-	grantDomain = "confine egress grant v1"
-)
-
 // grantNow is the clock grants are checked against (tests move it).
 var grantNow = time.Now
 
@@ -57,7 +50,7 @@ func (g EgressGrant) check() error {
 	}
 	if name, ok := strings.CutPrefix(g.Host, "group:"); ok {
 		if _, ok := registryGroups[name]; !ok {
-			return fmt.Errorf("unknown registry group %q (known: %s)", name, strings.Join(RegistryGroups(), ", "))
+			return fmt.Errorf("unknown registry group %q (known: %s)", name, strings.Join(registryGroupNames(), ", "))
 		}
 		return nil
 	}
@@ -97,17 +90,17 @@ func (e *Engine) GrantEgress(g EgressGrant, ttl time.Duration) (string, EgressGr
 	if err := g.check(); err != nil {
 		return "", g, fmt.Errorf("%w: egress grant: %v", spec.ErrInvalidSpec, err)
 	}
-	idb := make([]byte, 12)
-	if _, err := rand.Read(idb); err != nil {
+	id, err := token.NewID()
+	if err != nil {
 		return "", g, fmt.Errorf("grant id: %w", err)
 	}
-	g.ID = "apv-" + hex.EncodeToString(idb)
+	g.ID = "apv-" + id
 	g.Expires = grantNow().Add(ttl).UTC().Round(0)
 	payload, err := json.Marshal(g)
 	if err != nil {
 		return "", g, fmt.Errorf("grant: %w", err)
 	}
-	return grantPrefix + "." + b64.EncodeToString(payload) + "." + b64.EncodeToString(e.mac(grantDomain, payload)), g, nil
+	return e.key.Grant(payload), g, nil
 }
 
 // ParseEgressGrant verifies a grant token made by an engine with the same
@@ -116,22 +109,11 @@ func (e *Engine) GrantEgress(g EgressGrant, ttl time.Duration) (string, EgressGr
 func (e *Engine) ParseEgressGrant(tok string) (EgressGrant, error) {
 	var g EgressGrant
 	bad := func(format string, a ...any) (EgressGrant, error) {
-		return EgressGrant{}, fmt.Errorf("%w: egress grant: %s", spec.ErrCapability, fmt.Sprintf(format, a...))
+		return EgressGrant{}, token.GrantError(format, a...)
 	}
-	if len(tok) > maxTokenLen {
-		return bad("longer than %d bytes", maxTokenLen)
-	}
-	parts := strings.Split(tok, ".")
-	if len(parts) != 3 || parts[0] != grantPrefix {
-		return bad("not a grant token (want %s.FIELDS.SIGNATURE)", grantPrefix)
-	}
-	payload, err1 := b64.DecodeString(parts[1])
-	mac, err2 := b64.DecodeString(parts[2])
-	if err1 != nil || err2 != nil || len(mac) != 32 {
-		return bad("malformed")
-	}
-	if !hmac.Equal(mac, e.mac(grantDomain, payload)) {
-		return bad("signature does not match: it was altered, or signed with another key")
+	payload, err := e.key.OpenGrant(tok)
+	if err != nil {
+		return EgressGrant{}, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(payload))
 	dec.DisallowUnknownFields()

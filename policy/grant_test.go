@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"encoding/base64"
 	"errors"
 	"strings"
 	"testing"
@@ -43,7 +44,7 @@ func TestEgressGrant(t *testing.T) {
 		{"out of scope", func() error { _, err := VerifyGrants(c, []string{tok}, "t2"); return err }, `is for task "t1"`},
 		{"foreign key", func() error { _, err := VerifyGrants(oc, []string{tok}, "t1"); return err }, "signature does not match"},
 		{"altered fields", func() error {
-			_, err := e.ParseEgressGrant(parts[0] + "." + b64.EncodeToString([]byte(`{"id":"apv-x","task":"t1","host":"evil.test","port":443,"expires":"2999-01-01T00:00:00Z"}`)) + "." + parts[2])
+			_, err := e.ParseEgressGrant(parts[0] + "." + base64.RawURLEncoding.EncodeToString([]byte(`{"id":"apv-x","task":"t1","host":"evil.test","port":443,"expires":"2999-01-01T00:00:00Z"}`)) + "." + parts[2])
 			return err
 		}, "signature does not match"},
 		{"altered signature", func() error {

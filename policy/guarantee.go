@@ -34,5 +34,5 @@ var guarantees = []string{
 // caller can change what others see).
 func Guarantees() []string { return slices.Clone(guarantees) }
 
-// KnownGuarantee reports whether name is a guarantee a profile may waive.
-func KnownGuarantee(name string) bool { return slices.Contains(guarantees, name) }
+// knownGuarantee reports whether name is a guarantee a profile may waive.
+func knownGuarantee(name string) bool { return slices.Contains(guarantees, name) }

@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"crypto/hmac"
 	"fmt"
 	"slices"
 	"strings"
@@ -31,11 +30,8 @@ const (
 // hostOps is every operation, in a stable order.
 var hostOps = []HostOp{OpReadFile, OpWriteFile, OpApplyPatch, OpSearch, OpList, OpGitRead, OpGitWrite}
 
-// HostOps lists every Tier 1 operation.
-func HostOps() []HostOp { return slices.Clone(hostOps) }
-
-// KnownHostOp reports whether op names a Tier 1 operation.
-func KnownHostOp(op string) bool { return slices.Contains(hostOps, HostOp(op)) }
+// knownHostOp reports whether op names a Tier 1 operation.
+func knownHostOp(op string) bool { return slices.Contains(hostOps, HostOp(op)) }
 
 func hostOpNames() string {
 	s := make([]string, len(hostOps))
@@ -75,8 +71,25 @@ func (h *HostOpCap) Profile() string { return h.c.profile }
 // Scope is the scope the capability was issued for.
 func (h *HostOpCap) Scope() string { return h.c.scope }
 
+// Waives are the guarantees the capability's profile waives (nil when
+// the profile cannot be looked up; operations are refused then).
+func (h *HostOpCap) Waives() []string {
+	if h == nil || h.c.eng == nil {
+		return nil
+	}
+	p, err := h.c.eng.lookup(h.c.profile)
+	if err != nil {
+		return nil
+	}
+	return slices.Clone(p.Waive)
+}
+
+// hostSealDomain labels a HostOpCap's seal, so that a Cap cannot pass for
+// one.
+const hostSealDomain = "confine host operation capability seal v1"
+
 func (e *Engine) sealHost(h *HostOpCap) []byte {
-	return e.mac("confine host operation capability seal v1", capFields(&h.c))
+	return e.key.MAC(hostSealDomain, capFields(&h.c))
 }
 
 // MintHostOp issues a Tier 1 capability for a built-in or registered
@@ -139,13 +152,13 @@ func AuthorizeHostOp(h *HostOpCap, op HostOp) (Profile, error) {
 	switch {
 	case h == nil:
 		return Profile{}, fmt.Errorf("%w: no capability", spec.ErrCapability)
-	case h.c.eng == nil || !hmac.Equal(h.mac, h.c.eng.sealHost(h)):
+	case h.c.eng == nil || !h.c.eng.key.Verify(h.mac, hostSealDomain, capFields(&h.c)):
 		return Profile{}, fmt.Errorf("%w: host capability was not issued by a policy engine", spec.ErrCapability)
 	case !h.c.expires.IsZero() && time.Now().After(h.c.expires):
 		return Profile{}, fmt.Errorf("%w: capability %s expired at %s", spec.ErrCapability, h.c.id, h.c.expires.Format(time.RFC3339))
 	case h.c.eng.isRevoked(h.c.id):
 		return Profile{}, fmt.Errorf("%w: capability %s was revoked", spec.ErrCapability, h.c.id)
-	case !KnownHostOp(string(op)):
+	case !knownHostOp(string(op)):
 		return Profile{}, fmt.Errorf("%w: unknown host operation %q (known: %s)", spec.ErrCapability, op, hostOpNames())
 	}
 	p, err := h.c.eng.lookup(h.c.profile)

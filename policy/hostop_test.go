@@ -116,7 +116,7 @@ func TestHostOpsProfileFile(t *testing.T) {
 		if err := os.WriteFile(p, []byte(r.body), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		prof, err := LoadProfile(p)
+		prof, err := loadProfile(p)
 		if r.err == "" {
 			if err != nil || len(prof.HostOps) != 2 {
 				t.Errorf("%q: %v %+v", r.body, err, prof)

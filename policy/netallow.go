@@ -21,7 +21,7 @@ type Allowlist struct {
 	// "[::1]"). PORT is a number or "*"; without one the entry allows
 	// port 443 only.
 	Hosts []string `json:"hosts,omitempty"`
-	// Groups name registry groups (RegistryGroups): one grant for
+	// Groups name registry groups (registryGroupNames): one grant for
 	// "package install" from a registry.
 	Groups []string `json:"groups,omitempty"`
 	// Special are address prefixes ("10.0.0.0/8", "127.0.0.1/32") that
@@ -66,8 +66,8 @@ var registryGroups = map[string][]string{
 	"crates": {"crates.io", "index.crates.io", "static.crates.io"},
 }
 
-// RegistryGroups lists the registry group names.
-func RegistryGroups() []string {
+// registryGroupNames lists the registry group names.
+func registryGroupNames() []string {
 	n := make([]string, 0, len(registryGroups))
 	for k := range registryGroups {
 		n = append(n, k)
@@ -76,8 +76,8 @@ func RegistryGroups() []string {
 	return n
 }
 
-// RegistryGroupHosts returns the hosts of a registry group, or false.
-func RegistryGroupHosts(name string) ([]string, bool) {
+// registryGroupHosts returns the hosts of a registry group, or false.
+func registryGroupHosts(name string) ([]string, bool) {
 	h, ok := registryGroups[name]
 	return slices.Clone(h), ok
 }
@@ -124,8 +124,8 @@ func NormalizeHost(h string) (string, error) {
 	return h, nil
 }
 
-// ParseHostEntry parses one Hosts entry.
-func ParseHostEntry(e string) (HostRule, error) {
+// parseHostEntry parses one Hosts entry.
+func parseHostEntry(e string) (HostRule, error) {
 	r := HostRule{Entry: e, Port: defaultAllowPort}
 	host, port := e, ""
 	switch {
@@ -198,7 +198,7 @@ func (a Allowlist) Compile() (*CompiledAllowlist, error) {
 	c := &CompiledAllowlist{}
 	seen := map[string]bool{}
 	for _, e := range a.Hosts {
-		r, err := ParseHostEntry(e)
+		r, err := parseHostEntry(e)
 		if err != nil {
 			return nil, fmt.Errorf("%w: allowlist: %v", spec.ErrInvalidSpec, err)
 		}
@@ -215,7 +215,7 @@ func (a Allowlist) Compile() (*CompiledAllowlist, error) {
 	for _, g := range a.Groups {
 		hosts, ok := registryGroups[g]
 		if !ok {
-			return nil, fmt.Errorf("%w: allowlist: unknown registry group %q (known: %s)", spec.ErrInvalidSpec, g, strings.Join(RegistryGroups(), ", "))
+			return nil, fmt.Errorf("%w: allowlist: unknown registry group %q (known: %s)", spec.ErrInvalidSpec, g, strings.Join(registryGroupNames(), ", "))
 		}
 		for _, h := range hosts {
 			c.rules = append(c.rules, HostRule{Pattern: h, Port: defaultAllowPort, Entry: "group:" + g})

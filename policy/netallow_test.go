@@ -48,15 +48,15 @@ func TestParseHostEntry(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.entry, func(t *testing.T) {
-			r, err := ParseHostEntry(tt.entry)
+			r, err := parseHostEntry(tt.entry)
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
-					t.Fatalf("ParseHostEntry(%q) = %+v, %v; want error containing %q", tt.entry, r, err, tt.err)
+					t.Fatalf("parseHostEntry(%q) = %+v, %v; want error containing %q", tt.entry, r, err, tt.err)
 				}
 				return
 			}
 			if err != nil || r.Pattern != tt.pattern || r.Port != tt.port {
-				t.Fatalf("ParseHostEntry(%q) = %+v, %v; want pattern %q port %d", tt.entry, r, err, tt.pattern, tt.port)
+				t.Fatalf("parseHostEntry(%q) = %+v, %v; want pattern %q port %d", tt.entry, r, err, tt.pattern, tt.port)
 			}
 		})
 	}
@@ -176,7 +176,7 @@ func TestAllowlistSpecial(t *testing.T) {
 
 func TestRegistryGroups(t *testing.T) {
 	for _, g := range []string{"go", "npm", "pypi", "crates"} {
-		hosts, ok := RegistryGroupHosts(g)
+		hosts, ok := registryGroupHosts(g)
 		if !ok || len(hosts) == 0 {
 			t.Fatalf("registry group %q missing", g)
 		}

@@ -79,8 +79,8 @@ func TestPathComponents(t *testing.T) {
 		{"/usr/local/work/bin", false}, {"/opt/tool", false}, {"/usr/bin\x00x", false},
 	}
 	for _, tt := range tests {
-		if err := CheckPathComponent(tt.c, ro, rw); (err == nil) != tt.ok {
-			t.Errorf("CheckPathComponent(%q) = %v, want ok=%v", tt.c, err, tt.ok)
+		if err := checkPathComponent(tt.c, ro, rw); (err == nil) != tt.ok {
+			t.Errorf("checkPathComponent(%q) = %v, want ok=%v", tt.c, err, tt.ok)
 		}
 	}
 	path, omitted := DerivePATH("/usr/bin::/opt/x:/usr/bin:rel", ro, rw)

@@ -28,7 +28,7 @@ const (
 )
 
 // Profile fixes what a command may do: a built-in one (Lookup) or one
-// loaded from a TOML file (LoadProfile, ResolveProfile).
+// loaded from a TOML file (loadProfile, ResolveProfile).
 //
 // Precedence, lowest first: built-in defaults (the system read roots,
 // defaultDevices, DefaultPassthrough(), spec.DefaultLimits(), deny-all
@@ -142,7 +142,7 @@ func Names() []string {
 	for k := range builtins {
 		n = append(n, k)
 	}
-	n = append(n, RecipeNames()...)
+	n = append(n, recipeNames()...)
 	sort.Strings(n)
 	return n
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/confine-sandbox/confine/spec"
 )
 
-// maxProfileSize bounds what LoadProfile reads.
+// maxProfileSize bounds what loadProfile reads.
 const maxProfileSize = 1 << 20
 
 // ProfileError is a problem in a profile file, located by file, line and
@@ -53,7 +53,7 @@ func (e *ProfileError) Unwrap() error { return spec.ErrInvalidSpec }
 
 // ResolveProfile returns the profile --profile names: a name without '/'
 // is a built-in (Lookup); anything with a '/' is a profile file
-// (LoadProfile), so "./ci.toml" loads a file in the current directory.
+// (loadProfile), so "./ci.toml" loads a file in the current directory.
 func ResolveProfile(nameOrPath string) (Profile, error) {
 	if !strings.Contains(nameOrPath, "/") {
 		p, err := Lookup(nameOrPath)
@@ -62,10 +62,10 @@ func ResolveProfile(nameOrPath string) (Profile, error) {
 		}
 		return p, err
 	}
-	return LoadProfile(nameOrPath)
+	return loadProfile(nameOrPath)
 }
 
-// LoadProfile reads and validates a profile file. A profile file is TOML;
+// loadProfile reads and validates a profile file. A profile file is TOML;
 // every key is optional, and a missing one takes the built-in default (see
 // Profile for the precedence of defaults, profile and flags):
 //
@@ -78,7 +78,7 @@ func ResolveProfile(nameOrPath string) (Profile, error) {
 //	network     = "deny-all"          # or "allowlist" (with [allowlist])
 //	waive       = ["no-foreign-signals"]  # guarantee names (Guarantees())
 //	require_namespaces = true         # refuse where user namespaces do not work
-//	host_ops    = ["read_file", "git_read"]  # tier 1 only: HostOps()
+//	host_ops    = ["read_file", "git_read"]  # tier 1 only: the Tier 1 operations
 //
 //	[env]
 //	passthrough = ["GOFLAGS", "CI_*"] # from the caller's environment
@@ -88,7 +88,7 @@ func ResolveProfile(nameOrPath string) (Profile, error) {
 //
 //	[allowlist]                       # only with network = "allowlist"
 //	hosts  = ["allowed.test", "*.example.com:8443", "127.0.0.1:*"]
-//	groups = ["go", "npm"]            # registry groups (RegistryGroups)
+//	groups = ["go", "npm"]            # registry groups (registryGroupNames)
 //	special_addresses = ["10.1.0.0/16"]  # special ranges names may resolve to
 //	[allowlist.resolve]               # names pinned to addresses, no DNS
 //	"registry.internal" = ["10.1.2.3"]
@@ -107,7 +107,7 @@ func ResolveProfile(nameOrPath string) (Profile, error) {
 //	max_procs = 256                   # counts: integers
 //	open_files = 1024
 //
-// LoadProfile refuses a file that is not regular, larger than 1 MiB, or
+// loadProfile refuses a file that is not regular, larger than 1 MiB, or
 // writable by every user (anyone could then rewrite the sandbox's policy).
 // The durations and sizes take what ParseDuration and ParseSize take, but
 // a duration must be a string. Every
@@ -140,7 +140,7 @@ func ResolveProfile(nameOrPath string) (Profile, error) {
 //     pass for a built-in.
 //
 // Tier 0, 1 and 3 load: CheckTier refuses them when a run is asked for.
-func LoadProfile(path string) (Profile, error) {
+func loadProfile(path string) (Profile, error) {
 	// O_NONBLOCK: a FIFO must not hang the open; it is refused below.
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
@@ -170,7 +170,7 @@ func LoadProfile(path string) (Profile, error) {
 }
 
 // ParseProfile validates profile TOML read from file (used for messages and
-// for the default name); see LoadProfile.
+// for the default name); see loadProfile.
 func ParseProfile(data []byte, file string) (Profile, error) {
 	root, err := parseTree(data)
 	if err != nil {
@@ -331,7 +331,7 @@ func (d *decoder) profile(root *node) Profile {
 	if n := k["waive"]; n != nil {
 		p.Waive = d.strings(n, "waive")
 		for i, w := range p.Waive {
-			if !KnownGuarantee(w) {
+			if !knownGuarantee(w) {
 				d.fail(n.line, fmt.Sprintf("waive[%d]", i), "unknown guarantee %q (known: %s)", w, strings.Join(Guarantees(), ", "))
 			}
 		}
@@ -438,7 +438,7 @@ func (d *decoder) profile(root *node) Profile {
 	if n := k["host_ops"]; n != nil {
 		p.HostOps = d.strings(n, "host_ops")
 		for i, o := range p.HostOps {
-			if !KnownHostOp(o) {
+			if !knownHostOp(o) {
 				d.fail(n.line, fmt.Sprintf("host_ops[%d]", i), "unknown host operation %q (known: %s)", o, hostOpNames())
 			}
 		}
@@ -515,7 +515,7 @@ func (d *decoder) env(n *node) EnvPolicy {
 	if w := n.kids["waive"]; w != nil {
 		e.Waive = d.strings(w, "env.waive")
 		for i, name := range e.Waive {
-			if err := CheckEnvName(name); err != nil {
+			if err := checkEnvName(name); err != nil {
 				d.fail(w.line, fmt.Sprintf("env.waive[%d]", i), "%s", trimSentinel(err))
 			}
 		}
@@ -524,14 +524,14 @@ func (d *decoder) env(n *node) EnvPolicy {
 		e.Passthrough = d.strings(pt, "env.passthrough")
 		for i, name := range e.Passthrough {
 			key := fmt.Sprintf("env.passthrough[%d]", i)
-			if err := CheckPassthroughPattern(name); err != nil {
+			if err := checkPassthroughPattern(name); err != nil {
 				d.fail(pt.line, key, "%s", trimSentinel(err))
 				continue
 			}
 			if strings.HasSuffix(name, "*") || contains(e.Waive, name) {
 				continue
 			}
-			if class := EnvRefusal(name); class != "" {
+			if class := envRefusal(name); class != "" {
 				d.fail(pt.line, key, "%s is refused (%s); name it in env.waive to pass it", name, class)
 			}
 		}
@@ -562,9 +562,9 @@ func (d *decoder) env(n *node) EnvPolicy {
 				d.fail(v.line, key, "%s", strings.TrimPrefix(trimSentinel(err), "environment: "))
 				continue
 			}
-			if IsPathListVar(name) {
-				for _, c := range PathListComponents(name, val) {
-					if err := CheckPathSyntax(c); err != nil {
+			if isPathListVar(name) {
+				for _, c := range pathListComponents(name, val) {
+					if err := checkPathSyntax(c); err != nil {
 						d.fail(v.line, key, "%v", err)
 						break
 					}
@@ -824,7 +824,7 @@ func (d *decoder) paths(n *node, key string) []string {
 	ps := d.strings(n, key)
 	out := ps[:0]
 	for i, p := range ps {
-		if err := CheckPathSyntax(p); err != nil {
+		if err := checkPathSyntax(p); err != nil {
 			msg := strings.Replace(err.Error(), "component", "path", 1)
 			if p == "" {
 				msg = "empty path"

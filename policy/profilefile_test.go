@@ -55,7 +55,7 @@ open_files = 1024
 
 func TestLoadProfile(t *testing.T) {
 	path := writeProfile(t, "ci.toml", fullProfile)
-	p, err := LoadProfile(path)
+	p, err := loadProfile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestLoadProfile(t *testing.T) {
 }
 
 func TestLoadProfileDefaults(t *testing.T) {
-	p, err := LoadProfile(writeProfile(t, "minimal.toml", "# nothing\n"))
+	p, err := loadProfile(writeProfile(t, "minimal.toml", "# nothing\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestLoadProfileDefaults(t *testing.T) {
 		t.Fatalf("defaults: %+v", p)
 	}
 	// Tier 3 loads; CheckTier refuses it.
-	p, err = LoadProfile(writeProfile(t, "hostile.toml", "tier = 3\n"))
+	p, err = loadProfile(writeProfile(t, "hostile.toml", "tier = 3\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func TestLoadProfileErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := writeProfile(t, "p.toml", tt.content)
-			_, err := LoadProfile(path)
+			_, err := loadProfile(path)
 			var pe *ProfileError
 			if !errors.As(err, &pe) || !errors.Is(err, spec.ErrInvalidSpec) {
 				t.Fatalf("err = %v, want a *ProfileError wrapping ErrInvalidSpec", err)
@@ -235,9 +235,9 @@ func TestLoadProfileFile(t *testing.T) {
 		{badName, `name: the file name gives the profile name "my profile"`},
 	}
 	for _, tt := range tests {
-		_, err := LoadProfile(tt.path)
+		_, err := loadProfile(tt.path)
 		if !errors.Is(err, spec.ErrInvalidSpec) || !strings.Contains(err.Error(), tt.msg) {
-			t.Errorf("LoadProfile(%s) = %v, want %q", tt.path, err, tt.msg)
+			t.Errorf("loadProfile(%s) = %v, want %q", tt.path, err, tt.msg)
 		}
 	}
 }

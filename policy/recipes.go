@@ -1,22 +1,17 @@
 package policy
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"os"
-	"os/exec"
-	"os/user"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
+	"github.com/confine-sandbox/confine/internal/toolhost"
 	"github.com/confine-sandbox/confine/spec"
 )
 
@@ -96,8 +91,8 @@ var recipes = map[string]*recipe{
 	"c":      {name: "c", discover: discoverC},
 }
 
-// RecipeNames lists the recipe profiles.
-func RecipeNames() []string {
+// recipeNames lists the recipe profiles.
+func recipeNames() []string {
 	n := make([]string, 0, len(recipes))
 	for k := range recipes {
 		n = append(n, k)
@@ -135,6 +130,10 @@ func (r *recipe) resolve(h *toolHost) (Profile, error) {
 func (r *recipe) resolveIn(env [32]byte, h *toolHost) (Profile, error) {
 	c := cachedResolution(r, env)
 	c.once.Do(func() {
+		if h == nil {
+			c.err = unavailable(r.name, "toolchain discovery is not installed in this program (package confine installs it)")
+			return
+		}
 		tc, err := r.discover(h)
 		if err != nil {
 			c.err = err
@@ -193,7 +192,7 @@ func lookupRecipe(name string) (Profile, bool, error) {
 	if !ok {
 		return Profile{}, false, nil
 	}
-	p, err := r.resolve(realHost)
+	p, err := r.resolve(processHost())
 	return p, true, err
 }
 
@@ -283,7 +282,7 @@ func recipeProfile(tc toolchain, homes []string) (Profile, error) {
 			notes = append(notes, fmt.Sprintf("%s %s absent, not granted", d.what, d.path))
 			continue
 		}
-		if err := CheckPathSyntax(real); err != nil {
+		if err := checkPathSyntax(real); err != nil {
 			return Profile{}, unavailable(tc.recipe, "%s %s: %v", d.what, d.path, err)
 		}
 		for _, h := range realHomes {
@@ -319,11 +318,11 @@ func recipeProfile(tc toolchain, homes []string) (Profile, error) {
 	}
 	for _, kv := range set {
 		name, val, _ := strings.Cut(kv, "=")
-		if !IsPathListVar(name) {
+		if !isPathListVar(name) {
 			continue
 		}
-		for _, c := range PathListComponents(name, val) {
-			if err := CheckPathSyntax(c); err != nil {
+		for _, c := range pathListComponents(name, val) {
+			if err := checkPathSyntax(c); err != nil {
 				return Profile{}, unavailable(tc.recipe, "%s: %v", name, err)
 			}
 		}
@@ -429,7 +428,7 @@ func checkTool(tc toolchain, grants []string) error {
 	if err != nil {
 		return unavailable(tc.recipe, "%s: %v", tc.tool, err)
 	}
-	if CheckPathComponent(dir, roots, nil) == nil && under(real, roots) {
+	if checkPathComponent(dir, roots, nil) == nil && under(real, roots) {
 		return nil
 	}
 	granted := strings.Join(grants, ", ")
@@ -465,93 +464,18 @@ func (h *toolHost) homes() []string {
 	return []string{h.home(), h.passwdHome()}
 }
 
-// discoveryTimeout bounds one discovery command.
-const discoveryTimeout = 30 * time.Second
+// processHost is the installed host (toolhost) in this process's
+// environment, or nil.
+func processHost() *toolHost { return fromHost(toolhost.Process()) }
 
-// maxDiscoveryOutput bounds what a discovery command may print.
-const maxDiscoveryOutput = 1 << 20
+// hostIn is the installed host in environ, or nil.
+func hostIn(environ []string) *toolHost { return fromHost(toolhost.In(environ)) }
 
-var realHost = &toolHost{
-	lookPath: exec.LookPath,
-	run:      runTool,
-	getenv:   os.Getenv,
-	home: func() string {
-		if h := os.Getenv("HOME"); filepath.IsAbs(h) {
-			return filepath.Clean(h)
-		}
-		if u, err := user.Current(); err == nil {
-			return u.HomeDir
-		}
-		return ""
-	},
-	passwdHome: func() string {
-		if u, err := user.Current(); err == nil {
-			return u.HomeDir
-		}
-		return ""
-	},
-}
-
-// boundedBuffer keeps the first max bytes written to it. (It has no
-// ReadFrom, so io.Copy goes through Write.)
-type boundedBuffer struct {
-	buf  bytes.Buffer
-	max  int
-	over bool
-}
-
-func (b *boundedBuffer) Write(p []byte) (int, error) {
-	if room := b.max - b.buf.Len(); len(p) > room {
-		b.over = true
-		if room > 0 {
-			b.buf.Write(p[:room])
-		}
-		return len(p), nil
+func fromHost(h *toolhost.Host) *toolHost {
+	if h == nil {
+		return nil
 	}
-	return b.buf.Write(p)
-}
-
-// runTool runs a discovery command in "/" with the caller's environment
-// plus extraEnv, bounded in time and output.
-func runTool(extraEnv []string, prog string, args ...string) ([]byte, error) {
-	return runToolIn(os.Environ(), extraEnv, prog, args...)
-}
-
-// runToolIn is runTool with environ standing for the caller's
-// environment.
-func runToolIn(environ, extraEnv []string, prog string, args ...string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), discoveryTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, prog, args...)
-	cmd.Dir = "/"
-	cmd.Env = append(slices.Clone(environ), extraEnv...)
-	out := &boundedBuffer{max: maxDiscoveryOutput}
-	errb := &boundedBuffer{max: 4096}
-	cmd.Stdout, cmd.Stderr = out, errb
-	cmd.WaitDelay = time.Second
-	err := cmd.Run()
-	if ctx.Err() != nil {
-		return nil, fmt.Errorf("%s %s: no answer within %v", prog, strings.Join(args, " "), discoveryTimeout)
-	}
-	if err != nil {
-		msg := strings.TrimSpace(errb.buf.String())
-		if msg == "" {
-			msg = err.Error()
-		}
-		return nil, fmt.Errorf("%s %s: %s", prog, strings.Join(args, " "), oneLineOf(msg))
-	}
-	if out.over {
-		return nil, fmt.Errorf("%s %s: more than %d bytes of output", prog, strings.Join(args, " "), maxDiscoveryOutput)
-	}
-	return out.buf.Bytes(), nil
-}
-
-func oneLineOf(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 300 {
-		s = s[:300] + "..."
-	}
-	return s
+	return &toolHost{lookPath: h.LookPath, run: h.Run, getenv: h.Getenv, home: h.Home, passwdHome: h.PasswdHome}
 }
 
 // find looks prog up on PATH, or fails the recipe.
@@ -744,7 +668,7 @@ func discoverPython(h *toolHost) (toolchain, error) {
 	}
 	var v map[string]string
 	if err := json.Unmarshal([]byte(out), &v); err != nil {
-		return toolchain{}, unavailable(r, "python3 answered %q: %v", oneLineOf(out), err)
+		return toolchain{}, unavailable(r, "python3 answered %q: %v", toolhost.OneLine(out), err)
 	}
 	tc := toolchain{
 		recipe:  r,

@@ -1,46 +1,28 @@
 package policy
 
 import (
-	"bytes"
-	"crypto/hmac"
-	"crypto/rand"
-	"encoding/base64"
-	"encoding/binary"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 	"time"
 	"unicode"
 
+	"github.com/confine-sandbox/confine/internal/token"
 	"github.com/confine-sandbox/confine/spec"
 )
 
 // MinKeySize is the smallest engine key NewEngineWithKey and LoadKey
 // accept, in bytes.
-const MinKeySize = 32
-
-// tokenPrefix starts every token; it names the format version, which is
-// also the domain label of the token MAC.
-const tokenPrefix = "cfn1"
-
-const tokenDomain = "confine capability token v1"
-
-// maxTokenLen bounds what ParseToken looks at.
-const maxTokenLen = 8192
-
-var b64 = base64.RawURLEncoding.Strict()
+const MinKeySize = token.MinKeySize
 
 // NewEngineWithKey returns an engine whose key is key (at least MinKeySize
 // bytes, copied), so that engines in several processes sharing the key
 // accept each other's tokens. Errors wrap spec.ErrCapability.
 func NewEngineWithKey(key []byte) (*Engine, error) {
-	if len(key) < MinKeySize {
-		return nil, fmt.Errorf("%w: engine key is %d bytes; want at least %d", spec.ErrCapability, len(key), MinKeySize)
+	k, err := token.NewKey(key)
+	if err != nil {
+		return nil, err
 	}
-	return &Engine{key: bytes.Clone(key), revoked: map[string]bool{}}, nil
+	return &Engine{key: k, revoked: map[string]bool{}}, nil
 }
 
 // LoadKey reads an engine key from a file that only its owner can read:
@@ -51,106 +33,7 @@ func NewEngineWithKey(key []byte) (*Engine, error) {
 // least MinKeySize bytes. Errors wrap spec.ErrCapability.
 //
 // Generate one with: head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > key; chmod 600 key
-func LoadKey(path string) ([]byte, error) {
-	fail := func(format string, args ...any) ([]byte, error) {
-		return nil, fmt.Errorf("%w: engine key %s: %s", spec.ErrCapability, path, fmt.Sprintf(format, args...))
-	}
-	f, err := openKey(path)
-	if err != nil {
-		if errors.Is(err, errKeySymlink) {
-			return fail("is a symlink")
-		}
-		return fail("%v", err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return fail("%v", err)
-	}
-	if !st.Mode().IsRegular() {
-		return fail("not a regular file")
-	}
-	if perm := st.Mode().Perm(); perm&0o077 != 0 {
-		return fail("mode %#o lets others read or write it; chmod 600 it", perm)
-	}
-	if uid, ok := fileOwner(st); !ok {
-		return fail("cannot tell its owner")
-	} else if uid != os.Geteuid() {
-		return fail("owned by uid %d, not by this user (uid %d)", uid, os.Geteuid())
-	}
-	data, err := io.ReadAll(io.LimitReader(f, 4097))
-	if err != nil {
-		return fail("%v", err)
-	}
-	if len(data) > 4096 {
-		return fail("larger than 4096 bytes")
-	}
-	key := data
-	if t := bytes.TrimSpace(data); len(t) > 0 && isHex(t) {
-		if len(t)%2 != 0 {
-			return fail("odd number of hex digits")
-		}
-		key = make([]byte, len(t)/2)
-		if _, err := hex.Decode(key, t); err != nil {
-			return fail("%v", err)
-		}
-	}
-	if len(key) < MinKeySize {
-		return fail("key is %d bytes; want at least %d", len(key), MinKeySize)
-	}
-	return key, nil
-}
-
-func isHex(b []byte) bool {
-	for _, c := range b {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-			return false
-		}
-	}
-	return true
-}
-
-// capFields is the unambiguous encoding of a capability's fields that both
-// the in-process seal and tokens sign: id, profile, profile digest and
-// scope, each as a uvarint length and its bytes, then the expiry as a
-// big-endian int64 of Unix nanoseconds (0: none).
-func capFields(c *Cap) []byte {
-	var b []byte
-	for _, s := range []string{c.id, c.profile, c.digest, c.scope} {
-		b = binary.AppendUvarint(b, uint64(len(s)))
-		b = append(b, s...)
-	}
-	var exp int64
-	if !c.expires.IsZero() {
-		exp = c.expires.UnixNano()
-	}
-	return binary.BigEndian.AppendUint64(b, uint64(exp))
-}
-
-// parseCapFields is capFields' inverse; it refuses anything capFields
-// could not have produced.
-func parseCapFields(b []byte) (*Cap, error) {
-	var fs [4]string
-	for i := range fs {
-		n, k := binary.Uvarint(b)
-		if k <= 0 || n > uint64(len(b)-k) {
-			return nil, errors.New("truncated field")
-		}
-		if k != len(binary.AppendUvarint(nil, n)) {
-			return nil, errors.New("non-minimal length")
-		}
-		fs[i] = string(b[k : k+int(n)])
-		b = b[k+int(n):]
-	}
-	if len(b) != 8 {
-		return nil, errors.New("bad expiry field")
-	}
-	c := &Cap{id: fs[0], profile: fs[1], digest: fs[2], scope: fs[3]}
-	if exp := int64(binary.BigEndian.Uint64(b)); exp != 0 {
-		c.expires = time.Unix(0, exp)
-	}
-	return c, nil
-}
+func LoadKey(path string) ([]byte, error) { return token.LoadKey(path) }
 
 // Token serialises c for a caller in another process (confine run --cap):
 // "cfn1." + base64url(fields) + "." + base64url(HMAC-SHA256), where the
@@ -163,7 +46,7 @@ func (e *Engine) Token(c *Cap) (string, error) {
 	switch {
 	case c == nil:
 		return "", fmt.Errorf("%w: no capability", spec.ErrCapability)
-	case c.eng != e || !hmac.Equal(c.mac, e.seal(c)):
+	case c.eng != e || !e.sealed(c):
 		return "", fmt.Errorf("%w: capability was not issued by this engine", spec.ErrCapability)
 	case c.expires.IsZero():
 		return "", fmt.Errorf("%w: capability %s never expires; mint it with a ttl to serialise it", spec.ErrCapability, c.id)
@@ -174,8 +57,7 @@ func (e *Engine) Token(c *Cap) (string, error) {
 	case e.isRevoked(c.id):
 		return "", fmt.Errorf("%w: capability %s was revoked", spec.ErrCapability, c.id)
 	}
-	payload := capFields(c)
-	return tokenPrefix + "." + b64.EncodeToString(payload) + "." + b64.EncodeToString(e.mac(tokenDomain, payload)), nil
+	return e.key.Capability(capFields(c)), nil
 }
 
 // ParseToken verifies a token made by Token with this engine's key and
@@ -186,50 +68,18 @@ func (e *Engine) Token(c *Cap) (string, error) {
 // another key: the two cannot be told apart), expired, or revoked in this
 // engine (RevokeID).
 func (e *Engine) ParseToken(tok string) (*Cap, error) {
-	malformed := func(why string) (*Cap, error) {
-		return nil, fmt.Errorf("%w: malformed capability token: %s", spec.ErrCapability, why)
-	}
-	if len(tok) > maxTokenLen {
-		return malformed(fmt.Sprintf("longer than %d bytes", maxTokenLen))
-	}
-	// The base64 decoder skips '\r' and '\n' even in strict mode; only
-	// the exact alphabet is accepted, so a token has one spelling.
-	for i := 0; i < len(tok); i++ {
-		if c := tok[i]; !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
-			return malformed(fmt.Sprintf("byte %#02x at offset %d is not base64url", c, i))
-		}
-	}
-	parts := strings.Split(tok, ".")
-	if len(parts) != 3 {
-		return malformed("want three dot-separated parts")
-	}
-	if parts[0] != tokenPrefix {
-		if strings.HasPrefix(parts[0], "cfn") {
-			return malformed(fmt.Sprintf("version %q is not supported (want %q)", parts[0], tokenPrefix))
-		}
-		return malformed(fmt.Sprintf("does not start with %q", tokenPrefix+"."))
-	}
-	payload, err := b64.DecodeString(parts[1])
+	payload, err := e.key.OpenCapability(tok)
 	if err != nil {
-		return malformed("fields are not base64url")
+		return nil, err
 	}
-	mac, err := b64.DecodeString(parts[2])
+	f, err := token.DecodeFields(payload)
 	if err != nil {
-		return malformed("signature is not base64url")
+		return nil, token.Malformed(err.Error())
 	}
-	if len(mac) != 32 {
-		return malformed("signature has the wrong length")
-	}
-	if !hmac.Equal(mac, e.mac(tokenDomain, payload)) {
-		return nil, fmt.Errorf("%w: capability token signature does not match: it was altered, or signed with another key", spec.ErrCapability)
-	}
-	c, err := parseCapFields(payload)
-	if err != nil {
-		return malformed(err.Error())
-	}
+	c := &Cap{id: f.ID, profile: f.Profile, digest: f.Digest, scope: f.Scope, expires: f.Expires}
 	switch {
 	case c.expires.IsZero():
-		return malformed("no expiry")
+		return nil, token.Malformed("no expiry")
 	case time.Now().After(c.expires):
 		return nil, fmt.Errorf("%w: capability %s expired at %s", spec.ErrCapability, c.id, c.expires.Format(time.RFC3339))
 	case e.isRevoked(c.id):
@@ -240,54 +90,54 @@ func (e *Engine) ParseToken(tok string) (*Cap, error) {
 	return c, nil
 }
 
-// ApprovalKind is what an approval allows.
-type ApprovalKind string
+// approvalKind is what an approval allows.
+type approvalKind string
 
-// Approval kinds (seed 000: network, package installs and new hosts need
+// approval kinds (seed 000: network, package installs and new hosts need
 // approval).
 const (
-	// ApprovalNewHost lets runs reach a host (Subject: the host name).
-	ApprovalNewHost ApprovalKind = "new-host"
-	// ApprovalPackageInstall lets runs install a package (Subject: the
+	// approvalNewHost lets runs reach a host (Subject: the host name).
+	approvalNewHost approvalKind = "new-host"
+	// approvalPackageInstall lets runs install a package (Subject: the
 	// package, e.g. "npm:left-pad@1.3.0").
-	ApprovalPackageInstall ApprovalKind = "package-install"
+	approvalPackageInstall approvalKind = "package-install"
 )
 
-// Approval is a recorded grant. Nothing in this version acts on it: the
+// approval is a recorded grant. Nothing in this version acts on it: the
 // egress proxy, when it exists, consumes approvals by ID.
-type Approval struct {
+type approval struct {
 	ID      string       `json:"id"`
-	Kind    ApprovalKind `json:"kind"`
+	Kind    approvalKind `json:"kind"`
 	Subject string       `json:"subject"`
 	Granted time.Time    `json:"granted"`
 }
 
-// Approve records an approval and returns it with a fresh ID. It refuses
+// approve records an approval and returns it with a fresh ID. It refuses
 // an unknown kind and a subject that is empty, longer than 1024 bytes, or
 // holds control characters. Errors wrap spec.ErrInvalidSpec.
-func (e *Engine) Approve(kind ApprovalKind, subject string) (Approval, error) {
+func (e *Engine) approve(kind approvalKind, subject string) (approval, error) {
 	switch kind {
-	case ApprovalNewHost, ApprovalPackageInstall:
+	case approvalNewHost, approvalPackageInstall:
 	default:
-		return Approval{}, fmt.Errorf("%w: unknown approval kind %q (want %q or %q)", spec.ErrInvalidSpec, kind, ApprovalNewHost, ApprovalPackageInstall)
+		return approval{}, fmt.Errorf("%w: unknown approval kind %q (want %q or %q)", spec.ErrInvalidSpec, kind, approvalNewHost, approvalPackageInstall)
 	}
 	if subject == "" || len(subject) > 1024 || strings.IndexFunc(subject, unicode.IsControl) >= 0 {
-		return Approval{}, fmt.Errorf("%w: approval subject %q: want 1-1024 bytes without control characters", spec.ErrInvalidSpec, subject)
+		return approval{}, fmt.Errorf("%w: approval subject %q: want 1-1024 bytes without control characters", spec.ErrInvalidSpec, subject)
 	}
-	idb := make([]byte, 12)
-	if _, err := rand.Read(idb); err != nil {
-		return Approval{}, fmt.Errorf("approval id: %w", err)
+	id, err := token.NewID()
+	if err != nil {
+		return approval{}, fmt.Errorf("approval id: %w", err)
 	}
-	a := Approval{ID: hex.EncodeToString(idb), Kind: kind, Subject: subject, Granted: time.Now().Round(0)}
+	a := approval{ID: id, Kind: kind, Subject: subject, Granted: time.Now().Round(0)}
 	e.mu.Lock()
 	e.approvals = append(e.approvals, a)
 	e.mu.Unlock()
 	return a, nil
 }
 
-// Approvals returns the recorded approvals in the order they were granted.
-func (e *Engine) Approvals() []Approval {
+// grantedApprovals returns the recorded approvals in the order they were granted.
+func (e *Engine) grantedApprovals() []approval {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return append([]Approval(nil), e.approvals...)
+	return append([]approval(nil), e.approvals...)
 }

@@ -2,14 +2,12 @@ package policy
 
 import (
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/confine-sandbox/confine/internal/token"
 	"github.com/confine-sandbox/confine/spec"
 )
 
@@ -125,7 +123,7 @@ func TestTokenRefusals(t *testing.T) {
 		{"wrong key", tok, "signature does not match", keyedEngine(t, 2)},
 		{"expired", expiring, "expired at", e},
 		{"revoked", revoked, "was revoked", e},
-		{"too long", strings.Repeat("a", maxTokenLen+1), "longer than", e},
+		{"too long", strings.Repeat("a", token.MaxLen+1), "longer than", e},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -170,7 +168,7 @@ func TestTokenMinting(t *testing.T) {
 
 func TestRegisteredProfiles(t *testing.T) {
 	path := writeProfile(t, "ci.toml", fullProfile)
-	p, err := LoadProfile(path)
+	p, err := loadProfile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,99 +231,36 @@ func TestRegisteredProfiles(t *testing.T) {
 	}
 }
 
-func TestLoadKey(t *testing.T) {
-	dir := t.TempDir()
-	raw := testKey(7)
-	write := func(name string, data []byte, mode os.FileMode) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, data, mode); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chmod(p, mode); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	hexKey := write("hex", []byte(hex.EncodeToString(raw)+"\n"), 0o600)
-	rawKey := write("raw", append([]byte{0xff}, raw...), 0o400)
-	link := filepath.Join(dir, "link")
-	if err := os.Symlink(hexKey, link); err != nil {
-		t.Fatal(err)
-	}
-	tests := []struct {
-		name, path string
-		want       []byte
-		err        string
-	}{
-		{"hex", hexKey, raw, ""},
-		{"raw", rawKey, append([]byte{0xff}, raw...), ""},
-		{"group readable", write("g", []byte(hex.EncodeToString(raw)), 0o640), nil, "mode 0640"},
-		{"world readable", write("w", []byte(hex.EncodeToString(raw)), 0o604), nil, "mode 0604"},
-		{"short hex", write("sh", []byte("abcd"), 0o600), nil, "key is 2 bytes"},
-		{"odd hex", write("oh", []byte("abc"), 0o600), nil, "odd number"},
-		{"short raw", write("sr", []byte("not a key!"), 0o600), nil, "want at least 32"},
-		{"too big", write("big", make([]byte, 5000), 0o600), nil, "larger than"},
-		{"symlink", link, nil, "symlink"},
-		{"directory", dir, nil, "not a regular file"},
-		{"missing", filepath.Join(dir, "none"), nil, "no such file"},
-	}
-	if os.Geteuid() == 0 {
-		p := write("foreign", []byte(hex.EncodeToString(raw)), 0o600)
-		if err := os.Chown(p, 65534, 65534); err != nil {
-			t.Fatal(err)
-		}
-		tests = append(tests, struct {
-			name, path string
-			want       []byte
-			err        string
-		}{"other owner", p, nil, "owned by uid 65534"})
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			k, err := LoadKey(tt.path)
-			if tt.err != "" {
-				if !errors.Is(err, spec.ErrCapability) || !strings.Contains(err.Error(), tt.err) {
-					t.Fatalf("LoadKey = %v, want %q", err, tt.err)
-				}
-				return
-			}
-			if err != nil || string(k) != string(tt.want) {
-				t.Fatalf("LoadKey = %x, %v", k, err)
-			}
-		})
-	}
-}
-
 func TestApprovals(t *testing.T) {
 	e := keyedEngine(t, 1)
-	a, err := e.Approve(ApprovalNewHost, "proxy.golang.org")
+	a, err := e.approve(approvalNewHost, "proxy.golang.org")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := e.Approve("package-install", "npm:left-pad@1.3.0")
+	b, err := e.approve("package-install", "npm:left-pad@1.3.0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.ID == "" || a.ID == b.ID || a.Kind != ApprovalNewHost || b.Kind != ApprovalPackageInstall || a.Granted.IsZero() {
+	if a.ID == "" || a.ID == b.ID || a.Kind != approvalNewHost || b.Kind != approvalPackageInstall || a.Granted.IsZero() {
 		t.Fatalf("approvals %+v %+v", a, b)
 	}
-	got := e.Approvals()
+	got := e.grantedApprovals()
 	if len(got) != 2 || got[0] != a || got[1] != b {
 		t.Fatalf("Approvals = %+v", got)
 	}
 	got[0].Subject = "changed"
-	if e.Approvals()[0].Subject != a.Subject {
+	if e.grantedApprovals()[0].Subject != a.Subject {
 		t.Fatal("Approvals returned the engine's own slice")
 	}
 	for _, bad := range []struct {
-		kind    ApprovalKind
+		kind    approvalKind
 		subject string
-	}{{"network", "x"}, {"", "x"}, {ApprovalNewHost, ""}, {ApprovalNewHost, "a\nb"}, {ApprovalNewHost, strings.Repeat("x", 1025)}} {
-		if _, err := e.Approve(bad.kind, bad.subject); !errors.Is(err, spec.ErrInvalidSpec) {
+	}{{"network", "x"}, {"", "x"}, {approvalNewHost, ""}, {approvalNewHost, "a\nb"}, {approvalNewHost, strings.Repeat("x", 1025)}} {
+		if _, err := e.approve(bad.kind, bad.subject); !errors.Is(err, spec.ErrInvalidSpec) {
 			t.Errorf("Approve(%q, %q) = %v", bad.kind, bad.subject, err)
 		}
 	}
-	if len(e.Approvals()) != 2 {
+	if len(e.grantedApprovals()) != 2 {
 		t.Fatal("a refused approval was recorded")
 	}
 }

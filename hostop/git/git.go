@@ -27,6 +27,11 @@
 //     caller's reaches git (GIT_CONFIG_*, GIT_EXTERNAL_DIFF, GIT_DIR, ...).
 //     HOME is the run's private directory, so no global configuration is
 //     read, and GIT_CONFIG_NOSYSTEM=1, GIT_ATTR_NOSYSTEM=1.
+//   - Nothing under .git may lead git out of the root: every symlink in it
+//     must resolve beneath the root and every alternate object store lie
+//     inside it, checked before git runs and after (containGitDir); git's
+//     stderr is sanitised so that no file content it quotes reaches the
+//     caller (docs/guard-tier1.md).
 //   - And git itself runs under Tier 2 (confine.RunCommand, profile
 //     "default"): writes only in the work tree and the shadow, no
 //     network, so even a way around all of the above would stay confined.

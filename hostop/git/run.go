@@ -93,7 +93,12 @@ func (r *Repo) runGit(ctx context.Context, sub string, args []string, stdin []by
 	}
 	cr, err := confine.RunCommand(ctx, c, s)
 	res.Backend = cr.Backend
+	cr.Stderr.Head, cr.Stderr.Tail = sanitize(cr.Stderr.Head, sh.dir), sanitize(cr.Stderr.Tail, sh.dir)
 	res.ExitCode, res.Stdout, res.Stderr = cr.ExitCode, cr.Stdout, cr.Stderr
+	if cerr := containGitDir(r.h.Root()); cerr != nil {
+		res.Stdout, res.Stderr = spec.Stream{}, spec.Stream{}
+		return res, fmt.Errorf("%w (it appeared while git ran: its output is withheld)", cerr)
+	}
 	if err != nil {
 		return res, fmt.Errorf("git %s under confine: %w", sub, err)
 	}
@@ -160,6 +165,13 @@ func newShadow(root *hostop.Root, rootPath string) (*shadow, error) {
 	var st unix.Stat_t
 	if err := unix.Lstat(filepath.Join(rootPath, ".git"), &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return nil, fmt.Errorf("%w: %s", ErrNotRepo, rootPath)
+	}
+	// Nothing git may read under .git leads out of the root: checked
+	// here, before anything is read (refused, git not run), and again
+	// after git ran (runGit: a link that appeared meanwhile withholds
+	// git's output).
+	if err := containGitDir(root); err != nil {
+		return nil, err
 	}
 	sh := &shadow{root: root, config: map[string]string{}}
 	headP, _ := root.ReadPath(".git/HEAD")
@@ -324,7 +336,8 @@ func (sh *shadow) syncHead() error {
 	if !headRE().Match(b) || strings.HasPrefix(string(b), "ref:") {
 		return nil
 	}
-	p, err := sh.root.WritePath(".git/HEAD")
+	// git's own HEAD: the trusted writer's, past the guard.
+	p, err := sh.root.GitWritePath(".git/HEAD")
 	if err != nil {
 		return err
 	}

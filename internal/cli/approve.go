@@ -37,15 +37,15 @@ func newApprove(stdout, stderr io.Writer) *cobra.Command {
 			}
 			ev, c, err := eventlog.FindApprovalRequest(logPath, args[0])
 			if err != nil {
-				return &exitError{ExitConfine, err.Error()}
+				return confineFailed(err)
 			}
 			eng, err := engineFromKey(keyPath)
 			if err != nil {
-				return &exitError{ExitConfine, err.Error()}
+				return confineFailed(err)
 			}
 			tok, g, err := eng.GrantEgress(policy.EgressGrant{Request: c.ApprovalRequest, Task: c.TaskID, Host: c.Domain, Port: c.Port}, ttl)
 			if err != nil {
-				return &exitError{ExitConfine, err.Error()}
+				return confineFailed(err)
 			}
 			task := g.Task
 			if task == "" {

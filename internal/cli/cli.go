@@ -57,6 +57,12 @@ type causedExit struct {
 
 func (e *causedExit) Unwrap() error { return e.exitError }
 
+// confineFailed is err as confine's own failure (ExitConfine), its message
+// printed as it is.
+func confineFailed(err error) error {
+	return &exitError{ExitConfine, err.Error()}
+}
+
 func refused(code int, err error) error {
 	return &causedExit{&exitError{code, err.Error()}, err}
 }
@@ -95,7 +101,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return &exitError{ExitConfine, err.Error()}
+		return confineFailed(err)
 	})
 	root.AddCommand(newRun(stdout, stderr), newCheck(stdout), newVersion(stdout), newCap(stdout), newInspect(stdout), newSelftest(stdout, stderr), newMan(stdout), newApprove(stdout, stderr), newServe(stderr))
 	addTier1(root, stdout, stderr)
@@ -329,7 +335,7 @@ func (o *runOpts) run(ctx context.Context, args []string, stdout, stderr io.Writ
 		var how string
 		var err error
 		if ctx, unwatch, how, err = watchParent(ctx); err != nil {
-			return &exitError{ExitConfine, err.Error()}
+			return confineFailed(err)
 		}
 		defer unwatch()
 		if o.verbose {
@@ -683,15 +689,15 @@ func newCap(stdout io.Writer) *cobra.Command {
 			if path == "" {
 				var err error
 				if path, err = DefaultKeyPath(); err != nil {
-					return &exitError{ExitConfine, err.Error()}
+					return confineFailed(err)
 				}
 			}
 			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-				return &exitError{ExitConfine, err.Error()}
+				return confineFailed(err)
 			}
 			key := make([]byte, policy.MinKeySize)
 			if _, err := rand.Read(key); err != nil {
-				return &exitError{ExitConfine, err.Error()}
+				return confineFailed(err)
 			}
 			f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 			if err != nil {
@@ -699,10 +705,10 @@ func newCap(stdout io.Writer) *cobra.Command {
 			}
 			if _, err := fmt.Fprintf(f, "%x\n", key); err != nil {
 				f.Close()
-				return &exitError{ExitConfine, err.Error()}
+				return confineFailed(err)
 			}
 			if err := f.Close(); err != nil {
-				return &exitError{ExitConfine, err.Error()}
+				return confineFailed(err)
 			}
 			fmt.Fprintln(stdout, path)
 			return nil
@@ -717,24 +723,24 @@ func newCap(stdout io.Writer) *cobra.Command {
 		RunE: func(*cobra.Command, []string) error {
 			eng, err := engineFromKey(keyPath)
 			if err != nil {
-				return &exitError{ExitConfine, err.Error()}
+				return confineFailed(err)
 			}
 			prof, err := policy.ResolveProfile(profile)
 			if err != nil {
-				return &exitError{ExitConfine, err.Error()}
+				return confineFailed(err)
 			}
 			if prof.Source != "" {
 				if err := eng.Register(prof); err != nil {
-					return &exitError{ExitConfine, err.Error()}
+					return confineFailed(err)
 				}
 			}
 			cp, err := eng.Mint(prof.Name, scope, ttl)
 			if err != nil {
-				return &exitError{ExitConfine, err.Error()}
+				return confineFailed(err)
 			}
 			tok, err := eng.Token(cp)
 			if err != nil {
-				return &exitError{ExitConfine, err.Error()}
+				return confineFailed(err)
 			}
 			fmt.Fprintln(stdout, tok)
 			return nil

@@ -4,6 +4,7 @@ package cli
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/confine-sandbox/confine/hostop"
+	"github.com/confine-sandbox/confine/internal/guardset"
 	"github.com/confine-sandbox/confine/policy"
 )
 
@@ -20,7 +22,7 @@ import (
 // arbitrary): confine fs and confine git. They are Linux's: confined
 // paths rest on openat2.
 func addTier1(root *cobra.Command, stdout, stderr io.Writer) {
-	root.AddCommand(newFS(stdout, stderr), newGit(stdout, stderr))
+	root.AddCommand(newFS(stdout, stderr), newGit(stdout, stderr), newMCP(stderr))
 }
 
 // hostOpts are the flags every Tier 1 command (confine fs, confine git)
@@ -89,14 +91,35 @@ func (o *hostOpts) host(stderr io.Writer) (*hostop.Host, error) {
 
 // fail reports err: with --json as run's refusal object on stdout, its
 // kind naming the sentinel (hostop.ErrorKind), and as exit status 125
-// with the reason on stderr either way.
+// (ExitGuard for the persistence guard's refusals) with the reason on
+// stderr either way.
 func (o *hostOpts) fail(stdout io.Writer, err error) error {
+	status := ExitConfine
+	if errors.Is(err, guardset.ErrProtected) {
+		status = ExitGuard
+	}
 	if o.json {
 		r := refusalJSON{JSONAPI: JSONAPI}
-		r.Error.Kind, r.Error.Message, r.Error.ExitStatus = hostop.ErrorKind(err), err.Error(), ExitConfine
+		r.Error.Kind, r.Error.Message, r.Error.ExitStatus = hostop.ErrorKind(err), err.Error(), status
 		_ = writeJSON(stdout, r)
 	}
-	return &exitError{ExitConfine, err.Error()}
+	if status == ExitConfine {
+		return confineFailed(err)
+	}
+	return &exitError{status, err.Error()}
+}
+
+// ExitGuard is the exit status of a Tier 1 write the persistence guard
+// refused (a path in the protected set, internal/guardset): distinct from
+// ExitConfine's other refusals, so a caller can tell "this path is never
+// writable here" from a bad path or a failure.
+const ExitGuard = 121
+
+// noteGuard tells stderr about a write the persistence guard reports.
+func noteGuard(stderr io.Writer, path, row string) {
+	if row != "" {
+		fmt.Fprintf(stderr, "confine: persistence guard: %s is in the protected set (%s): written and reported\n", path, row)
+	}
 }
 
 // hostRun is one Tier 1 operation from end to end: it opens the root
@@ -144,8 +167,11 @@ func newFS(stdout, stderr io.Writer) *cobra.Command {
 it by the kernel in the same call that uses it. Absolute paths, ".." components,
 symlinks leading out of the root, special files and files with several hard
 links are refused; writes go through no symlink at all and replace files
-atomically. Exit 0 on success (search: 1 when nothing matched), 125 when the
-operation is refused or fails.`,
+atomically. Writes into git metadata (.git at any depth, a git directory) are
+refused by the persistence guard unless the profile waives no-git-persistence;
+writes to editor and shell files (.envrc, .vscode, .idea) are reported. Exit 0
+on success (search: 1 when nothing matched), 121 when the persistence guard
+refuses a write, 125 when the operation is otherwise refused or fails.`,
 	}
 	o.flags(c)
 	var limit int64
@@ -178,7 +204,9 @@ operation is refused or fails.`,
 				return o.fail(stdout, err)
 			}
 			return hostRun(o, stdout, stderr, func(h *hostop.Host) (hostop.WriteResult, error) {
-				return h.WriteFile(args[0], data, hostop.WriteOptions{Limit: lim})
+				res, err := h.WriteFile(args[0], data, hostop.WriteOptions{Limit: lim})
+				noteGuard(stderr, res.Path, res.Guard)
+				return res, err
 			}, nil)
 		},
 	}
@@ -197,6 +225,7 @@ operation is refused or fails.`,
 			}, func(res hostop.PatchResult) error {
 				for _, f := range res.Files {
 					fmt.Fprintf(stdout, "%s %s\n", f.Action, f.Path)
+					noteGuard(stderr, f.Path, f.Guard)
 				}
 				return nil
 			})

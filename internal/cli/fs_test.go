@@ -77,6 +77,9 @@ func TestFS(t *testing.T) {
 				{"search-nothing", "", []string{"fs", "search", "zzz"}, 1, "", ""},
 				{"search-bad-pattern", "", []string{"fs", "search", "--json", "("}, 125, "", "pattern"},
 				{"ls", "", []string{"fs", "ls"}, 0, "evil -> " + secretPath, ""},
+				{"write-git-config", "[core]\n\tfsmonitor = x\n", []string{"fs", "write", "--json", ".git/config"}, ExitGuard, "", "guard"},
+				{"patch-git-hook", "--- /dev/null\n+++ b/.git/hooks/pre-commit\n@@ -0,0 +1 @@\n+x\n", []string{"fs", "patch", "--json"}, ExitGuard, "", "guard"},
+				{"write-envrc-reported", "x\n", []string{"fs", "write", "--json", ".envrc"}, 0, `"guard": "envrc"`, ""},
 				{"readonly-profile-write", "x", []string{"fs", "write", "--json", "--profile", "host-readonly", "a.txt"}, 125, "", "capability"},
 				{"tier2-profile", "", []string{"fs", "read", "--json", "--profile", "default", "a.txt"}, 125, "", "capability"},
 			}
@@ -88,7 +91,7 @@ func TestFS(t *testing.T) {
 					}
 					if r.kind != "" {
 						var e refusalJSON
-						if err := json.Unmarshal([]byte(res.Stdout), &e); err != nil || e.Error.Kind != r.kind || e.Error.ExitStatus != 125 || e.Error.Message == "" {
+						if err := json.Unmarshal([]byte(res.Stdout), &e); err != nil || e.Error.Kind != r.kind || e.Error.ExitStatus != r.code || e.Error.Message == "" {
 							t.Fatalf("error kind %q (want %q): %v %s", e.Error.Kind, r.kind, err, res.Stdout)
 						}
 					}

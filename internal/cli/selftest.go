@@ -50,7 +50,7 @@ the selftest could not run (or could not judge a vector).`,
 			}
 			cases, err := selftest.Select(selftest.Cases(), only)
 			if err != nil {
-				return &exitError{ExitConfine, err.Error()}
+				return confineFailed(err)
 			}
 			self, err := os.Executable()
 			if err != nil {
@@ -60,11 +60,11 @@ the selftest could not run (or could not judge a vector).`,
 				// A profile file is read by every confined run: make its
 				// path absolute, as their work directories differ.
 				if _, err := policy.ResolveProfile(profile); err != nil {
-					return &exitError{ExitConfine, err.Error()}
+					return confineFailed(err)
 				}
 				if strings.ContainsRune(profile, '/') {
 					if profile, err = filepath.Abs(profile); err != nil {
-						return &exitError{ExitConfine, err.Error()}
+						return confineFailed(err)
 					}
 				}
 			}
@@ -74,7 +74,7 @@ the selftest could not run (or could not judge a vector).`,
 			}
 			rep, err := selftest.Run(o, cases)
 			if err != nil {
-				return &exitError{ExitConfine, err.Error()}
+				return confineFailed(err)
 			}
 			if asJSON {
 				err = rep.WriteJSON(stdout)
@@ -82,7 +82,7 @@ the selftest could not run (or could not judge a vector).`,
 				err = rep.WriteText(stdout)
 			}
 			if err != nil {
-				return &exitError{ExitConfine, err.Error()}
+				return confineFailed(err)
 			}
 			switch {
 			case rep.Escaped > 0:

@@ -311,11 +311,11 @@ flight.`,
 				Log: slog.New(slog.NewTextHandler(stderr, nil))}
 			ln, err := s.Listen()
 			if err != nil {
-				return &exitError{ExitConfine, err.Error()}
+				return confineFailed(err)
 			}
 			fmt.Fprintf(stderr, "confine: serving uid %d at %s\n", os.Geteuid(), s.Socket)
 			if err := s.Serve(ctx, ln); err != nil {
-				return &exitError{ExitConfine, err.Error()}
+				return confineFailed(err)
 			}
 			return nil
 		},

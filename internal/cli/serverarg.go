@@ -43,7 +43,7 @@ func serverArgument(f *pflag.FlagSet, args []string) ([]string, error) {
 		return nil, &exitError{ExitConfine, fmt.Sprintf("--server %s: %v", first, err)}
 	}
 	if err := f.Parse(args[1:]); err != nil {
-		return nil, &exitError{ExitConfine, err.Error()}
+		return nil, confineFailed(err)
 	}
 	rest := f.Args()
 	if len(rest) == 0 {

@@ -146,7 +146,7 @@ func FromPlan(p *plan.Plan) Policy {
 	l := p.Landlock
 	pol := Policy{ReadExec: l.ReadExec, ReadWrite: l.ReadWrite, Devices: l.Devices,
 		Optional: l.Optional, DenyTCP: l.DenyTCP, Scope: l.Scope}
-	if p.Namespaces == nil {
+	if p.Backend == plan.BackendCore {
 		pol.Guarded = p.Guarded
 	}
 	return pol

@@ -51,7 +51,7 @@ func (e *errNamespaces) Error() string { return e.msg }
 // (prepare), start the init and wait until the command exec'd (start),
 // then supervise it to its end (supervise).
 func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
-	d := &direct{p: p, pio: pio, ns: p.Namespaces != nil}
+	d := &direct{p: p, pio: pio, ns: p.Backend == plan.BackendNamespaces}
 	defer d.close()
 	if err := d.open(); err != nil {
 		return nil, err

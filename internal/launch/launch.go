@@ -125,7 +125,15 @@ func Run(ctx context.Context, p *plan.Plan, fb Fallback, pio IO) (*Outcome, erro
 	if !dispatched.Load() {
 		return nil, fmt.Errorf("%w: %w", spec.ErrLaunch, ErrNoInit)
 	}
-	if p.Namespaces == nil || p.Namespaces.Bwrap == "" {
+	if err := p.CheckBackend(); err != nil {
+		return nil, fmt.Errorf("%w: %v", spec.ErrLaunch, err)
+	}
+	if fb.Plan != nil {
+		if err := fb.Plan.CheckBackend(); err != nil {
+			return nil, fmt.Errorf("%w: fallback: %v", spec.ErrLaunch, err)
+		}
+	}
+	if p.Backend != plan.BackendBwrap {
 		out, err := runDirect(ctx, p, pio)
 		var nse *errNamespaces
 		if !errors.As(err, &nse) {

@@ -30,6 +30,7 @@ func testPlan(t *testing.T, script string) *plan.Plan {
 	uids, gids, setgroups := nsinit.Mappings(os.Geteuid(), os.Getegid(), -1, -1)
 	abi := host.Probe().LandlockABI
 	return &plan.Plan{
+		Backend: plan.BackendNamespaces,
 		Path:    "/bin/sh",
 		Argv:    []string{"sh", "-c", script},
 		Env:     []string{"PATH=/usr/bin:/bin"},
@@ -51,7 +52,7 @@ func testPlan(t *testing.T, script string) *plan.Plan {
 		KillGrace:     spec.DefaultLimits().KillGrace,
 		Namespaces: &plan.Namespaces{
 			UIDs: uids, GIDs: gids, Setgroups: setgroups,
-			Private:    nsinit.DefaultPrivate,
+			Private:    nsinit.DefaultPrivate(),
 			TmpfsBytes: 1 << 20, Hostname: nsinit.Hostname,
 		},
 	}
@@ -113,7 +114,7 @@ func TestNamespacesFallBack(t *testing.T) {
 	p := testPlan(t, "echo ran")
 	p.Namespaces.Hostname = strings.Repeat("x", 100)
 	core := testPlan(t, "echo core ran")
-	core.Namespaces = nil
+	core.Backend, core.Namespaces = plan.BackendCore, nil
 	before := *p.Namespaces
 	out, err := Run(context.Background(), p, Fallback{Plan: core}, IO{OutputLimit: 1 << 10})
 	if err != nil {

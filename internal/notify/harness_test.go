@@ -18,7 +18,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -36,6 +35,8 @@ import (
 
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
+
+	"github.com/confine-sandbox/confine/internal/testutil"
 )
 
 const (
@@ -83,27 +84,10 @@ func runTests(m *testing.M) int {
 		panic(err)
 	}
 	testBin = filepath.Join(sharedDir, "notify.test")
-	if err := copyFile(self, testBin, 0o755); err != nil {
+	if err := testutil.CopyFile(self, testBin, 0o755); err != nil {
 		panic(err)
 	}
 	return m.Run()
-}
-
-func copyFile(src, dst string, mode os.FileMode) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }
 
 func needRoot(t testing.TB) {

@@ -612,7 +612,7 @@ func FromPlan(p *plan.Plan) Config {
 		WritableRoots: p.WritableRoots,
 		SocketAllow:   p.SocketAllow,
 		Guarded:       p.Guarded,
-		GuardFixed:    p.Namespaces == nil,
+		GuardFixed:    p.Backend == plan.BackendCore,
 		MaxTasks:      p.MaxTasks(),
 	}
 }

@@ -97,9 +97,9 @@ type Layout struct {
 // directory does, the tmpfs mounted on it is private to the namespace.
 var stages = []string{"/tmp", "/mnt", "/dev"}
 
-// DevLinks are the /dev entries every program may expect, as links into
+// devLinks are the /dev entries every program may expect, as links into
 // the process's own /proc.
-var DevLinks = [][2]string{
+var devLinks = [][2]string{
 	{"/dev/fd", "/proc/self/fd"}, {"/dev/stdin", "/proc/self/fd/0"},
 	{"/dev/stdout", "/proc/self/fd/1"}, {"/dev/stderr", "/proc/self/fd/2"},
 }
@@ -177,7 +177,7 @@ func PlanLayout(ns *plan.Namespaces, r Roots, resolve func(string) (string, bool
 			l.Private = append(l.Private, Cover{dir: d})
 		}
 	}
-	for _, dl := range DevLinks {
+	for _, dl := range devLinks {
 		if links[dl[0]] == "" {
 			links[dl[0]] = dl[1]
 		}

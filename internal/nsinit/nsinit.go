@@ -34,11 +34,11 @@ const Flags = unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNS |
 // Hostname is the UTS namespace's host name.
 const Hostname = "confine"
 
-// DefaultPrivate are the directories that get a fresh tmpfs the command
+// DefaultPrivate returns the directories that get a fresh tmpfs the command
 // may write (POSIX shared memory and semaphores live there). Nothing else
 // of the host exists in the mount namespace but the run's roots (see
 // PlanLayout).
-var DefaultPrivate = []string{"/dev/shm"}
+func DefaultPrivate() []string { return []string{"/dev/shm"} }
 
 // reservedPids are the pids the kernel skips when it wraps around
 // (RESERVED_PIDS), also in a PID namespace.

@@ -118,8 +118,44 @@ type Namespaces struct {
 	Bwrap string `json:"bwrap,omitempty"`
 }
 
+// Backend names the backend a plan is for. The provider that configures
+// the plan sets it (provider.Configure); the launcher, the supervisors and
+// the layers ask it, never the plan's shape.
+type Backend string
+
+// The backends, named as their providers are.
+const (
+	BackendCore       Backend = "landlock+seccomp"
+	BackendNamespaces Backend = "landlock+namespaces"
+	BackendBwrap      Backend = "bubblewrap"
+)
+
+// CheckBackend refuses a plan whose Backend is unknown or disagrees with
+// its Namespaces section: the core's plan has none, landlock+namespaces'
+// one without Bwrap, bubblewrap's one with it.
+func (p *Plan) CheckBackend() error {
+	var ok bool
+	switch p.Backend {
+	case BackendCore:
+		ok = p.Namespaces == nil
+	case BackendNamespaces:
+		ok = p.Namespaces != nil && p.Namespaces.Bwrap == ""
+	case BackendBwrap:
+		ok = p.Namespaces != nil && p.Namespaces.Bwrap != ""
+	default:
+		return fmt.Errorf("plan for unknown backend %q", p.Backend)
+	}
+	if !ok {
+		return fmt.Errorf("plan for backend %s has a namespaces section that backend does not use", p.Backend)
+	}
+	return nil
+}
+
 // Plan is one run's launch plan.
 type Plan struct {
+	// Backend is the backend the plan is for.
+	Backend Backend `json:"backend"`
+
 	Path string   `json:"path"`
 	Argv []string `json:"argv"`
 	Env  []string `json:"env"`
@@ -206,6 +242,9 @@ func Read(r io.Reader) (*Plan, error) {
 	}
 	p := new(Plan)
 	if err := json.Unmarshal(b, p); err != nil {
+		return nil, fmt.Errorf("decode plan: %w", err)
+	}
+	if err := p.CheckBackend(); err != nil {
 		return nil, fmt.Errorf("decode plan: %w", err)
 	}
 	return p, nil

@@ -211,7 +211,7 @@ func (core) Available(h host.Info) (bool, string) { return coreAvailable(h) }
 func (core) Automatic() bool                      { return true }
 func (core) Namespaces() bool                     { return false }
 func (core) Layers() []string                     { return append([]string(nil), coreLayers...) }
-func (core) Configure(p *plan.Plan)               { p.Namespaces = nil }
+func (core) Configure(p *plan.Plan)               { p.Backend, p.Namespaces = plan.BackendCore, nil }
 func (core) Ledger() []ledger.Layer               { return []ledger.Layer{ledger.Core} }
 
 // unbuilt is a backend of the seeds' order that confine does not have:
@@ -273,11 +273,12 @@ func (namespaces) Configure(p *plan.Plan) {
 	if p.Rlimits.FSize > 0 && p.Rlimits.FSize < uint64(size) {
 		size = int64(p.Rlimits.FSize)
 	}
+	p.Backend = plan.BackendNamespaces
 	p.Namespaces = &plan.Namespaces{
 		UIDs:       uids,
 		GIDs:       gids,
 		Setgroups:  setgroups,
-		Private:    append([]string(nil), nsinit.DefaultPrivate...),
+		Private:    nsinit.DefaultPrivate(),
 		TmpfsBytes: size,
 		Hostname:   nsinit.Hostname,
 	}
@@ -341,8 +342,9 @@ func (bubblewrap) Configure(p *plan.Plan) {
 	if p.Rlimits.FSize > 0 && p.Rlimits.FSize < uint64(size) {
 		size = int64(p.Rlimits.FSize)
 	}
+	p.Backend = plan.BackendBwrap
 	p.Namespaces = &plan.Namespaces{
-		Private:    append([]string(nil), nsinit.DefaultPrivate...),
+		Private:    nsinit.DefaultPrivate(),
 		TmpfsBytes: size,
 		Hostname:   nsinit.Hostname,
 		Bwrap:      host.Probe().Bwrap,

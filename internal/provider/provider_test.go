@@ -107,18 +107,18 @@ func TestConfigure(t *testing.T) {
 	ns, _ := Lookup("namespaces")
 	p := &plan.Plan{UID: -1, GID: -1, Rlimits: plan.Rlimits{FSize: 64 << 20}}
 	ns.Configure(p)
-	if p.Namespaces == nil || p.Namespaces.TmpfsBytes != 64<<20 || len(p.Namespaces.UIDs) == 0 {
-		t.Fatalf("namespaces plan %+v", p.Namespaces)
+	if p.Namespaces == nil || p.Namespaces.TmpfsBytes != 64<<20 || len(p.Namespaces.UIDs) == 0 || string(p.Backend) != ns.Name() {
+		t.Fatalf("namespaces plan for %q: %+v", p.Backend, p.Namespaces)
 	}
 	bw, _ := Lookup("bwrap")
 	bw.Configure(p)
-	if p.Namespaces == nil || p.Namespaces.TmpfsBytes != 64<<20 || len(p.Namespaces.Private) == 0 {
-		t.Fatalf("bubblewrap plan %+v", p.Namespaces)
+	if p.Namespaces == nil || p.Namespaces.TmpfsBytes != 64<<20 || len(p.Namespaces.Private) == 0 || string(p.Backend) != bw.Name() {
+		t.Fatalf("bubblewrap plan for %q: %+v", p.Backend, p.Namespaces)
 	}
 	core, _ := Lookup("core")
 	core.Configure(p)
-	if p.Namespaces != nil {
-		t.Fatal("the core left namespaces in the plan")
+	if p.Namespaces != nil || string(p.Backend) != core.Name() || p.CheckBackend() != nil {
+		t.Fatalf("the core's plan for %q: namespaces %+v", p.Backend, p.Namespaces)
 	}
 }
 

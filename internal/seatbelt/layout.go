@@ -55,7 +55,7 @@ func (c Canon) Layout(r Roots) (Layout, error) {
 		}
 		l.Writable = append(l.Writable, cp)
 	}
-	l.ReadExec = slices.Clone(SystemReadExec)
+	l.ReadExec = SystemReadExec()
 	for _, p := range r.ReadOnly {
 		cp, err := c.Path(p)
 		if err != nil {

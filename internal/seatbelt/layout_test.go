@@ -31,7 +31,7 @@ func TestLayout(t *testing.T) {
 			t.Errorf("deny lacks %s: %v", d, l.Deny)
 		}
 	}
-	p, err := Generate(l.Spec("/private/var/folders/x1/abc/T/confine-1", Devices))
+	p, err := Generate(l.Spec("/private/var/folders/x1/abc/T/confine-1", Devices()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,15 @@
 package seatbelt
 
-// SystemReadExec are the macOS roots every run may read and execute: the
+import "slices"
+
+// SystemReadExec returns the macOS roots every run may read and execute: the
 // system runtime (the dyld shared cache lives under /System), the Unix
 // userland, and Apple's developer tools. Already canonical. /private/etc
 // is not granted wholesale (it holds sudoers, master.passwd, ssh host
 // keys): only the entries ordinary programs read.
-var SystemReadExec = []string{
+func SystemReadExec() []string { return slices.Clone(systemReadExec) }
+
+var systemReadExec = []string{
 	"/System",
 	"/usr",
 	"/bin",
@@ -27,8 +31,10 @@ var SystemReadExec = []string{
 	"/private/etc/zprofile",
 }
 
-// Devices are the device nodes a run may read and write.
-var Devices = []string{
+// Devices returns the device nodes a run may read and write.
+func Devices() []string { return slices.Clone(devices) }
+
+var devices = []string{
 	"/dev/null",
 	"/dev/zero",
 	"/dev/random",

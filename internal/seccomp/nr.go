@@ -14,7 +14,7 @@ package seccomp
 
 // amd64Nr is from arch/x86/entry/syscalls/syscall_64.tbl (the "common" and
 // "64" ABIs; the x32 numbers are killed by the filter as a whole).
-var amd64Nr = map[string]uint32{
+var amd64Nr = withUnified(map[string]uint32{
 	"ioctl":             16,
 	"socket":            41,
 	"connect":           42,
@@ -82,25 +82,6 @@ var amd64Nr = map[string]uint32{
 	"kexec_file_load":   320,
 	"bpf":               321,
 	"userfaultfd":       323,
-	"io_uring_setup":    425,
-	"io_uring_enter":    426,
-	"io_uring_register": 427,
-	"open_tree":         428,
-	"move_mount":        429,
-	"fsopen":            430,
-	"fsconfig":          431,
-	"fsmount":           432,
-	"fspick":            433,
-	"clone3":            435,
-	"pidfd_getfd":       438,
-	"process_madvise":   440,
-	"mount_setattr":     442,
-	"quotactl_fd":       443,
-	"fchmodat2":         452,
-	"setxattrat":        463,
-	"removexattrat":     466,
-	"open_tree_attr":    467,
-	"file_setattr":      469,
 	// Calls that name another process (proc.go).
 	"kill":               62,
 	"rt_sigaction":       13,
@@ -118,13 +99,11 @@ var amd64Nr = map[string]uint32{
 	"rt_tgsigqueueinfo":  297,
 	"prlimit64":          302,
 	"sched_setattr":      314,
-	"pidfd_send_signal":  424,
-	"process_mrelease":   448,
-}
+})
 
 // arm64Nr is from include/uapi/asm-generic/unistd.h (the generic table that
 // arm64 uses; it lacks the legacy path-based calls superseded by *at ones).
-var arm64Nr = map[string]uint32{
+var arm64Nr = withUnified(map[string]uint32{
 	"setxattr":          5,
 	"lsetxattr":         6,
 	"fsetxattr":         7,
@@ -180,6 +159,30 @@ var arm64Nr = map[string]uint32{
 	"bpf":               280,
 	"userfaultfd":       282,
 	"kexec_file_load":   294,
+	// Calls that name another process (proc.go).
+	"fcntl":              25,
+	"ioprio_set":         30,
+	"sched_setparam":     118,
+	"sched_setscheduler": 119,
+	"sched_setaffinity":  122,
+	"kill":               129,
+	"rt_sigaction":       134,
+	"tkill":              130,
+	"tgkill":             131,
+	"rt_sigqueueinfo":    138,
+	"setpriority":        140,
+	"migrate_pages":      238,
+	"move_pages":         239,
+	"rt_tgsigqueueinfo":  240,
+	"prlimit64":          261,
+	"sched_setattr":      274,
+})
+
+// unifiedNr are the calls numbered from 424 on, where Linux 5.1 unified
+// the tables: such a call has one number on every architecture
+// (syscall_64.tbl and asm-generic/unistd.h agree), so it is written once
+// and merged into each architecture's table.
+var unifiedNr = map[string]uint32{
 	"io_uring_setup":    425,
 	"io_uring_enter":    426,
 	"io_uring_register": 427,
@@ -200,22 +203,14 @@ var arm64Nr = map[string]uint32{
 	"open_tree_attr":    467,
 	"file_setattr":      469,
 	// Calls that name another process (proc.go).
-	"fcntl":              25,
-	"ioprio_set":         30,
-	"sched_setparam":     118,
-	"sched_setscheduler": 119,
-	"sched_setaffinity":  122,
-	"kill":               129,
-	"rt_sigaction":       134,
-	"tkill":              130,
-	"tgkill":             131,
-	"rt_sigqueueinfo":    138,
-	"setpriority":        140,
-	"migrate_pages":      238,
-	"move_pages":         239,
-	"rt_tgsigqueueinfo":  240,
-	"prlimit64":          261,
-	"sched_setattr":      274,
-	"pidfd_send_signal":  424,
-	"process_mrelease":   448,
+	"pidfd_send_signal": 424,
+	"process_mrelease":  448,
+}
+
+// withUnified adds unifiedNr to an architecture's own numbers.
+func withUnified(arch map[string]uint32) map[string]uint32 {
+	for n, nr := range unifiedNr {
+		arch[n] = nr
+	}
+	return arch
 }

@@ -21,3 +21,18 @@ func checkTable(t *testing.T, what string, got, want map[string]uint32) {
 		}
 	}
 }
+
+// Only calls from the unified range (424 on) may be written once for every
+// architecture; each architecture's table then carries them.
+func TestUnifiedNumbers(t *testing.T) {
+	for name, nr := range unifiedNr {
+		if nr < 424 {
+			t.Errorf("unifiedNr[%s] = %d: below 424 the architectures number calls differently", name, nr)
+		}
+		for arch, table := range map[string]map[string]uint32{"amd64": amd64Nr, "arm64": arm64Nr} {
+			if table[name] != nr {
+				t.Errorf("%sNr[%s] = %d, unifiedNr says %d", arch, name, table[name], nr)
+			}
+		}
+	}
+}

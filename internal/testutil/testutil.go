@@ -112,7 +112,7 @@ func SelfBinary(t testing.TB) string {
 			return
 		}
 		binPath = filepath.Join(SharedDir(t), "confine.test")
-		binErr = copyFile(exe, binPath, 0o755)
+		binErr = CopyFile(exe, binPath, 0o755)
 	})
 	if binErr != nil {
 		t.Fatalf("copy test binary: %v", binErr)
@@ -123,13 +123,17 @@ func SelfBinary(t testing.TB) string {
 // CopyExecutable copies src into SharedDir and returns the new path.
 func CopyExecutable(t testing.TB, src string) string {
 	dst := filepath.Join(SharedDir(t), filepath.Base(src))
-	if err := copyFile(src, dst, 0o755); err != nil {
+	if err := CopyFile(src, dst, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	return dst
 }
 
-func copyFile(src, dst string, mode os.FileMode) error {
+// CopyFile copies the regular file src to dst, created (or truncated)
+// with mode. It is the one copy the test harnesses share (escape/,
+// internal/notify's, this package's); the library's seed copy (cache.go)
+// is stricter and separate.
+func CopyFile(src, dst string, mode os.FileMode) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return err
@@ -141,7 +145,7 @@ func copyFile(src, dst string, mode os.FileMode) error {
 	}
 	if _, err := io.Copy(out, in); err != nil {
 		out.Close()
-		return err
+		return fmt.Errorf("copy %s to %s: %w", src, dst, err)
 	}
 	return out.Close()
 }

@@ -47,7 +47,7 @@ func Main() int {
 		fmt.Fprintf(status, "%d %v", 125, err)
 		return 125
 	}
-	if p.Namespaces == nil || p.Namespaces.Bwrap == "" {
+	if p.Backend != plan.BackendBwrap {
 		fmt.Fprintf(status, "%d %s", 125, "bubblewrap's init started for a plan without bubblewrap")
 		return 125
 	}

@@ -74,7 +74,7 @@ func run(ctrl *os.File) *plan.Report {
 	}
 	// The launcher runs the landlock+namespaces and core providers
 	// itself (package launch); only bubblewrap runs under a supervisor.
-	if p.Namespaces == nil || p.Namespaces.Bwrap == "" {
+	if p.Backend != plan.BackendBwrap {
 		return fail(125, "supervisor: only the bubblewrap provider runs under a supervisor")
 	}
 	child, notifyFD, exitPipe, err := startBwrap(p)

@@ -1,0 +1,53 @@
+package plan
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// A plan names its backend, and the name must agree with the plan's
+// namespaces section; a received plan that does not is refused.
+func TestCheckBackend(t *testing.T) {
+	ns := &Namespaces{Hostname: "confine"}
+	bw := &Namespaces{Hostname: "confine", Bwrap: "/usr/bin/bwrap"}
+	for _, tt := range []struct {
+		name    string
+		backend Backend
+		ns      *Namespaces
+		want    string // "": accepted
+	}{
+		{"core", BackendCore, nil, ""},
+		{"namespaces", BackendNamespaces, ns, ""},
+		{"bubblewrap", BackendBwrap, bw, ""},
+		{"no backend", "", nil, "unknown backend"},
+		{"unknown backend", "firecracker", nil, "unknown backend"},
+		{"core with namespaces", BackendCore, ns, "does not use"},
+		{"namespaces without them", BackendNamespaces, nil, "does not use"},
+		{"namespaces with bwrap", BackendNamespaces, bw, "does not use"},
+		{"bubblewrap without bwrap", BackendBwrap, ns, "does not use"},
+		{"bubblewrap without namespaces", BackendBwrap, nil, "does not use"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &Plan{Backend: tt.backend, Namespaces: tt.ns}
+			err := p.CheckBackend()
+			var buf bytes.Buffer
+			if werr := Write(&buf, p); werr != nil {
+				t.Fatal(werr)
+			}
+			_, rerr := Read(&buf)
+			if tt.want == "" {
+				if err != nil || rerr != nil {
+					t.Fatalf("refused: %v; Read: %v", err, rerr)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("CheckBackend = %v, want %q", err, tt.want)
+			}
+			if rerr == nil || !strings.Contains(rerr.Error(), tt.want) {
+				t.Fatalf("Read = %v, want %q", rerr, tt.want)
+			}
+		})
+	}
+}
