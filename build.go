@@ -270,10 +270,11 @@ func (in *inputs) inferDenials(res *spec.CommandResult) {
 }
 
 // credentialLike reports whether p is, or lies in, one of the paths that
-// hold credentials (policy.CredentialPaths) wherever it is: never a grant
-// to suggest.
+// hold credentials (policy.CredentialPathsUnder: a home's .ssh, .netrc,
+// ..., a cargo home's credentials) wherever it is: never a grant to
+// suggest.
 func credentialLike(p string) bool {
-	return slices.ContainsFunc(policy.CredentialPaths(), func(c string) bool {
+	return slices.ContainsFunc(policy.CredentialPathsUnder(filepath.Dir(p)), func(c string) bool {
 		return strings.Contains(p+"/", "/"+c+"/")
 	})
 }
