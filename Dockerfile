@@ -22,6 +22,7 @@ WORKDIR /src
 COPY . .
 # Static (CGO_ENABLED=0): no loader, no libc, so any base runs it.
 RUN go build -trimpath -ldflags=-s -o /out/usr/local/bin/confine ./cmd/confine \
+ && go build -trimpath -ldflags=-s -o /out/usr/local/bin/confine-mcp ./cmd/confine-mcp \
  && mkdir -p /out/usr/local/share/man/man1 /out/work \
  && chmod 1777 /out/work \
  && /out/usr/local/bin/confine man > /out/usr/local/share/man/man1/confine.1 \

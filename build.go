@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/confine-sandbox/confine/internal/ctlpaths"
 	"github.com/confine-sandbox/confine/internal/host"
 	"github.com/confine-sandbox/confine/internal/landlock"
 	"github.com/confine-sandbox/confine/internal/launch"
@@ -48,6 +49,9 @@ type inputs struct {
 	rw, ro   []string
 	optional []string
 	hidden   []string // credential files left out of --ro grants
+	// control are confine's own control surfaces (control.go), which no
+	// grant may cover.
+	control []ctlpaths.Path
 	// guarded are the paths inside the writable roots the persistence
 	// guard keeps read-only (the work tree's .git); see gitGuard.
 	guarded   []string
@@ -69,7 +73,7 @@ type inputs struct {
 
 // validate checks s against prof on h and resolves what every backend
 // shares. It creates nothing.
-func validate(s *spec.CommandSpec, prof policy.Profile, h host.Info, limits spec.Limits, callerEnv envLookup) (*inputs, error) {
+func validate(s *spec.CommandSpec, prof policy.Profile, h host.Info, limits spec.Limits, callerEnv envLookup, control func(runUID int) []ctlpaths.Path) (*inputs, error) {
 	in := &inputs{h: h, prof: prof, limits: limits, uid: -1, gid: -1, callerEnv: callerEnv}
 	worktree, err := canonicalDir(s.Worktree)
 	if err != nil {
@@ -98,10 +102,6 @@ func validate(s *spec.CommandSpec, prof policy.Profile, h host.Info, limits spec
 			return nil, err
 		}
 	}
-	if err := in.roots(s, prof, worktree); err != nil {
-		return nil, err
-	}
-
 	in.runAsRoot = h.EUID == 0
 	if h.EUID == 0 {
 		// Run as whoever owns the worktree, so it stays writable with every
@@ -112,6 +112,12 @@ func validate(s *spec.CommandSpec, prof policy.Profile, h host.Info, limits spec
 		}
 		in.uid, in.gid = int(st.Uid), int(st.Gid)
 		in.runAsRoot = in.uid == 0
+	}
+	if control != nil {
+		in.control = control(in.uid)
+	}
+	if err := in.roots(s, prof, worktree); err != nil {
+		return nil, err
 	}
 	in.pidsOptional = slices.Contains(prof.Waive, policy.GProcesses)
 	in.wantPidsGroup = in.runAsRoot && limits.MaxProcs > 0 && h.PidsCgroupRoot != ""
@@ -137,6 +143,9 @@ func (in *inputs) roots(s *spec.CommandSpec, prof policy.Profile, worktree strin
 	if err := checkWritableRoots(in.rw, prof.Waive); err != nil {
 		return err
 	}
+	if err := checkControl(in.rw, in.control); err != nil {
+		return err
+	}
 	var err error
 	if in.guarded, err = gitGuard(in.rw, prof.Waive); err != nil {
 		return err
@@ -148,7 +157,14 @@ func (in *inputs) roots(s *spec.CommandSpec, prof policy.Profile, worktree strin
 		if err != nil {
 			return fmt.Errorf("%w: read-only root: %v", spec.ErrInvalidSpec, err)
 		}
-		grants, excluded, err := policy.SplitReadGrant(c)
+		var inControl []string
+		for _, p := range in.control {
+			if spec.Within(c, p.Path) {
+				return fmt.Errorf("%w: %s: read-only root %s lies inside its %s %s", spec.ErrUnavailable, controlGuarantee, c, p.What, p.Path)
+			}
+			inControl = append(inControl, p.Path)
+		}
+		grants, excluded, err := policy.SplitReadGrant(c, inControl...)
 		if err != nil {
 			return fmt.Errorf("%w: read-only root: %v", spec.ErrInvalidSpec, err)
 		}
@@ -344,9 +360,13 @@ func (p *planned) describe(res *spec.CommandResult) {
 	res.Backend = p.backend.Name()
 	res.Layers = slices.Clone(p.layers)
 	res.Guarantees = slices.Clone(p.guarantees)
-	res.MemoryBound = "rlimit-data"
-	if p.plan.MemoryCgroup != "" {
+	switch {
+	case p.plan.MemoryCgroup != "":
 		res.MemoryBound = "memory-cgroup"
+	case p.plan.MemoryWatch > 0:
+		res.MemoryBound = "memory-watch"
+	default:
+		res.MemoryBound = "rlimit-data"
 	}
 }
 
@@ -374,20 +394,26 @@ type run struct {
 // backend's, and, unless required forbids leaving it or the core cannot
 // enforce the run's guarantees, the core's to fall back to.
 func (in *inputs) prepare(backend provider.Provider, required bool) (*run, error) {
-	td, err := tmpdir.CreateIn(in.callerEnv.tempDir(), in.uid, in.gid)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", spec.ErrLaunch, err)
+	td := stablePrivate(in.callerEnv, in.prof, in.dir, in.uid, in.rw)
+	if td == nil {
+		var err error
+		if td, err = tmpdir.CreateIn(in.callerEnv.tempDir(), in.uid, in.gid); err != nil {
+			return nil, fmt.Errorf("%w: %v", spec.ErrLaunch, err)
+		}
 	}
+	var err error
 	r := &run{tmp: td}
 	if in.wantPidsGroup {
 		// Created by the launch if the run joins it.
 		r.cgroup = filepath.Join(in.h.PidsCgroupRoot, "confine-"+randHex())
 	}
 	// Without its caches a run is only slower (cold), never less confined.
-	r.caches, _ = cacheDirsFrom(in.callerEnv, in.prof, in.dir, in.uid)
+	if root, err := cacheRoot(in.callerEnv, in.prof, in.dir, in.uid); err == nil && len(in.prof.Caches) > 0 && outsideRoots(root, in.rw) {
+		r.caches, _ = cacheDirsFrom(in.callerEnv, in.prof, in.dir, in.uid)
+	}
 	if own := getEnv(r.caches, "GOCACHE"); own != "" && !hasEnv(in.env, "GOCACHE") && !hasEnv(in.env, "GOCACHEPROG") {
 		// Without it the run's first build in a work directory is cold.
-		r.goProg, _ = startGoCacheProg(in.callerEnv, own, td.Root, in.limits.FileSizeBytes)
+		r.goProg, _ = startGoCacheProg(in.callerEnv, own, td.Scratch(), in.limits.FileSizeBytes)
 	}
 	if in.usesMemoryCgroup() {
 		r.memCgroup = filepath.Join(in.h.MemoryCgroup.Parent, "confine-"+randHex())
@@ -426,7 +452,7 @@ func (in *inputs) build(backend provider.Provider, r *run) (planned, error) {
 	if !hasEnv(env, "TMPDIR") {
 		env = append(env, "TMPDIR="+r.tmp.Tmp)
 	}
-	rw := append(slices.Clone(in.rw), r.tmp.Root)
+	rw := append(slices.Clone(in.rw), r.tmp.Grants()...)
 	ro := slices.Clone(in.ro)
 	for _, c := range r.caches {
 		name, dir, _ := strings.Cut(c, "=")
@@ -470,7 +496,7 @@ func (in *inputs) build(backend provider.Provider, r *run) (planned, error) {
 		PidsCgroup:    r.cgroup,
 		PidsMax:       pidsMax,
 		PidsOptional:  in.pidsOptional,
-		PrivateTmp:    r.tmp.Root,
+		PrivateTmp:    r.tmp.Removable(),
 		WritableRoots: slices.Clone(rw),
 		Guarded:       slices.Clone(in.guarded),
 		WallTime:      in.limits.WallTime,
@@ -491,6 +517,11 @@ func (in *inputs) build(backend provider.Provider, r *run) (planned, error) {
 		// arenas) are far larger than what they touch.
 		p.MemoryCgroup, p.MemoryCgroupV2, p.MemoryMax = r.memCgroup, in.h.MemoryCgroup.V2, in.memoryMax()
 		p.Rlimits.Data = unix.RLIM_INFINITY
+	} else if in.limits.MemoryBytes > 0 {
+		// No cgroup: the launcher watches the tree's memory, and each
+		// process keeps RLIMIT_DATA, which refuses an allocation before
+		// the watch would kill the whole run.
+		p.MemoryWatch = in.limits.MemoryBytes
 	}
 	backend.Configure(p)
 	if p.Backend == plan.BackendCore {
@@ -556,6 +587,8 @@ func layers(prov provider.Provider, p *plan.Plan) []string {
 	}
 	if p.MemoryCgroup != "" {
 		ls = append(ls, "memory-cgroup")
+	} else if p.MemoryWatch > 0 {
+		ls = append(ls, "memory-watch")
 	}
 	if p.UID >= 0 {
 		ls = append(ls, "caps-dropped")

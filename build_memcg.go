@@ -2,6 +2,13 @@
 
 package confine
 
+import "github.com/confine-sandbox/confine/internal/host"
+
+// defaultMemory is a run's memory bound when neither its profile nor its
+// spec sets one: half the machine's RAM, at most the caller's own cgroup
+// limit (host.DefaultMemoryBound); fallback where RAM is unknown.
+func defaultMemory(fallback int64) int64 { return host.DefaultMemoryBound(fallback) }
+
 // usesMemoryCgroup says whether the run gets a memory cgroup of its own.
 // On cgroup v2 a process is in one cgroup only: a run in its memory
 // cgroup is out of its pids cgroup, so that one must bound its tasks too

@@ -16,7 +16,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/confine-sandbox/confine/internal/gocacheprog"
+	"github.com/confine-sandbox/confine/internal/tmpdir"
 	"github.com/confine-sandbox/confine/policy"
+	"github.com/confine-sandbox/confine/spec"
 )
 
 // Warm build caches (policy.Profile.Caches). A recipe's build cache is kept
@@ -51,21 +53,10 @@ func cacheDirsFrom(env envLookup, prof policy.Profile, worktree string, uid int)
 	if len(prof.Caches) == 0 {
 		return nil, nil
 	}
-	if uid >= 0 && uid != os.Geteuid() {
-		// The launcher's cache directory is not the command's user's to
-		// reach (root's home is 0700).
-		return nil, fmt.Errorf("%w: the command runs as uid %d, not as the launcher", errNoCache, uid)
+	root, err := cacheRoot(env, prof, worktree, uid)
+	if err != nil {
+		return nil, err
 	}
-	base := env.get(cacheRootEnv)
-	if base == "" {
-		d, err := env.userCacheDir()
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", errNoCache, err)
-		}
-		base = filepath.Join(d, "confine", "caches")
-	}
-	sum := sha256.Sum256([]byte(worktree))
-	root := filepath.Join(base, prof.Name+"-"+hex.EncodeToString(sum[:8]))
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, fmt.Errorf("%w: %v", errNoCache, err)
 	}
@@ -89,6 +80,86 @@ func cacheDirsFrom(env envLookup, prof policy.Profile, worktree string, uid int)
 		out = append(out, name+"="+dir)
 	}
 	return out, nil
+}
+
+// cacheRoot is the directory of the warm caches of prof's runs in
+// worktree whose command runs as uid (-1: the launcher's own), which no run
+// is granted: under $CONFINE_CACHE_DIR, or the caller's cache directory's
+// confine/caches, one per profile and work directory (a hash of its path).
+// The caller's cache directory is its own (per uid); a command of another
+// uid gets none (errNoCache).
+func cacheRoot(env envLookup, prof policy.Profile, worktree string, uid int) (string, error) {
+	if uid >= 0 && uid != os.Geteuid() {
+		// The launcher's cache directory is not the command's user's to
+		// reach (root's home is 0700).
+		return "", fmt.Errorf("%w: the command runs as uid %d, not as the launcher", errNoCache, uid)
+	}
+	base := env.get(cacheRootEnv)
+	if base == "" {
+		d, err := env.userCacheDir()
+		if err != nil {
+			return "", fmt.Errorf("%w: %v", errNoCache, err)
+		}
+		base = filepath.Join(d, "confine", "caches")
+	}
+	sum := sha256.Sum256([]byte(worktree))
+	return filepath.Join(base, prof.Name+"-"+hex.EncodeToString(sum[:8])), nil
+}
+
+// privateName is the stable private directory (HOME and TMPDIR) inside a
+// cache root, beside the caches (stablePrivate refuses a profile whose
+// cache entry takes the name).
+const privateName = ".private"
+
+// stablePrivate is the stable private directory (tmpdir.Stable) of a run
+// of prof in worktree as uid, where prof keeps warm caches: the run's
+// $HOME and $TMPDIR then keep their paths from run to run in that work
+// directory, so that the toolchains' own result caches, which key on
+// them (go test's), hit. nil where prof has no caches, the command runs
+// as another uid, the directory lies inside one of the run's writable
+// roots rw (a work directory that holds the cache directory, such as the
+// home directory: the run could then replace it, or reach another's), or
+// another run in the same work directory holds it: that run then gets a
+// private directory of its own, as every run of a profile without caches
+// does.
+func stablePrivate(env envLookup, prof policy.Profile, worktree string, uid int, rw []string) *tmpdir.Dir {
+	if len(prof.Caches) == 0 {
+		return nil
+	}
+	for _, c := range prof.Caches {
+		if _, sub, _ := strings.Cut(c, "="); sub == privateName {
+			return nil
+		}
+	}
+	root, err := cacheRoot(env, prof, worktree, uid)
+	if err != nil || !outsideRoots(root, rw) {
+		return nil
+	}
+	d, err := tmpdir.Stable(filepath.Join(root, privateName))
+	if err != nil {
+		return nil
+	}
+	return d
+}
+
+// outsideRoots creates the cache root dir (0700) and says whether it lies
+// outside every writable root of a run (rw, resolved): a run granted a
+// directory that holds it (a work directory that is the home directory)
+// could replace what is in it, and reach other work directories'.
+func outsideRoots(dir string, rw []string) bool {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return false
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return false
+	}
+	for _, r := range rw {
+		if spec.Within(real, r) {
+			return false
+		}
+	}
+	return true
 }
 
 // cacheSeeds fill a new cache, once, when it is created, from the caller's

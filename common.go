@@ -14,8 +14,14 @@ import (
 	"github.com/confine-sandbox/confine/spec"
 )
 
+// mergeLimits is the run's limits: the spec's where set, else the
+// profile's, else the defaults; memory's default is the host's
+// (defaultMemory), not a fixed size.
 func mergeLimits(prof, s spec.Limits) spec.Limits {
 	l := prof.WithDefaults()
+	if prof.MemoryBytes == 0 && s.MemoryBytes == 0 {
+		l.MemoryBytes = defaultMemory(l.MemoryBytes)
+	}
 	set := func(dst *int64, v int64) {
 		if v != 0 {
 			*dst = v

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/confine-sandbox/confine/internal/ctlpaths"
 	"github.com/confine-sandbox/confine/internal/host"
 	"github.com/confine-sandbox/confine/internal/launch"
 	"github.com/confine-sandbox/confine/internal/persist"
@@ -44,7 +45,7 @@ const BackendBubblewrap = provider.Bubblewrap
 // init); Init turns such a re-execution into that helper and never
 // returns there, and returns at once in the program's own start. Without
 // it RunCommand refuses (spec.ErrLaunch).
-func Init() { launch.Dispatch() }
+func Init() { launch.Init() }
 
 // hostileTier lets a tier 3 profile through admission: the provider
 // selection refuses it, naming the microVM backend it would need.
@@ -62,7 +63,8 @@ func (l *Launcher) launch(ctx context.Context, c *policy.Cap, prof policy.Profil
 		// Only a run that asks for bwrap pays for starting it once.
 		h = host.ProbeBwrap(h)
 	}
-	in, err := validate(&s, prof, h, limits, l.callerEnv())
+	ce := l.callerEnv()
+	in, err := validate(&s, prof, h, limits, ce, func(runUID int) []ctlpaths.Path { return l.controlPaths(ce, runUID) })
 	if err != nil {
 		return err
 	}
@@ -103,8 +105,14 @@ func (l *Launcher) launch(ctx context.Context, c *policy.Cap, prof policy.Profil
 	detached := false
 	defer func() {
 		run.stopGoProg()
-		if !detached {
+		switch {
+		case !detached:
 			run.cleanup()
+		case run.tmp.Stable():
+			// The tree is gone; the init's janitor removes the rest. A
+			// stable directory is emptied and released here, before the
+			// next run in this work directory may take it.
+			run.tmp.Remove()
 		}
 	}()
 	res.PathOmitted = in.omitted
@@ -184,6 +192,7 @@ func reported(res *spec.CommandResult, r plan.Report) error {
 	res.Denials = r.Denials
 	res.Usage = spec.Usage{UserCPU: r.UserCPU, SysCPU: r.SysCPU, MaxRSSKB: r.MaxRSSKB, PeakMemoryBytes: r.MemoryPeak}
 	res.OOMKilled = r.OOMKilled
+	res.MemoryLimitKilled = r.OOMKilled || r.MemoryOver
 	return nil
 }
 

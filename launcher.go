@@ -69,6 +69,10 @@ type Launcher struct {
 	// serve) sets it so that nothing of its own environment reaches a
 	// command.
 	CallerEnv func(name string) (string, bool)
+	// ControlPaths are further paths of confine's own control plane no
+	// run may reach, besides the defaults (docs/control-plane.md): a
+	// server's socket directory, a key file named on the command line.
+	ControlPaths []string
 }
 
 // NewLauncher returns a Launcher that runs at most maxConcurrent commands at

@@ -97,6 +97,9 @@ func (l *Launcher) record(c *policy.Cap, prof policy.Profile, s spec.CommandSpec
 	e.SetResult(res)
 	if prof.Name != "" {
 		e.Profile, e.Tier = prof.Name, int(prof.Tier)
+		// The limits the run had: the profile's, and the host's default
+		// memory bound, which SetSpec cannot know.
+		e.Limits = mergeLimits(prof.Limits, s.Limits)
 	} else if c != nil {
 		e.Profile = c.Profile()
 	}

@@ -125,3 +125,7 @@ func (l *Launcher) launch(ctx context.Context, c *policy.Cap, prof policy.Profil
 	res.Usage = out.Usage
 	return nil
 }
+
+// defaultMemory is a run's memory bound when neither its profile nor its
+// spec sets one: the built-in default on macOS.
+func defaultMemory(fallback int64) int64 { return fallback }

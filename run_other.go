@@ -24,3 +24,7 @@ const NoBackendMessage = "confine has no native sandbox backend on this operatin
 func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.CommandSpec) (spec.CommandResult, error) {
 	return spec.CommandResult{}, fmt.Errorf("%w: %w (%s): %s", spec.ErrUnavailable, spec.ErrUnsupportedOS, runtime.GOOS, NoBackendMessage)
 }
+
+// defaultMemory is a run's memory bound when neither its profile nor its
+// spec sets one: nothing runs here, so the fallback stands.
+func defaultMemory(fallback int64) int64 { return fallback }

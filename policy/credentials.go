@@ -30,10 +30,17 @@ var cargoHomeCredentials = []string{"credentials.toml", "credentials"}
 // siblings one by one, down every directory that leads to an X. Symlinks
 // among those siblings are not granted (a rule would land on the link's
 // target). Entries created in those directories later are not covered by
-// any grant.
-func SplitReadGrant(root string) (grants, excluded []string, err error) {
+// any grant. extra are further absolute paths inside root to leave out
+// (confine's own control surfaces, internal/ctlpaths), whether or not
+// they exist yet.
+func SplitReadGrant(root string, extra ...string) (grants, excluded []string, err error) {
 	rel := CredentialPathsUnder(root)
 	var secrets []string
+	for _, p := range extra {
+		if spec.Within(p, root) && p != root {
+			secrets = append(secrets, p) // a missing one: its place stays ungranted
+		}
+	}
 	for _, r := range rel {
 		p := filepath.Join(root, r)
 		if _, err := os.Lstat(p); err != nil {
@@ -50,6 +57,7 @@ func SplitReadGrant(root string) (grants, excluded []string, err error) {
 		return []string{root}, nil, nil
 	}
 	sort.Strings(secrets)
+	secrets = slices.Compact(secrets)
 	grants, err = split(root, secrets)
 	if err != nil {
 		return nil, nil, fmt.Errorf("re-deny credentials under %s: %w", root, err)

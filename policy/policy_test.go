@@ -18,14 +18,18 @@ func TestSplitReadGrant(t *testing.T) {
 		root     string
 		grants   []string
 		excluded []string
+		extra    []string // absolute paths to leave out too (confine's control plane), relative to base here
 	}{
-		{"no secrets", []string{"a/x", "b"}, "", []string{""}, nil},
-		{"top-level npmrc", []string{".npmrc", "src/main.js", "pkg.json"}, "", []string{"pkg.json", "src"}, []string{".npmrc"}},
-		{"nested docker config", []string{".docker/config.json", ".docker/other", "z"}, "", []string{".docker/other", "z"}, []string{".docker/config.json"}},
-		{"cargo home", []string{"credentials.toml", "registry/cache/x", "bin/cargo"}, ".cargo", []string{".cargo/bin", ".cargo/registry"}, []string{".cargo/credentials.toml"}},
-		{"home with ssh and aws", []string{".ssh/id_ed25519", ".aws/credentials", "code/x"}, "", []string{"code"}, []string{".aws", ".ssh"}},
-		{"symlinks are not granted", []string{".npmrc", "code/x", "@etc->/etc", "@notes.txt->.npmrc"}, "", []string{"code"}, []string{".npmrc"}},
-		{"dotfile-managed secret", []string{"dotfiles/npmrc", "dotfiles/vimrc", "@.npmrc->dotfiles/npmrc"}, "", []string{"dotfiles/vimrc"}, []string{".npmrc", "dotfiles/npmrc"}},
+		{"no secrets", []string{"a/x", "b"}, "", []string{""}, nil, nil},
+		{"top-level npmrc", []string{".npmrc", "src/main.js", "pkg.json"}, "", []string{"pkg.json", "src"}, []string{".npmrc"}, nil},
+		{"nested docker config", []string{".docker/config.json", ".docker/other", "z"}, "", []string{".docker/other", "z"}, []string{".docker/config.json"}, nil},
+		{"cargo home", []string{"credentials.toml", "registry/cache/x", "bin/cargo"}, ".cargo", []string{".cargo/bin", ".cargo/registry"}, []string{".cargo/credentials.toml"}, nil},
+		{"home with ssh and aws", []string{".ssh/id_ed25519", ".aws/credentials", "code/x"}, "", []string{"code"}, []string{".aws", ".ssh"}, nil},
+		{"symlinks are not granted", []string{".npmrc", "code/x", "@etc->/etc", "@notes.txt->.npmrc"}, "", []string{"code"}, []string{".npmrc"}, nil},
+		{"dotfile-managed secret", []string{"dotfiles/npmrc", "dotfiles/vimrc", "@.npmrc->dotfiles/npmrc"}, "", []string{"dotfiles/vimrc"}, []string{".npmrc", "dotfiles/npmrc"}, nil},
+		{"confine's config dir", []string{".config/confine/cap.key", ".config/gh/config.yml", "code/x"}, "", []string{".config/gh", "code"}, []string{".config/confine"}, []string{".config/confine"}},
+		{"confine's state dir not made yet", []string{".local/share/x", "code/x"}, "", []string{".local/share", "code"}, []string{".local/state/confine"}, []string{".local/state/confine"}},
+		{"a control path outside the root", []string{"code/x"}, "", []string{""}, nil, []string{"../elsewhere/confine"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -46,7 +50,11 @@ func TestSplitReadGrant(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			grants, excluded, err := SplitReadGrant(root)
+			var extra []string
+			for _, e := range tt.extra {
+				extra = append(extra, filepath.Join(base, e))
+			}
+			grants, excluded, err := SplitReadGrant(root, extra...)
 			if err != nil {
 				t.Fatal(err)
 			}

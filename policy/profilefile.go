@@ -336,8 +336,29 @@ func (d *decoder) profile(root *node) Profile {
 			}
 		}
 	}
-	waives := func(g string) bool { return contains(p.Waive, g) }
+	d.identity(&p, k)
+	d.network(&p, k)
+	d.roots(&p, k)
+	d.devices(&p, k)
+	if n := k["require_namespaces"]; n != nil {
+		if b, ok := n.val.(bool); ok && n.kids == nil {
+			p.RequireNamespaces = b
+		} else {
+			d.fail(n.line, "require_namespaces", "want a boolean, got %s", nodeType(n))
+		}
+	}
+	d.hostOps(&p, k)
+	if n := k["env"]; n != nil {
+		p.Env = d.env(n)
+	}
+	if n := k["limits"]; n != nil {
+		p.Limits = d.limits(n)
+	}
+	return p
+}
 
+// identity decodes name, description and tier.
+func (d *decoder) identity(p *Profile, k map[string]*node) {
 	if n := k["name"]; n != nil {
 		if p.Name = d.string(n, "name"); n.kids == nil {
 			if _, ok := n.val.(string); ok {
@@ -362,6 +383,10 @@ func (d *decoder) profile(root *node) Profile {
 			}
 		}
 	}
+}
+
+// network decodes network and the [allowlist] it may ask for.
+func (d *decoder) network(p *Profile, k map[string]*node) {
 	if n := k["network"]; n != nil {
 		switch v := d.string(n, "network"); v {
 		case "":
@@ -383,10 +408,15 @@ func (d *decoder) profile(root *node) Profile {
 			p.Allowlist = d.allowlist(n)
 		}
 	}
+}
+
+// roots decodes read_exec and writable, which the waivers (decoded first)
+// may widen.
+func (d *decoder) roots(p *Profile, k map[string]*node) {
 	if n := k["read_exec"]; n != nil {
 		p.ReadExec = d.paths(n, "read_exec")
 		for i, r := range p.ReadExec {
-			if r == "/" && !waives(GFSRead) {
+			if r == "/" && !contains(p.Waive, GFSRead) {
 				d.fail(n.line, fmt.Sprintf("read_exec[%d]", i), "\"/\" would make every file readable; waive %s to allow it", GFSRead)
 			}
 		}
@@ -395,7 +425,7 @@ func (d *decoder) profile(root *node) Profile {
 		p.Writable = d.paths(n, "writable")
 		for i, w := range p.Writable {
 			key := fmt.Sprintf("writable[%d]", i)
-			if msg := systemOverlap(w); msg != "" && !waives(GFSWrite) {
+			if msg := systemOverlap(w); msg != "" && !contains(p.Waive, GFSWrite) {
 				d.fail(n.line, key, "%s; waive %s to allow it", msg, GFSWrite)
 			}
 			for j, r := range p.ReadExec {
@@ -408,6 +438,10 @@ func (d *decoder) profile(root *node) Profile {
 			}
 		}
 	}
+}
+
+// devices decodes devices: the defaults plus what the file adds.
+func (d *decoder) devices(p *Profile, k map[string]*node) {
 	if n := k["devices"]; n != nil {
 		devs := d.paths(n, "devices")
 		for i, dev := range devs {
@@ -428,13 +462,10 @@ func (d *decoder) profile(root *node) Profile {
 	} else {
 		p.Devices = append([]string(nil), DefaultDevices()...)
 	}
-	if n := k["require_namespaces"]; n != nil {
-		if b, ok := n.val.(bool); ok && n.kids == nil {
-			p.RequireNamespaces = b
-		} else {
-			d.fail(n.line, "require_namespaces", "want a boolean, got %s", nodeType(n))
-		}
-	}
+}
+
+// hostOps decodes host_ops, which only a tier 1 profile may list.
+func (d *decoder) hostOps(p *Profile, k map[string]*node) {
 	if n := k["host_ops"]; n != nil {
 		p.HostOps = d.strings(n, "host_ops")
 		for i, o := range p.HostOps {
@@ -446,13 +477,6 @@ func (d *decoder) profile(root *node) Profile {
 			d.fail(n.line, "host_ops", "host operations belong to a tier 1 profile (this one is tier %d)", p.Tier)
 		}
 	}
-	if n := k["env"]; n != nil {
-		p.Env = d.env(n)
-	}
-	if n := k["limits"]; n != nil {
-		p.Limits = d.limits(n)
-	}
-	return p
 }
 
 func isBuiltin(name string) bool {

@@ -71,8 +71,9 @@ type Usage struct {
 	UserCPU  time.Duration `json:"user_cpu_ns"`
 	SysCPU   time.Duration `json:"sys_cpu_ns"`
 	MaxRSSKB int64         `json:"max_rss_kb"`
-	// PeakMemoryBytes is the whole tree's peak memory use, where a memory
-	// cgroup bounded the run (0 otherwise).
+	// PeakMemoryBytes is the whole tree's peak memory use: as the memory
+	// cgroup recorded it, or the memory watch's highest sample (0
+	// otherwise).
 	PeakMemoryBytes int64 `json:"peak_memory_bytes,omitempty"`
 }
 
@@ -175,8 +176,16 @@ type CommandResult struct {
 	// the run's memory bound (its memory cgroup); Signal alone would only
 	// say SIGKILL.
 	OOMKilled bool `json:"oom_killed,omitempty"`
+	// MemoryLimitKilled says the run reached its memory bound and was
+	// stopped for it: under a memory cgroup the kernel killed a process
+	// (OOMKilled too); under the memory watch the launcher killed the
+	// whole tree.
+	MemoryLimitKilled bool `json:"memory_limit_killed,omitempty"`
 	// MemoryBound names what bounded the run's memory: "memory-cgroup"
-	// (the whole tree) or "rlimit-data" (each process on its own).
+	// (the whole tree, by the kernel), "memory-watch" (the whole tree,
+	// by the launcher sampling its processes' resident memory, where no
+	// memory cgroup can be made) or "rlimit-data" (each process on its
+	// own).
 	MemoryBound string `json:"memory_bound,omitempty"`
 	Usage       Usage  `json:"usage"`
 	// Backend names the confinement backend (provider) that ran the

@@ -114,11 +114,12 @@ func containAlternates(root *hostop.Root, objects string, depth int) error {
 
 // withheld are git's messages that quote what it read from a file, with
 // the part to keep: whatever check let such a file through, its content
-// never reaches the caller.
-var withheld = []*regexp.Regexp{
-	regexp.MustCompile(`^(.*unexpected line in [^:]*):.*$`),
-	regexp.MustCompile(`^(.*(?:bad|invalid|unexpected|broken|malformed) [^:]*(?:content|line|contents)[^:]*):.*$`),
-	regexp.MustCompile(`^(.*object directory) .* (does not exist; check .*alternates)$`),
+// never reaches the caller. Compiled on first use (lazyRE): every
+// confine start would pay for them otherwise.
+var withheld = []func() *regexp.Regexp{
+	lazyRE(`^(.*unexpected line in [^:]*):.*$`),
+	lazyRE(`^(.*(?:bad|invalid|unexpected|broken|malformed) [^:]*(?:content|line|contents)[^:]*):.*$`),
+	lazyRE(`^(.*object directory) .* (does not exist; check .*alternates)$`),
 }
 
 // sanitize is git's stderr as the caller sees it: each line matching a
@@ -137,7 +138,7 @@ func sanitize(b []byte, shadowDir string) []byte {
 			s = strings.ReplaceAll(s, shadowDir, ".git")
 		}
 		for _, re := range withheld {
-			if m := re.FindStringSubmatchIndex(s); m != nil {
+			if m := re().FindStringSubmatchIndex(s); m != nil {
 				keep := s[m[2]:m[3]]
 				if len(m) > 4 && m[4] >= 0 {
 					keep += " [...] " + s[m[4]:m[5]]

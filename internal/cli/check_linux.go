@@ -155,7 +155,7 @@ func printCheck(w io.Writer, h host.Info, sel provider.Selection, runAsRoot bool
 	fmt.Fprintf(w, "bubblewrap:       %s\n", bw)
 	fmt.Fprintf(w, "cgroup v2 deleg.: %s\n", yn(h.CgroupV2))
 	fmt.Fprintf(w, "pids cgroup:      %s\n", orNone(h.PidsCgroupRoot))
-	mc := "none: each process is bounded on its own (RLIMIT_DATA)"
+	mc := "none: the launcher's memory watch bounds the whole tree (it samples the processes' resident memory), RLIMIT_DATA each process"
 	if h.MemoryCgroup.Parent != "" {
 		mc = h.MemoryCgroup.Parent + " (a child per run bounds the whole tree"
 		if h.MemoryCgroup.Cap > 0 {
@@ -165,6 +165,7 @@ func printCheck(w io.Writer, h host.Info, sel provider.Selection, runAsRoot bool
 		mc += ")"
 	}
 	fmt.Fprintf(w, "memory cgroup:    %s\n", mc)
+	fmt.Fprintf(w, "default memory:   %d MiB (half of RAM, at most the caller's cgroup limit)\n", host.DefaultMemoryBound(spec.DefaultLimits().MemoryBytes)>>20)
 	fmt.Fprintf(w, "io_uring present: %s (denied inside the sandbox)\n", yn(h.IOUring))
 	fmt.Fprintf(w, "command runs as:  %s\n\nguarantees:\n", runsAs(h, runAsRoot))
 	printDecisions(w, as)

@@ -184,6 +184,9 @@ func versionFrom(linked string, bi *debug.BuildInfo) string {
 }
 
 type runOpts struct {
+	// control are control paths beyond the defaults no run may reach
+	// (a server's socket directory; see controlPaths).
+	control          []string
 	workdir, profile string
 	eventLog         string
 	backend          string
@@ -268,7 +271,7 @@ is gone when confine returns. Its environment is built from scratch.`,
 	f.Var(durFlag{&o.limits.CPUTime}, "cpu-time", "CPU time limit per process (default 10m)")
 	f.Var(durFlag{&o.limits.KillGrace}, "kill-grace", "time between SIGTERM and SIGKILL when the run is ended (default 2s)")
 	f.Var(sizeFlag{&o.limits.OutputBytes}, "output-limit", "bytes kept per output stream, head and tail (default 1MiB; also bounds live output when given)")
-	f.Var(sizeFlag{&o.limits.MemoryBytes}, "memory", "memory bound: the whole tree's (a memory cgroup of the run) where one can be made, else each process's data segment (RLIMIT_DATA); the result's memory_bound says which (default 8GiB)")
+	f.Var(sizeFlag{&o.limits.MemoryBytes}, "memory", "memory bound for the whole tree: a memory cgroup of the run where one can be made, else the launcher's memory watch, and RLIMIT_DATA per process; the result's memory_bound says which (default: half of RAM, at most the caller's cgroup limit)")
 	f.Var(sizeFlag{&o.limits.FileSizeBytes}, "max-file-size", "largest file the command may write (default 8GiB)")
 	f.Int64Var(&procs, "max-procs", 0, "process limit (default 1024)")
 	f.Var(sizeFlag{&o.limits.OpenFiles}, "max-open-files", "open file limit (default 4096)")
@@ -453,6 +456,7 @@ func (o *runOpts) execute(ctx context.Context, p *prepared, stdin io.Reader, std
 	}
 	// The CLI exits right after: the run's init may clean up behind it.
 	l := &confine.Launcher{Stdin: stdin, EventLog: p.logPath, Backend: o.backend, DetachCleanup: true, CallerEnv: callerEnv,
+		ControlPaths: o.controlPaths(),
 		// A silent audit gap is worse than noise.
 		EventLogError: func(err error) { fmt.Fprintf(stderr, "confine: %v\n", err) }}
 	if !o.json || o.resultOut != nil {
@@ -462,6 +466,18 @@ func (o *runOpts) execute(ctx context.Context, p *prepared, stdin io.Reader, std
 		}
 	}
 	return l.RunCommand(ctx, c, p.spec)
+}
+
+// controlPaths are the run's control paths beyond the library's
+// defaults: the key file named by --cap-key and what o.control holds.
+func (o *runOpts) controlPaths() []string {
+	out := append([]string(nil), o.control...)
+	if o.capKey != "" {
+		if a, err := filepath.Abs(o.capKey); err == nil {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // runError maps a failed run to the CLI's exit status and message.
@@ -522,9 +538,13 @@ func (o *runOpts) finish(res spec.CommandResult, err error, logSkipped string, s
 			}
 		}
 	}
-	if res.OOMKilled && !o.json {
+	if res.MemoryLimitKilled && !o.json {
 		// Otherwise a bare SIGKILL (exit 137) with no word of why.
-		fmt.Fprintln(stderr, "confine: the run reached its memory bound (--memory, for the whole tree); the kernel killed a process of it (oom_killed)")
+		if res.OOMKilled {
+			fmt.Fprintln(stderr, "confine: the run reached its memory bound (--memory, for the whole tree); the kernel killed a process of it (oom_killed)")
+		} else {
+			fmt.Fprintln(stderr, "confine: the run reached its memory bound (--memory, for the whole tree); confine killed the whole run (memory_limit_killed)")
+		}
 	}
 	switch {
 	case res.TimedOut:

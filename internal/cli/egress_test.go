@@ -40,7 +40,7 @@ func TestRunEgressAllowlist(t *testing.T) {
 			wd := testutil.Workdir(t, u.UID)
 			ca := filepath.Join(wd, "ca.pem")
 			prof := filepath.Join(wd, "net.toml")
-			logPath := filepath.Join(wd, "events.jsonl")
+			logPath := filepath.Join(testutil.Workdir(t, u.UID), "events.jsonl") // not in a writable root
 			for _, f := range []struct {
 				path string
 				data string
@@ -153,7 +153,10 @@ func TestRunEgressApproval(t *testing.T) {
 	for _, u := range testutil.Users(t) {
 		t.Run(u.Name, func(t *testing.T) {
 			wd := testutil.Workdir(t, u.UID)
-			ca, prof, logPath, key := filepath.Join(wd, "ca.pem"), filepath.Join(wd, "net.toml"), filepath.Join(wd, "events.jsonl"), filepath.Join(wd, "cap.key")
+			// The log and the key lie outside the work directory: a run
+			// refuses a writable root that holds them.
+			state := testutil.Workdir(t, u.UID)
+			ca, prof, logPath, key := filepath.Join(wd, "ca.pem"), filepath.Join(wd, "net.toml"), filepath.Join(state, "events.jsonl"), filepath.Join(state, "cap.key")
 			profile := "name = \"net\"\nnetwork = \"allowlist\"\n[allowlist]\nspecial_addresses = [\"127.0.0.1/32\"]\n[allowlist.resolve]\n\"denied.test\" = [\"127.0.0.1\"]\n"
 			for _, f := range [][2]string{{ca, string(srv.CAPEM)}, {prof, profile}} {
 				if err := os.WriteFile(f[0], []byte(f[1]), 0o644); err != nil {

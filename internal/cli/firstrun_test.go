@@ -26,14 +26,17 @@ func TestEventLogFirstRun(t *testing.T) {
 	for _, u := range testutil.Users(t) {
 		t.Run(u.Name, func(t *testing.T) {
 			wd := testutil.Workdir(t, u.UID)
+			// Confine's files lie outside the work directory: a run
+			// refuses a writable root that holds them.
+			aux := testutil.Workdir(t, u.UID)
 			// A regular file where a directory would have to be: no uid,
 			// root included, can create the log beneath it.
-			blocker := filepath.Join(wd, "blocker")
+			blocker := filepath.Join(aux, "blocker")
 			if err := os.WriteFile(blocker, nil, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			state := filepath.Join(wd, "state")
-			key := filepath.Join(wd, "cap.key")
+			state := filepath.Join(aux, "state")
+			key := filepath.Join(aux, "cap.key")
 			if r := cli(t, u, wd, "cap", "keygen", "--cap-key", key); r.Code != 0 {
 				t.Fatalf("cap keygen: %d %s", r.Code, r.Stderr)
 			}

@@ -19,7 +19,7 @@ With run --json, stdout is one JSON object: the result, or, when confine refused
 	{Heading: "Environment", Items: []manpage.Item{
 		{Term: "CONFINE_EVENT_LOG", Text: `The event log, as --event-log ("off" disables). A log named here or by --event-log that cannot be written refuses the run.`},
 		{Term: "XDG_STATE_HOME, HOME", Text: `The default event log is $XDG_STATE_HOME/confine/events.jsonl, else HOME/.local/state/confine/events.jsonl, HOME being $HOME or, when that is unset, the home directory the user database gives the user. When none is known or the file cannot be written, the run is not recorded and its result says why (event_log_skipped; on stderr with --verbose).`},
-		{Term: "XDG_CONFIG_HOME", Text: `The capability key is $XDG_CONFIG_HOME/confine/cap.key, else ~/.config/confine/cap.key.`},
+		{Term: "XDG_CONFIG_HOME", Text: `The capability key is $XDG_CONFIG_HOME/confine/cap.key, else ~/.config/confine/cap.key. A run whose writable roots hold confine's config or state directory, its event log or key file, or a server's socket directory is refused; read-only roots are granted around them.`},
 	}},
 }
 

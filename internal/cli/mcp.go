@@ -13,16 +13,19 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
-	"github.com/confine-sandbox/confine/internal/mcpserver"
+	"github.com/confine-sandbox/confine/internal/mcpserver/mcpconfig"
+	"github.com/confine-sandbox/confine/internal/serve"
 	"github.com/confine-sandbox/confine/policy"
 	"github.com/confine-sandbox/confine/spec"
 )
@@ -40,6 +43,47 @@ type mcpOpts struct {
 	listen, tokenFile string
 }
 
+// MCPServer is a configured MCP server (package mcpserver's Server).
+type MCPServer interface {
+	// RunStdio serves one client on standard input and output.
+	RunStdio(ctx context.Context) error
+	// HTTPHandler is the streamable HTTP transport behind token.
+	HTTPHandler(token string) (http.Handler, error)
+}
+
+// NewMCPServer builds `confine mcp`'s server. A main that links the MCP
+// SDK sets it (cmd/confine-mcp, package mcpserver's tests); the confine
+// binary leaves it nil, so that the SDK's package initialisation and
+// size cost no run (docs/performance-launch.md), and its `confine mcp`
+// executes confine-mcp instead.
+var NewMCPServer func(mcpconfig.Config) (MCPServer, error)
+
+// MCPBinary is the program `confine mcp` executes when this binary has no
+// MCP server: looked up beside the running executable, then in PATH.
+const MCPBinary = "confine-mcp"
+
+// execMCP replaces this process with MCPBinary, passing args (this
+// process's command line, as Main was given it) on: the same process,
+// standard streams and environment.
+func execMCP(args []string) error {
+	path := ""
+	if self, err := os.Executable(); err == nil {
+		if p := filepath.Join(filepath.Dir(self), MCPBinary); unix.Access(p, unix.X_OK) == nil {
+			path = p
+		}
+	}
+	if path == "" {
+		p, err := exec.LookPath(MCPBinary)
+		if err != nil {
+			return &exitError{ExitConfine, fmt.Sprintf("mcp: this confine binary has no MCP server and %s is neither beside it nor in PATH "+
+				"(build it: CGO_ENABLED=0 go build -o %s ./cmd/confine-mcp)", MCPBinary, MCPBinary)}
+		}
+		path = p
+	}
+	err := syscall.Exec(path, append([]string{MCPBinary}, args...), os.Environ())
+	return &exitError{ExitConfine, fmt.Sprintf("mcp: exec %s: %v", path, err)}
+}
+
 func newMCP(stderr io.Writer) *cobra.Command {
 	o := &mcpOpts{}
 	cmd := &cobra.Command{
@@ -55,6 +99,9 @@ can add no root, waiver or allowlist entry. Every call is one event-log
 record (task id: the MCP session, job id: the request id). See docs/mcp.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if NewMCPServer == nil {
+				return execMCP(os.Args[1:])
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 			defer stop()
 			srv, closeFn, err := o.server(stderr)
@@ -65,7 +112,7 @@ record (task id: the MCP session, job id: the request id). See docs/mcp.md.`,
 			if o.listen != "" {
 				return o.serveHTTP(ctx, srv, stderr)
 			}
-			if err := srv.Run(ctx, &mcp.StdioTransport{}); err != nil && !errors.Is(err, context.Canceled) {
+			if err := srv.RunStdio(ctx); err != nil && !errors.Is(err, context.Canceled) {
 				return &exitError{ExitConfine, "mcp: " + err.Error()}
 			}
 			return nil
@@ -92,17 +139,17 @@ record (task id: the MCP session, job id: the request id). See docs/mcp.md.`,
 }
 
 // server builds the MCP server from the flags; closeFn releases its root.
-func (o *mcpOpts) server(stderr io.Writer) (*mcpserver.Server, func(), error) {
+func (o *mcpOpts) server(stderr io.Writer) (MCPServer, func(), error) {
 	hostFlags := &hostOpts{root: o.root, profile: o.hostProfile, eventLog: o.eventLog}
 	h, err := hostFlags.host(stderr)
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg := mcpserver.Config{Host: h, Backend: o.backend, AgentEnv: o.agentEnv, Limits: o.limits}
+	cfg := mcpconfig.Config{Host: h, Backend: o.backend, AgentEnv: o.agentEnv, Limits: o.limits}
 	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
 		cfg.Version = bi.Main.Version
 	}
-	fail := func(err error) (*mcpserver.Server, func(), error) {
+	fail := func(err error) (MCPServer, func(), error) {
 		h.Close()
 		return nil, nil, err
 	}
@@ -143,6 +190,13 @@ func (o *mcpOpts) server(stderr io.Writer) (*mcpserver.Server, func(), error) {
 			fmt.Fprintf(stderr, "confine: environment: left out %v (refused by the sanitiser)\n", skipped)
 		}
 		cfg.RunCap, cfg.RunProfile, cfg.Env = c, prof, env
+		// The key, the listening socket and its bearer token are this
+		// server's control plane: no run may reach them.
+		for _, p := range []string{keyPath, o.listen, o.tokenFile} {
+			if a, err := filepath.Abs(p); err == nil && p != "" {
+				cfg.ControlPaths = append(cfg.ControlPaths, a)
+			}
+		}
 		cfg.ApproveHint = "confine approve REQUEST_ID"
 		if h.EventLog != "" {
 			cfg.ApproveHint += " --event-log " + h.EventLog
@@ -153,7 +207,7 @@ func (o *mcpOpts) server(stderr io.Writer) (*mcpserver.Server, func(), error) {
 			cfg.ApproveHint += " (needs a capability key: `confine cap keygen`, then restart confine mcp so it verifies grants)"
 		}
 	}
-	srv, err := mcpserver.New(cfg)
+	srv, err := NewMCPServer(cfg)
 	if err != nil {
 		return fail(err)
 	}
@@ -162,7 +216,7 @@ func (o *mcpOpts) server(stderr io.Writer) (*mcpserver.Server, func(), error) {
 
 // serveHTTP serves the streamable HTTP transport on the unix socket
 // o.listen until ctx ends; every request needs the bearer token.
-func (o *mcpOpts) serveHTTP(ctx context.Context, srv *mcpserver.Server, stderr io.Writer) error {
+func (o *mcpOpts) serveHTTP(ctx context.Context, srv MCPServer, stderr io.Writer) error {
 	if o.tokenFile == "" {
 		return &exitError{ExitConfine, "--listen needs --token-file (the bearer token clients send)"}
 	}
@@ -180,10 +234,14 @@ func (o *mcpOpts) serveHTTP(ctx context.Context, srv *mcpserver.Server, stderr i
 		}
 		_ = os.Remove(o.listen) // a stale socket of an earlier server
 	}
-	ln, err := net.Listen("unix", o.listen)
+	uln, err := net.ListenUnix("unix", &net.UnixAddr{Name: o.listen, Net: "unix"})
 	if err != nil {
 		return &exitError{ExitConfine, fmt.Sprintf("--listen: %v", err)}
 	}
+	// A client inside a confined run is refused as by confine serve.
+	ln := serve.PeerCheckedListener{UnixListener: uln, Refused: func(err error) {
+		fmt.Fprintf(stderr, "confine: mcp: %v\n", err)
+	}}
 	if err := os.Chmod(o.listen, 0o600); err != nil {
 		ln.Close()
 		return &exitError{ExitConfine, fmt.Sprintf("--listen: %v", err)}

@@ -46,8 +46,8 @@ print("held %d killed %d" % (held, killed), flush=True)
 // Where a run gets a memory cgroup, --memory bounds the whole tree: 64
 // processes of 8 MiB do not fit in 256 MiB, the kernel kills some, the
 // result says oom_killed and its peak is the bound. Where none can be made
-// (read-only cgroups, as in Docker) the bound is per process, and the
-// result says so.
+// (read-only cgroups, as in Docker) the launcher's memory watch ends the
+// whole run once the tree passes the bound, and the result says so.
 func TestMemoryBoundsTheTree(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skipf("not applicable on this host: python3 missing (%v)", err)
@@ -66,7 +66,7 @@ func TestMemoryBoundsTheTree(t *testing.T) {
 		bound string
 	}{
 		{"cgroup", nil, "memory-cgroup"},
-		{"read-only-cgroups", []string{testutil.ReadOnlyCgroupEnv + "=1"}, "rlimit-data"},
+		{"read-only-cgroups", []string{testutil.ReadOnlyCgroupEnv + "=1"}, "memory-watch"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			u := testutil.Users(t)[0]
@@ -114,14 +114,27 @@ func TestMemoryBoundsTheTree(t *testing.T) {
 				if p.Code != 128+9 || !strings.Contains(p.Stderr, "oom_killed") {
 					t.Fatalf("exit %d, stderr %q: want 137 and the OOM kill named", p.Code, p.Stderr)
 				}
-			case "rlimit-data":
-				// Per process: every holder fits, and the result says the
-				// bound is per process rather than claiming the tree.
-				if res.OOMKilled || !strings.Contains(out, "held 64 killed 0") {
-					t.Fatalf("the per-process bound should let 64 x 8 MiB through: %s", diag)
+			case "memory-watch":
+				// The whole run is ended at the bound: the reporter with
+				// the holders, so nothing is printed.
+				if !res.MemoryLimitKilled || res.OOMKilled || res.Signal != 9 || strings.Contains(out, "held 64") {
+					t.Fatalf("the memory watch should end the whole run at 256 MiB: %s", diag)
 				}
-				if !strings.Contains(mech, "RLIMIT_DATA") || !strings.Contains(mech, "per process") {
-					t.Fatalf("bounded-resources says %q: it must name RLIMIT_DATA and say it is per process", mech)
+				// It sampled the tree above the bound, by at most what the
+				// tree allocated in one interval (docs/memory-bound.md).
+				if res.Usage.PeakMemoryBytes <= 256<<20 {
+					t.Fatalf("peak_memory_bytes %d: the sample that ended the run must be above the bound: %s", res.Usage.PeakMemoryBytes, diag)
+				}
+				if !strings.HasPrefix(mech, "memory watch") {
+					t.Fatalf("bounded-resources says %q: it must name the memory watch", mech)
+				}
+				t.Logf("stopped at a sample of %d MiB (bound 256 MiB)", res.Usage.PeakMemoryBytes>>20)
+				// Without --json a person is told why the run died (shared
+				// memory, which RLIMIT_DATA does not refuse).
+				p := testutil.CLI{Bin: testutil.SelfBinary(t), UID: u.UID, Dir: wd, Env: tc.env,
+					Args: []string{"run", "--memory", "64MiB", "--", "python3", "-c", "import mmap\nm = mmap.mmap(-1, 256 << 20)\nfor _ in range(256): m.write(bytes(1 << 20))"}}.Run(t)
+				if p.Code != 128+9 || !strings.Contains(p.Stderr, "memory_limit_killed") {
+					t.Fatalf("exit %d, stderr %q: want 137 and the memory kill named", p.Code, p.Stderr)
 				}
 			}
 		})

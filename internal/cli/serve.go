@@ -157,10 +157,23 @@ func serverRefusal(res spec.CommandResult, err error) *serve.Refusal {
 // (runOpts.execute), with the caller's environment, descriptors and
 // working directory taken from the request, never the server's.
 func serveHandler(ctx context.Context, req *serve.Request, files serve.Files) serve.Response {
+	return handleRequest(ctx, req, files, nil)
+}
+
+// serveHandlerFor is serveHandler for a server whose own control paths
+// (its socket's directory) no run it starts may reach.
+func serveHandlerFor(control ...string) serve.Handler {
+	return func(ctx context.Context, req *serve.Request, files serve.Files) serve.Response {
+		return handleRequest(ctx, req, files, control)
+	}
+}
+
+func handleRequest(ctx context.Context, req *serve.Request, files serve.Files, control []string) serve.Response {
 	o, p, callerEnv, err := fromRequest(req)
 	if err != nil {
 		return serve.Response{Error: serverRefusal(spec.CommandResult{}, err)}
 	}
+	o.control = control
 	var stdin io.Reader
 	if files.Stdin != nil {
 		stdin = files.Stdin
@@ -284,7 +297,10 @@ commands. The socket is $XDG_RUNTIME_DIR/confine/serve.sock (without
 XDG_RUNTIME_DIR: /tmp/confine-UID/serve.sock), mode 0600, in a directory of
 this uid with mode 0700 (created when missing; --socket's must exist);
 any other directory is refused. Every client's uid is checked
-(SO_PEERCRED) and must be this process's. A run goes through the same
+(SO_PEERCRED) and must be this process's; a client inside a confined run,
+or supervising one, is refused (docs/control-plane.md), and no run it
+starts may have the socket's directory in a writable root. A run goes
+through the same
 library path as "confine run", with the caller's environment values,
 PATH, working directory and descriptors, never the server's; a client
 that hangs up ends its run (the whole tree). At most --max-runs run at
@@ -313,6 +329,7 @@ flight.`,
 			if err != nil {
 				return confineFailed(err)
 			}
+			s.Handler = serveHandlerFor(filepath.Dir(s.Socket))
 			fmt.Fprintf(stderr, "confine: serving uid %d at %s\n", os.Geteuid(), s.Socket)
 			if err := s.Serve(ctx, ln); err != nil {
 				return confineFailed(err)

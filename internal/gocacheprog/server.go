@@ -9,7 +9,7 @@
 // of inputs it holds.
 //
 // go starts its GOCACHEPROG as a child, inside the sandbox, so that child
-// is only a relay (Relay, run by launch.Dispatch under the name Arg0) that
+// is only a relay (Relay, run by launch.Init under the name Arg0) that
 // connects to the server's unix socket beside it and copies bytes. The
 // server writes into the run's cache directory, which the run can change
 // under it, only through a descriptor of that directory with

@@ -356,3 +356,92 @@ func ReadMemoryStats(mc MemoryCgroup, dir string) (MemoryStats, error) {
 	}
 	return s, nil
 }
+
+// DefaultMemoryShare is the share of the machine's RAM a run may hold by
+// default: 1/DefaultMemoryShare of MemTotal.
+const DefaultMemoryShare = 2
+
+// DefaultMemoryBound is a run's memory bound when neither its profile
+// nor its spec sets one: half the machine's RAM, and never more than the
+// caller's own memory cgroups allow (a run bounded above its caller would
+// be OOM-killed with the caller, rather than stopped at its own bound).
+// fallback is returned where MemTotal cannot be read.
+func DefaultMemoryBound(fallback int64) int64 {
+	return defaultMemoryBound("/proc/meminfo", "/proc/self/cgroup", "/proc/self/mountinfo", fallback)
+}
+
+func defaultMemoryBound(meminfo, cgroupFile, mountinfo string, fallback int64) int64 {
+	b := fallback
+	if total := memTotal(meminfo); total > 0 {
+		b = total / DefaultMemoryShare
+	}
+	if c := CallerMemoryLimit(cgroupFile, mountinfo); c > 0 && c < b {
+		b = c
+	}
+	return b
+}
+
+// memTotal reads MemTotal from a meminfo file, in bytes (0: unknown).
+func memTotal(path string) int64 {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "MemTotal:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return 0
+}
+
+// unboundedMemory: a cgroup limit at or above it means none (v1 writes
+// the largest page-aligned int64 for "no limit").
+const unboundedMemory = 1 << 62
+
+// CallerMemoryLimit is the smallest memory limit of the cgroups the
+// process of cgroupFile is in, from its own cgroup up to the root its
+// mounts show (memory.max on v2, memory.limit_in_bytes on v1, on every
+// mount of either): 0 when none is bounded or none can be read. In a
+// container with its own cgroup namespace that root is the container's
+// cgroup, whose limit is the container's.
+func CallerMemoryLimit(cgroupFile, mountinfo string) int64 {
+	own, err := ownCgroups(cgroupFile)
+	if err != nil {
+		return 0
+	}
+	mounts, err := cgroupMounts(mountinfo)
+	if err != nil {
+		return 0
+	}
+	var limit int64
+	for _, m := range mounts {
+		key, file := "memory", "memory.limit_in_bytes"
+		if m.v2 {
+			key, file = "", "memory.max"
+		}
+		rel, ok := own[key]
+		if !ok {
+			continue
+		}
+		sub, err := filepath.Rel(m.root, rel)
+		if err != nil || strings.HasPrefix(sub, "..") {
+			continue
+		}
+		for d := filepath.Join(m.point, sub); ; d = filepath.Dir(d) {
+			if b, err := os.ReadFile(filepath.Join(d, file)); err == nil {
+				v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+				if err == nil && v > 0 && v < unboundedMemory && (limit == 0 || v < limit) {
+					limit = v
+				}
+			}
+			if d == m.point || !strings.HasPrefix(d, m.point+"/") {
+				break
+			}
+		}
+	}
+	return limit
+}

@@ -90,7 +90,7 @@ type direct struct {
 	stdin, stdinW                *os.File
 	sockParent, sockChild        *os.File
 	fds                          program.FDs
-	b                            *program.Built
+	b                            *program.Prepared
 	pid, listener                int
 	runInit                      *notify.Init
 	keepProg, detach, privileged bool
@@ -159,7 +159,7 @@ func (d *direct) open() error {
 	d.fds.Status, d.fds.Exit, d.fds.Sync = int(d.statusW.Fd()), int(d.exitW.Fd()), int(d.syncR.Fd())
 	if p.PrivateTmp != "" {
 		// The janitor reaches the private directory through its parent
-		// (see program.Built.janitor), which the namespace's covers hide.
+		// (see program.Prepared.janitor), which the namespace's covers hide.
 		if f, err := os.OpenFile(filepath.Dir(p.PrivateTmp), unix.O_PATH|unix.O_DIRECTORY, 0); err == nil {
 			d.closers = append(d.closers, f)
 			d.fds.Janitor = int(f.Fd())
@@ -226,7 +226,7 @@ func (d *direct) prepare() (*landlock.Ruleset, error) {
 		return fail(fmt.Errorf("%w: seccomp: %v", spec.ErrLaunch, err))
 	}
 	d.privileged = program.Privileged()
-	var b *program.Built
+	var b *program.Prepared
 	if d.ns {
 		layout := nsinit.PlanLayout(p.Namespaces, nsinit.PlanRoots(p), func(path string) (string, bool) {
 			r := rs.Resolved[path]
@@ -237,9 +237,9 @@ func (d *direct) prepare() (*landlock.Ruleset, error) {
 			return fail(&errNamespaces{host.ExplainNamespaceFailure("namespace set-up failed: " + lerr.Error())})
 		}
 		d.private = program.PrivateRules(rs, layout)
-		b, err = program.Namespaced(p, d.fds, rs, layout, filter)
+		b, err = program.ForNamespaces(p, d.fds, rs, layout, filter)
 	} else {
-		b, err = program.Subreaped(p, d.fds, filter, d.privileged, selfExe)
+		b, err = program.ForCore(p, d.fds, filter, d.privileged, selfExe)
 	}
 	if err != nil {
 		return fail(fmt.Errorf("%w: %v", spec.ErrLaunch, err))
@@ -398,7 +398,7 @@ func (d *direct) supervise(ctx context.Context) (*Outcome, error) {
 		rep.SysCPU = time.Duration(w.Usage.Stime.Nano())
 		rep.MaxRSSKB = w.Usage.Maxrss
 	}
-	if ms, err := memoryStats(d.p); err == nil {
+	if ms, err := memoryStats(d.p); err == nil && d.p.MemoryCgroup != "" {
 		rep.MemoryPeak, rep.OOMKilled = ms.Peak, ms.OOMKills > 0
 	}
 	// Read: a detached init's janitor may remove the memory cgroup now.
@@ -454,6 +454,9 @@ func (d *direct) wait(ctx context.Context, rep *plan.Report, events <-chan event
 	if d.ns {
 		sup.End = proctree.EndNamespace(pid, p.KillGrace)
 	}
+	if p.MemoryWatch > 0 {
+		sup.Memory = proctree.WatchMemory(pid, p.MemoryWatch)
+	}
 	var w proctree.Exit
 	var r reported
 	exited, reportDone := false, false
@@ -475,6 +478,7 @@ func (d *direct) wait(ctx context.Context, rep *plan.Report, events <-chan event
 		return exited && reportDone || reportDone && r.ok && (d.detach || !d.joined)
 	})
 	rep.TimedOut, rep.Cancelled, rep.Killed = sup.TimedOut, sup.Cancelled, sup.Killed
+	rep.MemoryOver, rep.MemoryPeak = sup.OverMemory, sup.Memory.Peak()
 	return w, r, exited
 }
 

@@ -7,7 +7,7 @@
 // bounded memory, relays cancellation and collects the report.
 //
 // Any binary that links this package can act as its own reaper,
-// bubblewrap supervisor and init: Dispatch, which main calls through
+// bubblewrap supervisor and init: Init, which main calls through
 // confine.Init, turns it into the one its argv[0] names.
 package launch
 
@@ -35,17 +35,17 @@ import (
 	"github.com/confine-sandbox/confine/spec"
 )
 
-// dispatched records that Dispatch ran: a run re-executes its own program
+// dispatched records that Init ran: a run re-executes its own program
 // as the reaper or the bubblewrap supervisor and init, and a program that
 // never dispatches would start its own main in their place.
 var dispatched atomic.Bool
 
-// Dispatch turns this process into the run helper its argv[0] names (the
+// Init turns this process into the run helper its argv[0] names (the
 // reaper, the bubblewrap supervisor, bubblewrap's init and its confining re-exec) and
 // never returns then; otherwise it returns at once. confine.Init calls it
 // first thing in main, as runc's init does, so helpers never reach the
 // host program's own code.
-func Dispatch() {
+func Init() {
 	dispatched.Store(true)
 	if len(os.Args) == 0 {
 		return
@@ -65,7 +65,7 @@ func Dispatch() {
 	}
 }
 
-// ErrNoInit is returned by Run in a program that never called Dispatch
+// ErrNoInit is returned by Run in a program that never called Init
 // (confine.Init): its re-executions as a run's helpers would run its main.
 var ErrNoInit = errors.New("confine.Init() was not called at the start of main")
 

@@ -4,6 +4,7 @@ package launch
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -65,13 +66,13 @@ func needUserNS(t *testing.T) {
 }
 
 func TestMain(m *testing.M) {
-	Dispatch()
+	Init()
 	os.Exit(m.Run())
 }
 
 // A program that never dispatched is refused: its re-executions as a
 // run's helpers would otherwise run its own main.
-func TestRunNeedsDispatch(t *testing.T) {
+func TestRunNeedsInit(t *testing.T) {
 	dispatched.Store(false)
 	defer dispatched.Store(true)
 	_, err := Run(context.Background(), &plan.Plan{}, Fallback{}, IO{})
@@ -144,4 +145,52 @@ func TestNamespacesFallBack(t *testing.T) {
 			t.Fatalf("%+v: start %d %q, stdout %q", tt.fb, r.StartCode, r.StartErr, out.Stdout.Head)
 		}
 	}
+}
+
+// Nothing writes to a plan once it is built: a run under each backend
+// leaves the plan it was given, and its fallback, exactly as they were.
+func TestRunLeavesThePlanAlone(t *testing.T) {
+	for _, backend := range []plan.Backend{plan.BackendCore, plan.BackendNamespaces, plan.BackendBwrap} {
+		t.Run(string(backend), func(t *testing.T) {
+			p := testPlan(t, "echo ran")
+			switch backend {
+			case plan.BackendCore:
+				p.Backend, p.Namespaces = plan.BackendCore, nil
+			case plan.BackendNamespaces:
+				needUserNS(t)
+			case plan.BackendBwrap:
+				h := host.ProbeBwrap(host.Probe())
+				if ok, why := h.Bwrap != "" && h.BwrapErr == "", h.BwrapErr; !ok {
+					t.Skipf("not applicable on this host: bubblewrap cannot run here (%q, %s)", h.Bwrap, why)
+				}
+				p.Backend = plan.BackendBwrap
+				p.Namespaces = &plan.Namespaces{Private: nsinit.DefaultPrivate(), TmpfsBytes: 1 << 20, Hostname: nsinit.Hostname, Bwrap: h.Bwrap}
+			}
+			fb := testPlan(t, "echo fallback ran")
+			fb.Backend, fb.Namespaces = plan.BackendCore, nil
+			before, beforeFB := mustJSON(t, p), mustJSON(t, fb)
+			out, err := Run(context.Background(), p, Fallback{Plan: fb}, IO{OutputLimit: 1 << 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(out.Stdout.Head) != "ran\n" || out.Ran != p {
+				t.Fatalf("stdout %q (start %q), ran the fallback: %v", out.Stdout.Head, out.Report.StartErr, out.Ran == fb)
+			}
+			if after := mustJSON(t, p); after != before {
+				t.Errorf("the plan changed during the run:\nbefore %s\nafter  %s", before, after)
+			}
+			if after := mustJSON(t, fb); after != beforeFB {
+				t.Errorf("the fallback plan changed during the run:\nbefore %s\nafter  %s", beforeFB, after)
+			}
+		})
+	}
+}
+
+func mustJSON(t *testing.T, p *plan.Plan) string {
+	t.Helper()
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

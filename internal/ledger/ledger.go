@@ -418,10 +418,11 @@ var table = []Guarantee{
 		Name:    policy.GCredentials,
 		Promise: "credential files inside granted directories stay unreadable",
 		Mechanisms: []Mechanism{
-			core("{landlock}: credential files inside read-only roots are left out of the grant; a writable root holding one is refused"),
+			core("{landlock}: credential files inside read-only roots are left out of the grant; a writable root holding one is refused; confine's own control plane (its config and state directories with the capability key and the event log, the default server socket directories, the run's event log and key file, a server's own socket directory), resolved from the caller's and the launcher's environment and the user database, is never granted: left out of read-only roots, a writable root covering or inside it refused, whatever the profile waives"),
 			sb("Seatbelt: every credential path under each read root denied after the grants (the last matching rule wins), present or not, and a symlinked one's target; a writable root holding one is refused"),
 		},
-		Vectors: []string{"read-credential-in-ro-root/*", "read-credential-ro-cargo-home", "read-credential-symlink*", "read-credential-in-workdir/*"},
+		Vectors: []string{"read-credential-in-ro-root/*", "read-credential-ro-cargo-home", "read-credential-symlink*", "read-credential-in-workdir/*",
+			"ctl-read-*", "ctl-write-*", "ctl-plant-*"},
 	},
 	{
 		Name:    policy.GNoInheritedFDs,
@@ -505,13 +506,13 @@ var table = []Guarantee{
 			// address on them), datagram sockets are refused, and
 			// the handler refuses every abstract address: this holds
 			// at every Landlock ABI.
-			coreSC("seccomp user notification on connect: the launcher connects only to pathname sockets inside writable roots (or granted) and refuses every abstract address; unix datagram sockets refused, so sendto/sendmsg cannot name a peer; where pidfd_getfd is refused (Docker), the launcher connects a fresh socket of the task's type and installs it over the task's descriptor (SECCOMP_IOCTL_NOTIF_ADDFD), bound sockets refused"),
+			coreSC("seccomp user notification on connect: the launcher connects only to pathname sockets inside writable roots (or granted) and refuses every abstract address; unix datagram sockets refused, so sendto/sendmsg cannot name a peer; where pidfd_getfd is refused (Docker), the launcher connects a fresh socket of the task's type and installs it over the task's descriptor (SECCOMP_IOCTL_NOTIF_ADDFD), bound sockets refused; confine's own server refuses a client inside a run, wherever its socket lies: one with no_new_privs and more seccomp filters than the server, or one holding a seccomp listener (the supervisor connecting for its command), checked through SO_PEERPIDFD"),
 			plus(feat(core("{landlock} abstract-socket scope"), landlock.FeatScope)),
 			plus(ns("network namespace (abstract sockets are per namespace) and mount namespace (the host's /run, /tmp and /dev/shm absent)")),
 			plus(bw("bubblewrap network namespace (abstract sockets are per namespace) and mount namespace (the host's /run, /tmp and /dev/shm absent)")),
 			sb("Seatbelt: (deny network*) refuses connecting to any unix socket (macOS has no abstract ones)"),
 		},
-		Vectors: []string{"abstract-unix", "unix-connect-outside", "unix-dgram-outside"},
+		Vectors: []string{"abstract-unix", "unix-connect-outside", "unix-dgram-outside", "ctl-serve-*"},
 	},
 	{
 		Name:    policy.GSignals,
@@ -555,10 +556,10 @@ var table = []Guarantee{
 		Name:    policy.GResources,
 		Promise: "bounded wall time, CPU time, memory, file size, open files and output",
 		Mechanisms: []Mechanism{
-			// Where no cgroup can be made the memory bound is per process
-			// and counts only private writable memory: said, not hidden.
+			// Where no cgroup can be made the launcher bounds the tree by
+			// sampling it: what it does not count is said, not hidden.
 			{Layer: Core, Sufficient: true, MemoryCgroup: true, Text: "memory cgroup of the run (a child of the launcher's own; on cgroup v2 beside it, in the nearest ancestor the launcher may write, and never above its own memory.max; not under bubblewrap): the whole tree's memory at --memory (anonymous, shared and tmpfs pages, page cache; swap not allowed), an OOM kill reported as oom_killed, the peak as peak_memory_bytes; rlimits: CPU, file size, open files, core=0; wall timeout; bounded capture"},
-			{Layer: Core, Sufficient: true, UnlessMemoryCgroup: true, Text: "RLIMIT_DATA: each process's private writable memory at --memory (per process, not the run as a whole; reservations made with PROT_NONE, shared mappings and tmpfs files are not counted); rlimits: CPU, file size, open files, core=0; wall timeout; bounded capture"},
+			{Layer: Core, Sufficient: true, UnlessMemoryCgroup: true, Text: "memory watch (no memory cgroup can be made here): the launcher samples the resident memory of every process of the run (anonymous, shared-memory and swapped-out pages; RSS, so a shared page counts once per process that maps it) every 10 to 200 ms, more often near the bound, and kills the whole run once the sum passes --memory (memory_limit_killed; it may pass by what the tree allocates in one interval); memory-backed files (tmpfs, memfd) the tree holds open count whole; a tmpfs file no process holds open, pipe buffers and socket queues are not counted; each process also at --memory by RLIMIT_DATA; rlimits: CPU, file size, open files, core=0; wall timeout; bounded capture"},
 		},
 		Vectors: []string{"memory-bomb-*"},
 	},

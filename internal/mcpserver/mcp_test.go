@@ -19,11 +19,13 @@ import (
 	confine "github.com/confine-sandbox/confine"
 	"github.com/confine-sandbox/confine/internal/cli"
 	"github.com/confine-sandbox/confine/internal/eventlog"
+	"github.com/confine-sandbox/confine/internal/mcpserver"
 	"github.com/confine-sandbox/confine/internal/testutil"
 )
 
 func TestMain(m *testing.M) {
 	confine.Init()
+	mcpserver.Register()
 	testutil.WrapContainer(false)
 	if os.Getenv(testutil.CLIEnv) == "1" {
 		os.Exit(cli.Main(os.Args[1:], os.Stdout, os.Stderr))

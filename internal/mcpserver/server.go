@@ -26,38 +26,15 @@ import (
 
 	confine "github.com/confine-sandbox/confine"
 	"github.com/confine-sandbox/confine/hostop"
+	"github.com/confine-sandbox/confine/internal/cli"
 	"github.com/confine-sandbox/confine/internal/eventlog"
-	"github.com/confine-sandbox/confine/policy"
+	"github.com/confine-sandbox/confine/internal/mcpserver/mcpconfig"
 	"github.com/confine-sandbox/confine/spec"
 )
 
-// Config is what the operator fixes at server start.
-type Config struct {
-	// Host performs the Tier 1 tools on the root (required). Its EventLog
-	// is the log every tool call is recorded in.
-	Host *hostop.Host
-	// RunCap authorises run_command under RunProfile; nil leaves the
-	// tool out.
-	RunCap     *policy.Cap
-	RunProfile policy.Profile
-	// Backend is the run backend ("" or "auto": the library's choice).
-	Backend string
-	// ReadOnly and ReadWrite are the operator's extra roots of every run.
-	ReadOnly, ReadWrite []string
-	// Env is every run's environment, built by the operator's side.
-	Env []string
-	// AgentEnv names the variables a call may set (on top of Env); their
-	// values still pass the profile's sanitiser.
-	AgentEnv []string
-	// Limits bound every run; Limits.WallTime is also the longest
-	// timeout a call may ask for.
-	Limits spec.Limits
-	// ApproveHint is the command line a human runs to grant a refused
-	// connection, with REQUEST_ID standing for the request.
-	ApproveHint string
-	// Version is reported to clients.
-	Version string
-}
+// Config is what the operator fixes at server start (package mcpconfig,
+// which the confine binary links without the MCP SDK).
+type Config = mcpconfig.Config
 
 // ErrRefused: a tool argument the server refuses before anything runs.
 var ErrRefused = errors.New("refused by the MCP server")
@@ -104,6 +81,12 @@ func (s *Server) MCP() *mcp.Server { return s.srv }
 // disconnects or ctx ends.
 func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 	return s.srv.Run(ctx, idTransport{t})
+}
+
+// RunStdio serves one client on standard input and output until it
+// disconnects or ctx ends.
+func (s *Server) RunStdio(ctx context.Context) error {
+	return s.Run(ctx, &mcp.StdioTransport{})
 }
 
 // auditMiddleware makes sure every tools/call is recorded once: a call the
@@ -270,7 +253,7 @@ func (w progressStream) Write(b []byte) (int, error) {
 // launcher is a fresh launcher for one run (live output is per run).
 func (s *Server) launcher() *confine.Launcher {
 	h := s.cfg.Host
-	return &confine.Launcher{EventLog: h.EventLog, EventLogError: h.EventLogError, Backend: s.cfg.Backend}
+	return &confine.Launcher{EventLog: h.EventLog, EventLogError: h.EventLogError, Backend: s.cfg.Backend, ControlPaths: s.cfg.ControlPaths}
 }
 
 // maxTimeout is the longest timeout a call may ask for.
@@ -279,4 +262,10 @@ func (s *Server) maxTimeout() time.Duration {
 		return s.cfg.Limits.WallTime
 	}
 	return spec.DefaultLimits().WallTime
+}
+
+// Register makes this server `confine mcp`'s (cli.NewMCPServer), for the
+// mains that link it: cmd/confine-mcp and this package's tests.
+func Register() {
+	cli.NewMCPServer = func(c Config) (cli.MCPServer, error) { return New(c) }
 }

@@ -182,6 +182,11 @@ type Plan struct {
 	MemoryCgroup   string `json:"memory_cgroup,omitempty"`
 	MemoryCgroupV2 bool   `json:"memory_cgroup_v2,omitempty"`
 	MemoryMax      int64  `json:"memory_max,omitempty"`
+	// MemoryWatch, when positive, bounds the tree's summed memory where
+	// there is no memory cgroup: the supervision samples it
+	// (proctree.WatchMemory) and kills the whole run once it passes
+	// MemoryWatch bytes (Report.MemoryOver).
+	MemoryWatch int64 `json:"memory_watch,omitempty"`
 	// PrivateTmp is the run's private directory; the supervisor removes
 	// it, and the cgroup, once the tree is gone (also when the launcher
 	// died and cannot).
@@ -273,6 +278,10 @@ type Report struct {
 	// for reaching the cgroup's bound.
 	MemoryPeak int64 `json:"memory_peak,omitempty"`
 	OOMKilled  bool  `json:"oom_killed,omitempty"`
+	// MemoryOver says the memory watch (Plan.MemoryWatch) saw the tree
+	// above its bound and killed it; MemoryPeak is then its highest
+	// sample.
+	MemoryOver bool `json:"memory_over,omitempty"`
 
 	// Denials are the latest refusals by the metadata/connect supervisor.
 	Denials []spec.Denial `json:"denials,omitempty"`

@@ -143,6 +143,7 @@ var isolated = map[string]bool{
 	// The OOM kill of the attempting process is the expected outcome.
 	"memory-bomb-tree":   true,
 	"memory-bomb-shared": true,
+	"memory-bomb-memfd":  true,
 }
 
 // vectors is the table of subcommands. It is filled in init because the
@@ -168,6 +169,7 @@ func init() {
 		"unix-connect":   {"PATH", 1, 1, vUnixConnect},
 		"unix-dgram":     {"PATH", 1, 1, vUnixDgram},
 		"inherited-fd":   {"FD", 1, 1, vInheritedFD},
+		"serve-run":      {"SOCKET WORKTREE TARGET", 3, 3, vServeRun},
 
 		// processes
 		"kill":             {"PID", 1, 1, vKill},
@@ -229,6 +231,7 @@ func init() {
 		"memory-bomb":        {"MIB", 1, 1, vMemoryBomb},
 		"memory-bomb-tree":   {"N MIB", 2, 2, vMemoryBombTree},
 		"memory-bomb-shared": {"MIB", 1, 1, vMemoryBombShared},
+		"memory-bomb-memfd":  {"MIB", 1, 1, vMemoryBombMemfd},
 		"reserve":            {"GIB COMMIT-MIB", 2, 2, vReserve},
 		"env-dump":           {"[CANARY...]", 0, -1, vEnvDump},
 		"sleep-forever":      {"", 0, 0, vSleepForever},

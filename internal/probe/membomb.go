@@ -148,6 +148,32 @@ func vMemoryBombShared(args []string) result {
 	return escaped("allocated and touched %d MiB of shared memory", mib)
 }
 
+// vMemoryBombMemfd writes MIB MiB into a memfd with write(), 1 MiB at a
+// time, and never maps it: memory in no process's RSS, which RLIMIT_DATA
+// does not count either (a file on a tmpfs held open is the same). Runs
+// isolated.
+func vMemoryBombMemfd(args []string) result {
+	mib, err := strconv.Atoi(args[0])
+	if err != nil || mib < 1 || mib > 1<<24 {
+		return usage("bad MIB %q", args[0])
+	}
+	fd, err := unix.MemfdCreate("confine-probe", unix.MFD_CLOEXEC)
+	if err != nil {
+		return blocked("memfd_create", err)
+	}
+	defer unix.Close(fd)
+	chunk := make([]byte, 1<<20)
+	for i := range chunk {
+		chunk[i] = 1
+	}
+	for i := 0; i < mib; i++ {
+		if _, err := unix.Write(fd, chunk); err != nil {
+			return blocked(fmt.Sprintf("write MiB %d of %d into a memfd", i+1, mib), err)
+		}
+	}
+	return escaped("held %d MiB in a memfd no process maps", mib)
+}
+
 // vReserve is what the JVM, V8's WebAssembly memories and sanitizers do:
 // reserve GIB GiB of address space with PROT_NONE, then commit and touch
 // COMMIT MiB of it. A per-process memory bound must let this start (it is

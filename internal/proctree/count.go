@@ -15,24 +15,42 @@ import (
 // it still holds its pid until reaped), as RLIMIT_NPROC and the pids
 // cgroup do.
 //
+// The scan is not atomic (see tree); a task created during the scan may
+// be missed; callers that must not miss one account for the creations
+// they let start before the scan (see package notify).
+func Tasks(root int) (int, error) {
+	procs, members, err := tree(root)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, pid := range members {
+		n += max(procs[pid].threads, 1)
+	}
+	return n, nil
+}
+
+// proc is one process of a /proc scan: its parent and its thread count.
+type proc struct{ ppid, threads int }
+
+// tree scans /proc for every descendant of root (root excluded) and
+// returns the scan and the descendants.
+//
 // The scan is not atomic, and a process whose parent exits during it is
 // reparented meanwhile: its recorded parent is then missing from the scan.
 // Such a process is read again (its parent now is the subreaper or a
 // surviving ancestor) until its parent is known, so a process that exists
-// for the whole scan is always counted where it belongs. A task created
-// during the scan may be missed; callers that must not miss one account
-// for the creations they let start before the scan (see package notify).
-func Tasks(root int) (int, error) {
+// for the whole scan is always counted where it belongs.
+func tree(root int) (map[int]proc, []int, error) {
 	d, err := os.Open("/proc")
 	if err != nil {
-		return 0, err
+		return nil, nil, err
 	}
 	names, err := d.Readdirnames(-1)
 	d.Close()
 	if err != nil {
-		return 0, err
+		return nil, nil, err
 	}
-	type proc struct{ ppid, threads int }
 	procs := make(map[int]proc, len(names))
 	buf := make([]byte, 1024)
 	for _, n := range names {
@@ -72,17 +90,17 @@ func Tasks(root int) (int, error) {
 	for pid, p := range procs {
 		children[p.ppid] = append(children[p.ppid], pid)
 	}
-	n := 0
+	var members []int
 	stack := []int{root}
 	for len(stack) > 0 {
 		p := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		for _, c := range children[p] {
-			n += max(procs[c].threads, 1)
+			members = append(members, c)
 			stack = append(stack, c)
 		}
 	}
-	return n, nil
+	return procs, members, nil
 }
 
 // statCounts reads the parent pid and the thread count (fields 4 and 20)

@@ -39,10 +39,16 @@ type Supervision struct {
 	Done <-chan struct{}
 	// Stops carries requests from outside (a control pipe, a signal).
 	Stops <-chan Stop
+	// Memory, when set, bounds the tree's summed memory: the first
+	// sample above its bound kills the run at once (as the kernel's OOM
+	// killer would, without a grace period). Supervise stops it before
+	// returning.
+	Memory *MemoryWatch
 
 	// TimedOut: the deadline passed. Cancelled: Done or a Stop ended the
-	// run. Killed: the supervision signalled the tree.
-	TimedOut, Cancelled, Killed bool
+	// run. Killed: the supervision signalled the tree. OverMemory: Memory
+	// saw the tree above its bound and killed it.
+	TimedOut, Cancelled, Killed, OverMemory bool
 }
 
 // Terminate begins the graceful end of the tree (no-op when it is already
@@ -69,6 +75,7 @@ func (s *Supervision) Kill() {
 // run.
 func Supervise[E any](s *Supervision, events <-chan E, on func(E) (over bool)) {
 	defer s.End.Stop()
+	defer s.Memory.Stop()
 	var deadline <-chan time.Time
 	if !s.Deadline.IsZero() {
 		t := time.NewTimer(time.Until(s.Deadline))
@@ -96,6 +103,9 @@ func Supervise[E any](s *Supervision, events <-chan E, on func(E) (over bool)) {
 			} else {
 				s.Terminate()
 			}
+		case <-s.Memory.Over():
+			s.OverMemory = true
+			s.Kill()
 		case <-s.End.Grace():
 			s.Kill()
 		case <-s.End.Tick():

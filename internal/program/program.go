@@ -1,9 +1,9 @@
 //go:build linux
 
 // Package program turns a launch plan into a spawn.Program: the system
-// calls a raw-cloned child makes between clone and execve. Namespaced is
+// calls a raw-cloned child makes between clone and execve. ForNamespaces is
 // the landlock+namespaces provider (the child is the PID namespace's init,
-// sets the namespaces up, then starts the command); Subreaped is the
+// sets the namespaces up, then starts the command); ForCore is the
 // landlock+seccomp provider (the child is a subreaping init without
 // namespaces). Both end in the same confinement, in the same order.
 package program
@@ -34,9 +34,9 @@ import (
 // initOpsHint is the capacity a program's step list starts with.
 const initOpsHint = 384
 
-// Built is a prepared spawn.Program that remembers what each step was
+// Prepared is a spawn.Program ready to run that remembers what each step was
 // for, so that a failure names it.
-type Built struct {
+type Prepared struct {
 	// P is the program to start.
 	P    *spawn.Program
 	desc []string
@@ -45,13 +45,13 @@ type Built struct {
 	initSteps int
 }
 
-func (b *Built) call(desc string, nr uintptr, args ...uintptr) spawn.Op {
+func (b *Prepared) call(desc string, nr uintptr, args ...uintptr) spawn.Op {
 	b.desc = append(b.desc, desc)
 	return spawn.Call(spawn.Step(len(b.desc)), nr, args...)
 }
 
 // Describe names step s.
-func (b *Built) Describe(s spawn.Step) string {
+func (b *Prepared) Describe(s spawn.Step) string {
 	switch s {
 	case spawn.StepSignalfd:
 		return "signalfd"
@@ -67,7 +67,7 @@ func (b *Built) Describe(s spawn.Step) string {
 }
 
 // InInit says step s is part of the namespace set-up.
-func (b *Built) InInit(s spawn.Step) bool {
+func (b *Prepared) InInit(s spawn.Step) bool {
 	return int(s) >= 1 && int(s) <= b.initSteps || s == spawn.StepSignalfd || s == spawn.StepFork
 }
 
@@ -113,12 +113,12 @@ const (
 	landlockRulePath     = 1
 )
 
-// Namespaced prepares everything the init and the command do between the
+// ForNamespaces prepares everything the init and the command do between the
 // clone and execve, for the namespaces provider: the namespace set-up
 // the init does, then exactly the confinement the command's child applies
 // without namespaces.
-func Namespaced(p *plan.Plan, fds FDs, rs *landlock.Ruleset, layout nsinit.Layout, filter []bpf.RawInstruction) (*Built, error) {
-	b := &Built{P: &spawn.Program{Cloneflags: nsinit.Flags, ExitFD: spawn.FDExit}}
+func ForNamespaces(p *plan.Plan, fds FDs, rs *landlock.Ruleset, layout nsinit.Layout, filter []bpf.RawInstruction) (*Prepared, error) {
+	b := &Prepared{P: &spawn.Program{Cloneflags: nsinit.Flags, ExitFD: spawn.FDExit}}
 	prog := b.P
 	if err := prog.SetExec(p.Path, p.Argv, p.Env); err != nil {
 		return nil, fmt.Errorf("%s: %w", p.Path, err)
@@ -156,7 +156,7 @@ func Namespaced(p *plan.Plan, fds FDs, rs *landlock.Ruleset, layout nsinit.Layou
 
 // mountOps are the init's steps that build the new root from the layout
 // and pivot into it (the namespace's own /proc included, and its pid_max).
-func (b *Built) mountOps(ns *plan.Namespaces, layout nsinit.Layout) []spawn.Op {
+func (b *Prepared) mountOps(ns *plan.Namespaces, layout nsinit.Layout) []spawn.Op {
 	prog, str := b.P, b.P.Str
 	var init []spawn.Op
 	add := func(o spawn.Op) { init = append(init, o) }
@@ -229,7 +229,7 @@ func (b *Built) mountOps(ns *plan.Namespaces, layout nsinit.Layout) []spawn.Op {
 }
 
 // namespaceOps bring up the namespace's loopback and set its hostname.
-func (b *Built) namespaceOps(ns *plan.Namespaces) []spawn.Op {
+func (b *Prepared) namespaceOps(ns *plan.Namespaces) []spawn.Op {
 	prog, str := b.P, b.P.Str
 	var init []spawn.Op
 	add := func(o spawn.Op) { init = append(init, o) }
@@ -261,7 +261,7 @@ func PrivateRules(rs *landlock.Ruleset, layout nsinit.Layout) []landlock.Deferre
 
 // deferredRuleOps add the Landlock rules for what exists only in here: the
 // new /proc's entries and the private tmpfs the command may write.
-func (b *Built) deferredRuleOps(rs *landlock.Ruleset, layout nsinit.Layout) []spawn.Op {
+func (b *Prepared) deferredRuleOps(rs *landlock.Ruleset, layout nsinit.Layout) []spawn.Op {
 	prog, str := b.P, b.P.Str
 	var init []spawn.Op
 	add := func(o spawn.Op) { init = append(init, o) }
@@ -285,7 +285,7 @@ func (b *Built) deferredRuleOps(rs *landlock.Ruleset, layout nsinit.Layout) []sp
 // private directory. Then the descriptors to their numbers (arrange).
 // Then it waits for the launcher's go-ahead (after the
 // id maps and the pids cgroup); EOF means the launcher died.
-func (b *Built) initStart(fds FDs) []spawn.Op {
+func (b *Prepared) initStart(fds FDs) []spawn.Op {
 	// A namespaced init has some 300 steps: growing the slice step by
 	// step wrote three times that memory, a page fault per 4 KiB, on
 	// every launch.
@@ -305,7 +305,7 @@ func (b *Built) initStart(fds FDs) []spawn.Op {
 // itself (FDs.JoinPids), right after the go-ahead and before anything
 // forks: the command and all it starts are counted from their first
 // process.
-func (b *Built) joinPids(p *plan.Plan, fds FDs) []spawn.Op {
+func (b *Prepared) joinPids(p *plan.Plan, fds FDs) []spawn.Op {
 	if !fds.JoinPids || p.PidsCgroup == "" || fds.Cgroup < 0 {
 		return nil
 	}
@@ -325,7 +325,7 @@ func (b *Built) joinPids(p *plan.Plan, fds FDs) []spawn.Op {
 // number up to FDFree must be taken, since later opens rely on getting
 // FDFree onwards: an absent descriptor is replaced by a copy of spare, a
 // close-on-exec descriptor that does no harm there.
-func (b *Built) arrange(fds FDs, spare int) []spawn.Op {
+func (b *Prepared) arrange(fds FDs, spare int) []spawn.Op {
 	var ops []spawn.Op
 	add := func(o spawn.Op) { ops = append(ops, o) }
 	type move struct {
@@ -357,18 +357,18 @@ func (b *Built) arrange(fds FDs, spare int) []spawn.Op {
 	return ops
 }
 
-// Bwrapped prepares the command of a bubblewrap run: bwrap made the
+// ForBwrap prepares the command of a bubblewrap run: bwrap made the
 // namespaces and the mount tree, and our init inside (package
 // bwrap/inside, pid 1 there) starts the command as its child with this
 // program, which arranges the descriptors and applies the same
 // confinement as every other run before it execs. fds.Status must be set
 // (its EOF tells the init that the command exec'd). privileged says the
 // init holds CAP_SETPCAP.
-func Bwrapped(p *plan.Plan, fds FDs, filter []bpf.RawInstruction, privileged bool) (*Built, error) {
+func ForBwrap(p *plan.Plan, fds FDs, filter []bpf.RawInstruction, privileged bool) (*Prepared, error) {
 	if fds.Status < 0 {
 		return nil, fmt.Errorf("program: bubblewrap command without a status pipe")
 	}
-	b := &Built{P: &spawn.Program{}}
+	b := &Prepared{P: &spawn.Program{}}
 	prog := b.P
 	if err := prog.SetExec(p.Path, p.Argv, p.Env); err != nil {
 		return nil, fmt.Errorf("%s: %w", p.Path, err)
@@ -387,7 +387,7 @@ func Bwrapped(p *plan.Plan, fds FDs, filter []bpf.RawInstruction, privileged boo
 // directory (through the descriptor of its parent, which the namespace
 // does not show), when rm can run where init is, and the pids cgroup
 // (through the descriptor of its parent).
-func (b *Built) janitor(p *plan.Plan, fds FDs, rmRuns func(string) bool) error {
+func (b *Prepared) janitor(p *plan.Plan, fds FDs, rmRuns func(string) bool) error {
 	prog, str := b.P, b.P.Str
 	if p.PrivateTmp != "" && fds.Janitor >= 0 {
 		if rm := rmPath(); rm != "" && rmRuns(rm) {
@@ -438,7 +438,7 @@ func (b *Built) janitor(p *plan.Plan, fds FDs, rmRuns func(string) bool) error {
 // made unreadable to itself: init holds every capability of its user
 // namespace, and keeps those rm needs across the exec as ambient ones
 // (they reach only files of the ids mapped there: the run's).
-func (b *Built) janitorCaps() {
+func (b *Prepared) janitorCaps() {
 	prog := b.P
 	hdr := &unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	data := new([2]unix.CapUserData)
@@ -473,14 +473,14 @@ func Privileged() bool {
 	return data[0].Effective&(1<<unix.CAP_SETPCAP) != 0
 }
 
-// Subreaped prepares a core-provider run without a supervisor process:
+// ForCore prepares a core-provider run without a supervisor process:
 // the child is an init without namespaces, a child subreaper in the
 // launcher's PID namespace (spawn.Program.Subreaper), that starts the
 // command with the same confinement. privileged says the launcher holds
 // CAP_SETPCAP. reaper is the host binary: the init execs it as the reaper
 // (package reaper) if the launcher dies.
-func Subreaped(p *plan.Plan, fds FDs, filter []bpf.RawInstruction, privileged bool, reaper string) (*Built, error) {
-	b := &Built{P: &spawn.Program{Subreaper: true, ExitFD: spawn.FDExit}}
+func ForCore(p *plan.Plan, fds FDs, filter []bpf.RawInstruction, privileged bool, reaper string) (*Prepared, error) {
+	b := &Prepared{P: &spawn.Program{Subreaper: true, ExitFD: spawn.FDExit}}
 	prog := b.P
 	if err := prog.SetExec(p.Path, p.Argv, p.Env); err != nil {
 		return nil, fmt.Errorf("%s: %w", p.Path, err)
@@ -508,7 +508,7 @@ func Subreaped(p *plan.Plan, fds FDs, filter []bpf.RawInstruction, privileged bo
 
 // StartFailure turns a child's failure report into an exit status (127:
 // not found, 126: cannot execute, 125: confinement failed) and a message.
-func (b *Built) StartFailure(path string, f *spawn.Failure) (int, string) {
+func (b *Prepared) StartFailure(path string, f *spawn.Failure) (int, string) {
 	switch {
 	case f.Step == spawn.StepExec && f.Errno == unix.ENOENT:
 		return 127, fmt.Sprintf("%s: not found in the sandbox: %v", path, f.Errno)
@@ -526,7 +526,7 @@ func (b *Built) StartFailure(path string, f *spawn.Failure) (int, string) {
 // credentials and capabilities; parent-death signal; no_new_privs;
 // working directory; Landlock; rlimits; seccomp (last, so its filter need
 // not allow the set-up); the listener handed over; fds >= 3 close-on-exec.
-func (b *Built) confinement(p *plan.Plan, filter []bpf.RawInstruction, privileged bool, ppid uintptr, listener bool, notifyFD, rulesetFD int) ([]spawn.Op, error) {
+func (b *Prepared) confinement(p *plan.Plan, filter []bpf.RawInstruction, privileged bool, ppid uintptr, listener bool, notifyFD, rulesetFD int) ([]spawn.Op, error) {
 	prog := b.P
 	var ops []spawn.Op
 	add := func(o spawn.Op) { ops = append(ops, o) }
@@ -591,7 +591,7 @@ func (b *Built) confinement(p *plan.Plan, filter []bpf.RawInstruction, privilege
 
 // joinMemoryCgroup are the command's first steps when the run has a
 // memory cgroup.
-func (b *Built) joinMemoryCgroup(p *plan.Plan) []spawn.Op {
+func (b *Prepared) joinMemoryCgroup(p *plan.Plan) []spawn.Op {
 	if p.MemoryCgroup == "" {
 		return nil
 	}
@@ -620,7 +620,7 @@ func (b *Built) joinMemoryCgroup(p *plan.Plan) []spawn.Op {
 
 // installSeccomp installs the filter (the command's last confinement
 // step) and, with a listener, hands the listener over on notifyFD.
-func (b *Built) installSeccomp(filter []bpf.RawInstruction, listener bool, notifyFD int) []spawn.Op {
+func (b *Prepared) installSeccomp(filter []bpf.RawInstruction, listener bool, notifyFD int) []spawn.Op {
 	prog := b.P
 	var ops []spawn.Op
 	add := func(o spawn.Op) { ops = append(ops, o) }

@@ -43,7 +43,7 @@ func TestSubreapedSteps(t *testing.T) {
 	} {
 		fds := NoFDs()
 		fds.Stdin, fds.Stdout, fds.Stderr, fds.Status, fds.Exit, fds.Notify, fds.Sync, fds.Ruleset = 0, 1, 2, 3, 4, 5, 6, 7
-		b, err := Subreaped(testPlan(), fds, prog, tc.privileged, "/proc/self/exe")
+		b, err := ForCore(testPlan(), fds, prog, tc.privileged, "/proc/self/exe")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,7 +79,7 @@ func TestBwrappedSteps(t *testing.T) {
 	p.Namespaces = &plan.Namespaces{Bwrap: "/usr/bin/bwrap"}
 	fds := NoFDs()
 	fds.Stdin, fds.Stdout, fds.Stderr, fds.Status, fds.Notify, fds.Ruleset = 0, 1, 2, 9, 5, 7
-	b, err := Bwrapped(p, fds, filter, false)
+	b, err := ForBwrap(p, fds, filter, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,8 +98,8 @@ func TestBwrappedSteps(t *testing.T) {
 		t.Errorf("a bubblewrap command program with an init of its own: %d init ops, subreaper %v, clone flags %#x", len(b.P.Init), b.P.Subreaper, b.P.Cloneflags)
 	}
 	fds.Status = -1
-	if _, err := Bwrapped(p, fds, filter, false); err == nil {
-		t.Error("Bwrapped without a status pipe: no error")
+	if _, err := ForBwrap(p, fds, filter, false); err == nil {
+		t.Error("ForBwrap without a status pipe: no error")
 	}
 }
 
@@ -120,7 +120,7 @@ func TestNamespacedSteps(t *testing.T) {
 	layout.Stage = "/tmp"
 	fds := NoFDs()
 	fds.Stdin, fds.Stdout, fds.Stderr, fds.Status, fds.Exit, fds.Notify, fds.Sync, fds.Ruleset = 0, 1, 2, 3, 4, 5, 6, 7
-	b, err := Namespaced(p, fds, &landlock.Ruleset{FD: 7}, layout, filter)
+	b, err := ForNamespaces(p, fds, &landlock.Ruleset{FD: 7}, layout, filter)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestNamespacedSteps(t *testing.T) {
 }
 
 func TestStartFailure(t *testing.T) {
-	b := &Built{desc: []string{"working directory /x"}}
+	b := &Prepared{desc: []string{"working directory /x"}}
 	for _, tc := range []struct {
 		f    spawn.Failure
 		code int

@@ -142,6 +142,20 @@ func Cases() []Case {
 		}},
 	}
 
+	// no-credential-files: confine's own capability key, in a home
+	// granted read-only (docs/control-plane.md).
+	cs = append(cs, Case{Guarantee: policy.GCredentials, Name: "ctl-read-cap-key-ro-home", Vector: "read-file",
+		Setup: func(e *Env) (Fixture, error) {
+			home, err := e.freshDir("home-")
+			if err != nil {
+				return Fixture{}, err
+			}
+			p, err := file(home, ".config/confine/cap.key", 0o600)
+			if err != nil {
+				return Fixture{}, err
+			}
+			return Fixture{Args: []string{p}, RunFlags: []string{"--ro", home}, Env: []string{"HOME=" + home, "XDG_CONFIG_HOME="}}, nil
+		}})
 	// no-credential-files: inside a directory granted read-only.
 	for _, cf := range credentialFiles {
 		cs = append(cs, Case{Guarantee: policy.GCredentials, Name: "read-credential-in-ro-root/" + cf, Vector: "read-file",

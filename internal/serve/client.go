@@ -38,7 +38,7 @@ func Dial(socket string) (*net.UnixConn, error) {
 		}
 		return nil, fmt.Errorf("%w at %s: %v", ErrNoServer, socket, why)
 	}
-	uid, _, err := peerUID(c)
+	uid, pid, err := peerUID(c)
 	if err != nil {
 		c.Close()
 		return nil, fmt.Errorf("%w at %s: its credentials: %v", ErrNoServer, socket, err)
@@ -46,6 +46,13 @@ func Dial(socket string) (*net.UnixConn, error) {
 	if uid != os.Geteuid() {
 		c.Close()
 		return nil, fmt.Errorf("%w: the server at %s runs as uid %d, this client as uid %d", ErrPeer, socket, uid, os.Geteuid())
+	}
+	// A confined command that replaced the socket (its directory inside
+	// the command's writable roots) would receive the request: refused
+	// when the listener is visibly inside a run.
+	if why := listenerInRun(pid); why != "" {
+		c.Close()
+		return nil, fmt.Errorf("%w: the socket at %s is served by a process inside a confined run (pid %d: %s)", ErrPeer, socket, pid, why)
 	}
 	return c, nil
 }

@@ -195,6 +195,11 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
 		s.refuse(c, "peer", fmt.Sprintf("this confine server serves uid %d only; the client runs as uid %d", s.uid, uid))
 		return
 	}
+	if err := checkPeer(c, pid); err != nil {
+		s.log().Warn("confine serve: refused a client inside a confined run", "peer_pid", pid, "err", err)
+		s.refuse(c, "peer", err.Error())
+		return
+	}
 	timeout := s.RequestTimeout
 	if timeout <= 0 {
 		timeout = 30 * time.Second

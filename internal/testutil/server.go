@@ -66,8 +66,19 @@ func StartServer(bin string, uid int, container bool, env []string) (*Server, er
 			return nil, err
 		}
 	}
-	sock := filepath.Join(dir, "serve.sock")
-	c := CLI{Bin: bin, UID: uid, Dir: "/", Env: env, Args: []string{"serve", "--socket", sock}, Container: container}
+	return StartServerAt(bin, uid, container, env, filepath.Join(dir, "serve.sock"))
+}
+
+// StartServerAt starts `bin serve` as uid with env added to the CLI's
+// usual environment, at socket (its directory must exist, 0700, uid's),
+// or, with socket "", at the default socket env leads to, and returns
+// once it listens; Server.Socket is where it says it listens.
+func StartServerAt(bin string, uid int, container bool, env []string, socket string) (*Server, error) {
+	args := []string{"serve"}
+	if socket != "" {
+		args = append(args, "--socket", socket)
+	}
+	c := CLI{Bin: bin, UID: uid, Dir: "/", Env: env, Args: args, Container: container}
 	cmd := c.Command()
 	errR, err := cmd.StderrPipe()
 	if err != nil {
@@ -80,15 +91,18 @@ func StartServer(bin string, uid int, container bool, env []string) (*Server, er
 	var said []string
 	for sc.Scan() {
 		line := sc.Text()
-		if strings.HasPrefix(line, "confine: serving uid") {
+		if rest, ok := strings.CutPrefix(line, "confine: serving uid"); ok {
+			if _, at, ok := strings.Cut(rest, " at "); ok {
+				socket = at
+			}
 			// Keep draining, so that its log never blocks it.
 			go func() {
 				for sc.Scan() {
 					fmt.Fprintln(os.Stderr, "confine serve:", sc.Text())
 				}
 			}()
-			fmt.Fprintf(os.Stderr, "testutil: started confine serve as uid %d at %s (%s)\n", uid, sock, Mode())
-			return &Server{Socket: sock, cmd: cmd}, nil
+			fmt.Fprintf(os.Stderr, "testutil: started confine serve as uid %d at %s (%s)\n", uid, socket, Mode())
+			return &Server{Socket: socket, cmd: cmd}, nil
 		}
 		said = append(said, line)
 	}

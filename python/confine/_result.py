@@ -181,7 +181,11 @@ class Result:
     survivors: int = 0
     # The kernel killed a process of the run at its memory cgroup's bound.
     oom_killed: bool = False
-    # "memory-cgroup" (the whole tree) or "rlimit-data" (each process).
+    # The run was stopped at its memory bound (by the kernel in its memory
+    # cgroup, or by the launcher's memory watch, which ends the whole run).
+    memory_limit_killed: bool = False
+    # "memory-cgroup" or "memory-watch" (the whole tree), or "rlimit-data"
+    # (each process).
     memory_bound: str = ""
     usage: Usage = field(default_factory=Usage)
     backend: str = ""

@@ -151,7 +151,7 @@ func zombie(pid int, buf []byte) bool {
 }
 
 // startCommand starts the command as this init's child with the prepared
-// program (program.Bwrapped) and waits until it exec'd. It returns the
+// program (program.ForBwrap) and waits until it exec'd. It returns the
 // command's pid, or 0 with the exit status and message of why it never
 // started.
 func startCommand(p *plan.Plan, notify bool) (int, int, string) {
@@ -178,7 +178,7 @@ func startCommand(p *plan.Plan, notify bool) (int, int, string) {
 	if notify {
 		fds.Notify = 5
 	}
-	b, err := program.Bwrapped(p, fds, filter, program.Privileged())
+	b, err := program.ForBwrap(p, fds, filter, program.Privileged())
 	if err != nil {
 		statusW.Close()
 		return 0, 125, err.Error()

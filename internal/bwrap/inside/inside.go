@@ -3,7 +3,7 @@
 // Package inside is our init inside bubblewrap: bwrap makes the
 // namespaces and the mount tree, then execs this binary (bwrap.InitPath)
 // as pid 1 of the run's PID namespace. The init starts the command as its
-// child with the prepared program of package program (Bwrapped): the same
+// child with the prepared program of package program (ForBwrap): the same
 // confinement as every other run, made of raw system calls in a cloned
 // child before it execs. Then it stays as a tiny init (see initMain).
 //

@@ -108,6 +108,10 @@ func run(ctrl *os.File) *plan.Report {
 		Deadline: start.Add(p.WallTime),
 		Stops:    stops(ctrl, term),
 	}
+	if p.MemoryWatch > 0 {
+		// Everything below this subreaper: bwrap and the run's tree.
+		s.sup.Memory = proctree.WatchMemory(s.self, p.MemoryWatch)
+	}
 	// The supervisor is a subreaper: once it has no child left, no
 	// descendant of the run is left.
 	proctree.Supervise(s.sup, proctree.ReapAll(), s.onWait)
@@ -213,6 +217,7 @@ func (s *session) finish() *plan.Report {
 	}
 	rep.TimedOut, rep.Cancelled = s.sup.TimedOut, s.sup.Cancelled
 	rep.Killed = rep.Killed || s.sup.Killed
+	rep.MemoryOver, rep.MemoryPeak = s.sup.OverMemory, s.sup.Memory.Peak()
 	if !s.mainDone {
 		rep.ExitCode = -1
 		rep.Signal = int(unix.SIGKILL)
