@@ -151,6 +151,9 @@ func (l *Launcher) launch(ctx context.Context, c *policy.Cap, prof policy.Profil
 	if err := reported(res, out.Report); err != nil {
 		return in.outsideView(s.Program, err)
 	}
+	if res.ExitCode != 0 {
+		in.inferDenials(res)
+	}
 	return nil
 }
 

@@ -2,6 +2,7 @@ package confine
 
 import (
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/confine-sandbox/confine/spec"
@@ -49,4 +50,48 @@ func hintDenials(ds []spec.Denial) {
 			}
 		}
 	}
+}
+
+// refusalMessages are the error messages through which a command shows a
+// refusal the kernel made on its own (Landlock, the read-only mount tree),
+// which no supervisor sees: the path, and the errno the message stands for.
+var refusalMessages = []struct {
+	re    *regexp.Regexp
+	path  int // submatch of the path
+	msg   int // submatch of the message
+	errno map[string]string
+}{
+	// sh, coreutils, most C programs: "PATH: MESSAGE", the path maybe quoted.
+	{regexp.MustCompile(`(/[^\s:'"]+)['"]?: (Read-only file system|Permission denied|No such file or directory|Directory nonexistent)`), 1, 2, messageErrno},
+	// Python: "[Errno 30] Read-only file system: '/path'".
+	{regexp.MustCompile(`\[Errno \d+\] (Read-only file system|Permission denied|No such file or directory): '(/[^']+)'`), 2, 1, messageErrno},
+}
+
+var messageErrno = map[string]string{
+	"Read-only file system":     "EROFS",
+	"Permission denied":         "EACCES",
+	"No such file or directory": "ENOENT",
+	"Directory nonexistent":     "ENOENT", // dash's "cannot create"
+}
+
+// seenRefusal is a path and errno a command's error message names.
+type seenRefusal struct{ path, errno string }
+
+// refusalsIn lists the refusals text names, in order, each path once.
+func refusalsIn(text string) []seenRefusal {
+	var out []seenRefusal
+	seen := map[string]bool{}
+	for _, line := range strings.Split(text, "\n") {
+		for _, m := range refusalMessages {
+			for _, sm := range m.re.FindAllStringSubmatch(line, -1) {
+				p := filepath.Clean(sm[m.path])
+				if seen[p] {
+					continue
+				}
+				seen[p] = true
+				out = append(out, seenRefusal{p, m.errno[sm[m.msg]]})
+			}
+		}
+	}
+	return out
 }

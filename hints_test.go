@@ -29,3 +29,31 @@ func TestDenialHints(t *testing.T) {
 		}
 	}
 }
+
+// The messages of sh, coreutils and Python name the path and the errno.
+func TestRefusalsIn(t *testing.T) {
+	for _, c := range []struct {
+		text string
+		want []seenRefusal
+	}{
+		{"sh: 1: cannot create /srv/other/outside.txt: Read-only file system\n", []seenRefusal{{"/srv/other/outside.txt", "EROFS"}}},
+		{"touch: cannot touch '/srv/other/a': Permission denied\n", []seenRefusal{{"/srv/other/a", "EACCES"}}},
+		{"cat: /srv/data/x.txt: No such file or directory\n", []seenRefusal{{"/srv/data/x.txt", "ENOENT"}}},
+		{"sh: 1: cannot create /srv/other/o.txt: Directory nonexistent\n", []seenRefusal{{"/srv/other/o.txt", "ENOENT"}}},
+		{"OSError: [Errno 30] Read-only file system: '/srv/other/p y'\n", []seenRefusal{{"/srv/other/p y", "EROFS"}}},
+		{"PermissionError: [Errno 13] Permission denied: '/opt/x'\n", []seenRefusal{{"/opt/x", "EACCES"}}},
+		{"a: /x/../y: Permission denied\nb: /y: Permission denied\n", []seenRefusal{{"/y", "EACCES"}}},
+		{"relative: Permission denied\nno path here\n", nil},
+	} {
+		got := refusalsIn(c.text)
+		if len(got) != len(c.want) {
+			t.Errorf("%q: %v, want %v", c.text, got, c.want)
+			continue
+		}
+		for i := range got {
+			if got[i] != c.want[i] {
+				t.Errorf("%q: %v, want %v", c.text, got, c.want)
+			}
+		}
+	}
+}

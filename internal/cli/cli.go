@@ -8,6 +8,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -1049,6 +1050,32 @@ func namedGuarantees(msg string) []string {
 		}
 	}
 	return out
+}
+
+// writeVersioned is writeJSON for an object that carries no json_api of
+// its own (a Tier 1 result): the same object with "json_api" first.
+func writeVersioned(w io.Writer, v any) error {
+	var enc bytes.Buffer
+	e := json.NewEncoder(&enc)
+	e.SetEscapeHTML(false)
+	if err := e.Encode(v); err != nil {
+		return err
+	}
+	b := bytes.TrimSpace(enc.Bytes())
+	if len(b) < 2 || b[0] != '{' {
+		return fmt.Errorf("writeVersioned: %T is not a JSON object", v)
+	}
+	head := fmt.Sprintf(`{"json_api":%d`, JSONAPI)
+	if string(b) != "{}" {
+		head += ","
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, append([]byte(head), b[1:]...), "", "  "); err != nil {
+		return err
+	}
+	out.WriteByte('\n')
+	_, err := w.Write(out.Bytes())
+	return err
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -164,3 +164,71 @@ func TestDenialInetSocket(t *testing.T) {
 		}
 	}
 }
+
+// A write or a read outside the grants, which the kernel refuses on its
+// own (Landlock's EACCES, or EROFS and ENOENT from the namespaced view):
+// the command's error message names the path, and the run adds one line
+// with the fix (--rw or --ro of the directory) and the same denial to its
+// result. The control: with that grant the same command succeeds.
+func TestDenialInferredFromMessage(t *testing.T) {
+	dir, err := os.MkdirTemp("", "confine-other-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(dir, "data.txt")
+	if err := os.WriteFile(data, []byte("host data\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range testutil.Users(t) {
+		wd := testutil.Workdir(t, u.UID)
+		for _, b := range hintBackends(t) {
+			for _, c := range []struct {
+				name    string
+				argv    []string
+				syscall string
+				fix     string // the flag and its value
+				out     string // the control's stdout
+			}{
+				{"write", []string{"sh", "-c", "echo x > " + filepath.Join(dir, u.Name+"-"+b+".txt") + " && echo wrote"}, "write", "--rw " + dir, "wrote\n"},
+				{"python-write", []string{"/usr/bin/python3", "-c", "open('" + filepath.Join(dir, u.Name+"-"+b+".py.txt") + "', 'w').write('x'); print('wrote')"}, "write", "--rw " + dir, "wrote\n"},
+				{"read", []string{"cat", data}, "open", "--ro " + dir, "host data\n"},
+			} {
+				t.Run(u.Name+"/"+b+"/"+c.name, func(t *testing.T) {
+					if _, err := os.Stat(c.argv[0]); filepath.IsAbs(c.argv[0]) && err != nil {
+						t.Skipf("%s is not installed: %v", c.argv[0], err)
+					}
+					run := func(extra ...string) testutil.Result {
+						args := append([]string{"run", "--backend", b}, extra...)
+						return cli(t, u, wd, append(append(args, "--"), c.argv...)...)
+					}
+					r := run()
+					var lines []string
+					for _, l := range strings.Split(r.Stderr, "\n") {
+						if strings.HasPrefix(l, "confine: denied") {
+							lines = append(lines, l)
+						}
+					}
+					if r.Code == 0 || len(lines) != 1 || !strings.HasPrefix(lines[0], "confine: denied "+c.syscall+" ") || !strings.HasSuffix(lines[0], "to allow it: "+c.fix) {
+						t.Fatalf("exit %d, stderr %q: want one line denying %s, ending with %q", r.Code, r.Stderr, c.syscall, "to allow it: "+c.fix)
+					}
+					r = run("--json")
+					var res spec.CommandResult
+					if err := json.Unmarshal([]byte(r.Stdout), &res); err != nil {
+						t.Fatalf("result %s: %v", r.Stdout, err)
+					}
+					if len(res.Denials) != 1 || res.Denials[0].Hint != c.fix || res.Denials[0].Syscall != c.syscall {
+						t.Fatalf("denials %+v: want one %s with hint %q", res.Denials, c.syscall, c.fix)
+					}
+					flag, val, _ := strings.Cut(c.fix, " ")
+					if r := run(flag, val); r.Code != 0 || r.Stdout != c.out {
+						t.Fatalf("with %s: exit %d, stdout %q, stderr %s", c.fix, r.Code, r.Stdout, r.Stderr)
+					}
+				})
+			}
+		}
+	}
+}

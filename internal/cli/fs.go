@@ -139,7 +139,7 @@ func hostRun[R any](o *hostOpts, stdout, stderr io.Writer, op func(*hostop.Host)
 		return o.fail(stdout, err)
 	}
 	if o.json {
-		return writeJSON(stdout, res)
+		return writeVersioned(stdout, res)
 	}
 	if text == nil {
 		return nil

@@ -49,9 +49,10 @@ the operation is refused.`,
 				ExitStatus int    `json:"exit_status"`
 			}
 			v := struct {
+				JSONAPI int `json:"json_api"`
 				git.Result
 				Error *gitError `json:"error,omitempty"`
-			}{Result: res}
+			}{JSONAPI: JSONAPI, Result: res}
 			if err != nil {
 				v.Error = &gitError{"git", err.Error(), 1}
 			}

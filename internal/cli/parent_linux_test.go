@@ -15,9 +15,9 @@ import (
 // TestDieWithParent: the caller of `confine run` is killed with SIGKILL
 // (so it cannot end its run); with --die-with-parent nothing of the run
 // is left, and the control shows that without it the run goes on. Under
-// a seccomp filter that refuses pidfd_open of the parent (as Docker's
-// profiles before 20.10 refuse every pidfd_open) the parent is polled
-// instead, with the same outcome.
+// a seccomp filter that refuses pidfd_open (Docker's profiles before
+// 20.10) the run still starts (the init's pidfd comes from the clone) and
+// the parent is polled instead, with the same outcome.
 func TestDieWithParent(t *testing.T) {
 	for _, u := range testutil.Users(t) {
 		for _, c := range []struct {

@@ -157,3 +157,22 @@ func TestCompletionValues(t *testing.T) {
 		}
 	}
 }
+
+// Tier 1 results carry json_api too, first, with the result's fields.
+func TestTier1JSONAPI(t *testing.T) {
+	u := testutil.Users(t)[0]
+	wd := testutil.Workdir(t, u.UID)
+	if err := os.WriteFile(wd+"/a.txt", []byte("<a>\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"fs", "read", "--root", wd, "--json", "a.txt"}, {"fs", "ls", "--root", wd, "--json"}} {
+		r := cli(t, u, wd, args...)
+		var v map[string]any
+		if err := json.Unmarshal([]byte(r.Stdout), &v); err != nil || r.Code != 0 {
+			t.Fatalf("%v: exit %d, %q (%v)", args, r.Code, r.Stdout, err)
+		}
+		if v["json_api"] != float64(spec.JSONAPI) || len(v) < 2 || !strings.HasPrefix(r.Stdout, "{\n  \"json_api\": ") {
+			t.Errorf("%v: %s; want json_api %d first, with the result", args, r.Stdout, spec.JSONAPI)
+		}
+	}
+}

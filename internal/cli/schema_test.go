@@ -13,6 +13,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/confine-sandbox/confine/internal/host"
 	"github.com/confine-sandbox/confine/internal/testutil"
 	"github.com/confine-sandbox/confine/spec"
 )
@@ -59,26 +60,28 @@ func TestResultSchema(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		args []string
+		env  []string
 		code int
 		// want is a field the output must hold (what the case is for).
 		want string
 	}{
-		{"ok", []string{"true"}, 0, `"exit_code":0`},
-		{"status", []string{"sh", "-c", "exit 3"}, 3, `"exit_code":3`},
-		{"signal", []string{"sh", "-c", "kill -KILL $$"}, 137, `"signal":9`},
-		{"binary-truncated", []string{"--output-limit", "64", "--", "sh", "-c", `printf '\377'; head -c 4096 /dev/zero; printf '\376'`}, 0, `"tail_base64"`},
-		{"denial", []string{"chmod", "644", "/etc/passwd"}, 1, `"denials"`},
-		{"timeout", []string{"--timeout", "300ms", "--", "sleep", "30"}, ExitTimeout, `"timed_out":true`},
-		{"not-found", []string{"/nonexistent/prog"}, ExitNotFound, `"kind":"not_found"`},
-		{"not-executable", []string{notExec}, ExitNotExecutable, `"kind":"not_executable"`},
-		{"bad-profile", []string{"--profile", "/nonexistent/profile.toml", "--", "true"}, ExitConfine, `"kind":`},
+		{"ok", []string{"true"}, nil, 0, `"exit_code":0`},
+		{"no-memory-cgroup", []string{"true"}, []string{host.NoMemoryCgroupEnv + "=1"}, 0, `"memory_bound":"memory-watch"`},
+		{"status", []string{"sh", "-c", "exit 3"}, nil, 3, `"exit_code":3`},
+		{"signal", []string{"sh", "-c", "kill -KILL $$"}, nil, 137, `"signal":9`},
+		{"binary-truncated", []string{"--output-limit", "64", "--", "sh", "-c", `printf '\377'; head -c 4096 /dev/zero; printf '\376'`}, nil, 0, `"tail_base64"`},
+		{"denial", []string{"chmod", "644", "/etc/passwd"}, nil, 1, `"denials"`},
+		{"timeout", []string{"--timeout", "300ms", "--", "sleep", "30"}, nil, ExitTimeout, `"timed_out":true`},
+		{"not-found", []string{"/nonexistent/prog"}, nil, ExitNotFound, `"kind":"not_found"`},
+		{"not-executable", []string{notExec}, nil, ExitNotExecutable, `"kind":"not_executable"`},
+		{"bad-profile", []string{"--profile", "/nonexistent/profile.toml", "--", "true"}, nil, ExitConfine, `"kind":`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			args := append([]string{"run", "--json"}, c.args...)
 			if c.args[0] != "--output-limit" && c.args[0] != "--timeout" && c.args[0] != "--profile" {
 				args = append([]string{"run", "--json", "--"}, c.args...)
 			}
-			r := cli(t, u, wd, args...)
+			r := testutil.CLI{Bin: testutil.SelfBinary(t), UID: u.UID, Dir: wd, Env: c.env, Args: args}.Run(t)
 			if r.Code != c.code {
 				t.Fatalf("exit %d, want %d; stdout %s stderr %s", r.Code, c.code, r.Stdout, r.Stderr)
 			}

@@ -264,6 +264,9 @@ func (d *direct) reap() {
 // gives an Outcome with its start failure; a set-up failure an error.
 func (d *direct) start() (*Outcome, error) {
 	p, prog := d.p, d.b.P
+	// The supervisor's handlers for calls that name another process, and
+	// its fork count, need the init's identity: its pidfd, from the clone.
+	prog.WantPidfd = d.sc.Listener()
 	pid, err := prog.Start()
 	for _, f := range []*os.File{d.stdin, d.outW, d.errW, d.statusW, d.exitW, d.syncR} {
 		f.Close()
@@ -278,14 +281,11 @@ func (d *direct) start() (*Outcome, error) {
 		return nil, &errNamespaces{fmt.Sprintf("user namespaces unavailable: clone(CLONE_NEWUSER|CLONE_NEWPID|CLONE_NEWNS|CLONE_NEWNET|CLONE_NEWIPC|CLONE_NEWUTS): %v", errors.Unwrap(err))}
 	}
 	d.pid = pid
-	// The supervisor's handlers for calls that name another process, and
-	// its fork count, need the init's identity: a pidfd taken now, while
-	// init is an unreaped child (its number cannot have been reused).
 	if d.sc.Listener() {
-		ifd, err := unix.PidfdOpen(pid, 0)
-		if err != nil {
+		ifd := prog.TakePidfd()
+		if ifd < 0 {
 			d.reap()
-			return nil, fmt.Errorf("%w: pidfd_open(init): %v", spec.ErrLaunch, err)
+			return nil, fmt.Errorf("%w: clone(CLONE_PIDFD) gave no pidfd of the init", spec.ErrLaunch)
 		}
 		d.runInit = &notify.Init{Pid: pid, Pidfd: ifd}
 	}

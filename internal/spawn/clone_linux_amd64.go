@@ -12,4 +12,4 @@ const cloneShares = true
 // cloneVM is implemented in clone_linux_amd64.s.
 //
 //go:noescape
-func cloneVM(flags, stack uintptr, p *Program, command bool) (r1, errno uintptr)
+func cloneVM(flags, stack uintptr, p *Program, command bool, ptid uintptr) (r1, errno uintptr)

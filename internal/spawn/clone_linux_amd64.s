@@ -5,19 +5,20 @@
 #define SYS_clone 56
 #define SYS_exit_group 231
 
-// func cloneVM(flags, stack uintptr, p *Program, command bool) (r1, errno uintptr)
+// func cloneVM(flags, stack uintptr, p *Program, command bool, ptid uintptr) (r1, errno uintptr)
 //
 // clone(2) whose child starts on stack (sharing the caller's memory when
 // flags hold CLONE_VM) and calls initEntry(p), or commandEntry(p) when
 // command is set; neither returns. The child must not touch g, the Go
 // stack or the heap allocator: the functions it runs are nosplit and
-// write no pointers.
-TEXT ·cloneVM(SB),NOSPLIT|NOFRAME,$0-48
+// write no pointers. ptid is clone's parent_tid (where CLONE_PIDFD puts
+// the child's pidfd), 0 for none.
+TEXT ·cloneVM(SB),NOSPLIT|NOFRAME,$0-56
 	MOVQ	flags+0(FP), DI
 	MOVQ	stack+8(FP), SI
 	MOVQ	p+16(FP), R12
 	MOVBQZX	command+24(FP), R13
-	XORQ	DX, DX
+	MOVQ	ptid+32(FP), DX
 	XORQ	R10, R10
 	XORQ	R8, R8
 	MOVQ	$SYS_clone, AX
@@ -27,12 +28,12 @@ TEXT ·cloneVM(SB),NOSPLIT|NOFRAME,$0-48
 	CMPQ	AX, $0xfffffffffffff001
 	JLS	ok
 	NEGQ	AX
-	MOVQ	$0, r1+32(FP)
-	MOVQ	AX, errno+40(FP)
+	MOVQ	$0, r1+40(FP)
+	MOVQ	AX, errno+48(FP)
 	RET
 ok:
-	MOVQ	AX, r1+32(FP)
-	MOVQ	$0, errno+40(FP)
+	MOVQ	AX, r1+40(FP)
+	MOVQ	$0, errno+48(FP)
 	RET
 
 child:

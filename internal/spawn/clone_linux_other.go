@@ -10,6 +10,6 @@ import "syscall"
 const cloneShares = false
 
 //go:nosplit
-func cloneVM(flags, stack uintptr, p *Program, command bool) (r1, errno uintptr) {
+func cloneVM(flags, stack uintptr, p *Program, command bool, ptid uintptr) (r1, errno uintptr) {
 	return 0, uintptr(syscall.ENOSYS)
 }

@@ -77,6 +77,7 @@ func (p *Program) Start() (int, error) {
 		}
 		p.stack = b
 	}
+	p.pidfd = -1
 	p.sigIgn[0] = 1 // SIG_IGN
 	p.initMask = 1<<(unix.SIGCHLD-1) | 1<<(unix.SIGTERM-1) | 1<<(unix.SIGINT-1) | 1<<(unix.SIGHUP-1) | 1<<(unix.SIGQUIT-1) | 1<<(LauncherGone-1)
 	pid, e := fork(p)
@@ -85,6 +86,14 @@ func (p *Program) Start() (int, error) {
 		return 0, fmt.Errorf("spawn: clone(%#x): %w", p.Cloneflags, e)
 	}
 	return pid, nil
+}
+
+// TakePidfd returns the child's pidfd (WantPidfd), once; -1 when there is
+// none. The caller closes it.
+func (p *Program) TakePidfd() int {
+	fd := int(p.pidfd)
+	p.pidfd = -1
+	return fd
 }
 
 // Failure returns why the child stopped before exec, or nil. Call it once
@@ -136,13 +145,20 @@ func (p *Program) stackTop(second bool) uintptr {
 //go:nocheckptr
 //go:noinline
 func fork(p *Program) (int, syscall.Errno) {
+	flags, ptid := p.Cloneflags|uintptr(syscall.SIGCHLD), uintptr(0)
+	if p.WantPidfd {
+		// The init's pidfd from the clone itself: no pidfd_open, which
+		// seccomp profiles older than it (Docker's before 20.10) refuse.
+		flags |= unix.CLONE_PIDFD
+		ptid = uintptr(unsafe.Pointer(&p.pidfd))
+	}
 	beforeFork()
 	if cloneShares {
-		r, e := cloneVM(p.Cloneflags|syscall.CLONE_VM|uintptr(syscall.SIGCHLD), p.stackTop(false), p, false)
+		r, e := cloneVM(flags|syscall.CLONE_VM, p.stackTop(false), p, false, ptid)
 		afterFork()
 		return int(r), syscall.Errno(e)
 	}
-	r, _, e := syscall.RawSyscall6(syscall.SYS_CLONE, p.Cloneflags|uintptr(syscall.SIGCHLD), 0, 0, 0, 0, 0)
+	r, _, e := syscall.RawSyscall6(syscall.SYS_CLONE, flags, 0, ptid, 0, 0, 0)
 	if e != 0 || r != 0 {
 		afterFork()
 		return int(r), e
@@ -252,7 +268,7 @@ func forkCommand(p *Program) uintptr {
 	if cloneShares {
 		// Init waits (CLONE_VFORK) until the command exec'd or gave up,
 		// so the command may use memory init shares with it.
-		r, e := cloneVM(syscall.CLONE_VM|syscall.CLONE_VFORK|uintptr(syscall.SIGCHLD), p.stackTop(true), p, true)
+		r, e := cloneVM(syscall.CLONE_VM|syscall.CLONE_VFORK|uintptr(syscall.SIGCHLD), p.stackTop(true), p, true, 0)
 		cmd, e2 = r, syscall.Errno(e)
 	} else {
 		cmd, _, e2 = syscall.RawSyscall6(syscall.SYS_CLONE, uintptr(syscall.SIGCHLD), 0, 0, 0, 0, 0)

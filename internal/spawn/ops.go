@@ -70,7 +70,11 @@ type Program struct {
 	// reaps, never signals, and reports Pending when processes outlived
 	// the command so that the launcher kills them (see Status).
 	Subreaper bool
+	// WantPidfd asks Start for the child's pidfd, made by the clone
+	// itself (CLONE_PIDFD); TakePidfd returns it.
+	WantPidfd bool
 
+	pidfd int32 // written by the kernel in the parent (CLONE_PIDFD)
 	path  *byte
 	argv  []*byte
 	envv  []*byte

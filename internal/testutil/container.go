@@ -155,12 +155,9 @@ func installFilter(prog []bpf.RawInstruction) error {
 }
 
 // RefusePidfdOpenEnv, set to 1 in a CLI's environment (CLI.Env), runs
-// that CLI under a seccomp filter that refuses pidfd_open of its parent
-// with EPERM, as Docker's seccomp profiles before 20.10 refuse every
-// pidfd_open (they do not list it, and their default action is EPERM).
-// Only the parent's: the launcher's own pidfd_open of the run's init
-// (internal/launch) has no fallback yet, so under a whole refusal no run
-// starts at all, with or without --die-with-parent.
+// that CLI (and so everything it starts) under a seccomp filter that
+// refuses pidfd_open with EPERM, as Docker's seccomp profiles before 20.10
+// do (they do not list it, and their default action is EPERM).
 const RefusePidfdOpenEnv = "CONFINE_TEST_REFUSE_PIDFD_OPEN"
 
 // wrapRefusePidfdOpen installs that filter and re-executes the binary
@@ -170,7 +167,7 @@ func wrapRefusePidfdOpen() {
 		return
 	}
 	runtime.LockOSThread()
-	prog, err := PidfdOpenFilter(os.Getppid())
+	prog, err := PidfdOpenFilter()
 	if err == nil {
 		err = installFilter(prog)
 	}
@@ -189,9 +186,8 @@ func wrapRefusePidfdOpen() {
 	os.Exit(125)
 }
 
-// PidfdOpenFilter refuses pidfd_open(pid, ...) (EPERM) and allows
-// everything else.
-func PidfdOpenFilter(pid int) ([]bpf.RawInstruction, error) {
+// PidfdOpenFilter refuses pidfd_open (EPERM) and allows everything else.
+func PidfdOpenFilter() ([]bpf.RawInstruction, error) {
 	var arch uint32
 	switch runtime.GOARCH {
 	case "amd64":
@@ -203,12 +199,10 @@ func PidfdOpenFilter(pid int) ([]bpf.RawInstruction, error) {
 	}
 	return bpf.Assemble([]bpf.Instruction{
 		/* 0 */ bpf.LoadAbsolute{Off: 4, Size: 4},
-		/* 1 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: arch, SkipFalse: 4}, // -> 6 allow
+		/* 1 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: arch, SkipFalse: 2}, // -> 4 allow
 		/* 2 */ bpf.LoadAbsolute{Off: 0, Size: 4},
-		/* 3 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_PIDFD_OPEN, SkipFalse: 2}, // -> 6 allow
-		/* 4 */ bpf.LoadAbsolute{Off: 16, Size: 4}, // args[0], low word
-		/* 5 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(pid), SkipTrue: 1}, // -> 7 eperm
-		/* 6 */ bpf.RetConstant{Val: unix.SECCOMP_RET_ALLOW},
-		/* 7 */ bpf.RetConstant{Val: unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)},
+		/* 3 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_PIDFD_OPEN, SkipTrue: 1}, // -> 5 eperm
+		/* 4 */ bpf.RetConstant{Val: unix.SECCOMP_RET_ALLOW},
+		/* 5 */ bpf.RetConstant{Val: unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)},
 	})
 }

@@ -83,3 +83,17 @@ def test_cancel_kills_tree(confine_bin, server, workdir):
     alive = cancel_when_up(client, script, workdir, mark, ("up.daemon", "up.child"))
     assert len(alive) >= 3, alive
     assert pids_with_mark(mark) == [], "survivors of a cancelled run"
+
+
+def test_server_bytes_check_and_no_live_output(confine_bin, server, workdir):
+    """Through a server: exact bytes and check=True as in a direct run;
+    on_output, which needs a direct run's pipes, is refused before
+    anything runs."""
+    c = confine.Client(confine_bin, server=server)
+    r = c.run(["printf", r"a\377b"], workdir=workdir, event_log="off")
+    assert r.stdout.data == b"a\xffb", r.stdout
+    with pytest.raises(confine.CommandFailed) as ei:
+        c.run(["sh", "-c", "exit 4"], workdir=workdir, check=True, event_log="off")
+    assert ei.value.exit_status == 4
+    with pytest.raises(ValueError):
+        c.run(["true"], workdir=workdir, on_output=lambda s, b: None)
