@@ -332,6 +332,12 @@ refused. SIGINT or SIGTERM stops the server, ending the runs in flight.`,
 			if err != nil {
 				return confineFailed(err)
 			}
+			if socket == "" {
+				// The default directory is the server's own: removed when
+				// empty at exit, so a work directory holding it (/tmp) is
+				// refused only while a server may listen there.
+				defer os.Remove(filepath.Dir(s.Socket))
+			}
 			// The socket's directory is known once Listen resolved it.
 			s.Handler = serveHandler(requireCap || requireCapEnv(os.Getenv), filepath.Dir(s.Socket))
 			serve.SetProcessMemoryLimit()
