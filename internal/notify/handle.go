@@ -84,10 +84,13 @@ const unchanged = ^uint32(0)
 
 // handler is a worker's per-thread state.
 type handler struct {
-	s        *server
-	tc       *threadCreds
-	status   []byte    // buffer for /proc/<tid>/status
-	confined *confined // the thread performing create.go's calls, started on first use
+	s      *server
+	tc     *threadCreds
+	status []byte // buffer for /proc/<tid>/status
+	// procFiles: descriptors of the notifying threads' /proc entries
+	// (proc.go, taskFiles).
+	procFiles map[int]taskProcFiles
+	confined  *confined // the thread performing create.go's calls, started on first use
 	// ownFS: the thread has unshared its filesystem attributes, so it
 	// may take a task's umask (create.go's fast path).
 	ownFS bool
@@ -587,11 +590,11 @@ type prepared struct {
 // supervisor's root directory: absolute paths are resolved from the
 // supervisor's root, which is only right when the task has the same one.
 func (t *task) status(what string) (taskStatus, result, bool) {
-	st, ok := readStatus(t.tid, &t.h.status)
+	st, ok := t.h.readStatus(t.tid)
 	if !ok {
 		return st, deny(unix.EACCES, "cannot read the caller's credentials", what), false
 	}
-	if root, ok := readlink(procPath(t.tid, "root")); !ok || root != "/" {
+	if root, ok := readlinkAt(t.h.procFiles[t.tid].dir, "root"); !ok || root != "/" {
 		return st, deny(unix.EACCES, "caller's root directory differs from the supervisor's", what), false
 	}
 	return st, result{}, true

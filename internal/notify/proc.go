@@ -116,40 +116,115 @@ type taskStatus struct {
 	umask int
 }
 
-// readStatus parses /proc/<tid>/status. The file is read afresh for every
-// notification: caching by pid would go stale when the task changes its ids or
-// the pid is reused. *buf is reused between calls and grown when a task has
-// very many supplementary groups.
-func readStatus(tid int, buf *[]byte) (taskStatus, bool) {
-	st := taskStatus{umask: -1}
-	fd, err := unix.Open(procPath(tid, "status"), unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return st, false
+// taskProcFiles are descriptors of one thread's /proc/<tid> directory (O_PATH)
+// and of its status file, kept by a handler across notifications. A /proc
+// descriptor is bound to the thread (its struct pid), not to the number: once
+// the thread is gone, reads through it fail (ESRCH) even when the number has
+// been given to another thread, so a read that succeeds is the current
+// thread's. The content is generated afresh by each read, so nothing the
+// task may change (its ids, groups, umask) is cached: only the open is saved
+// (an open, a close and a path walk through /proc per notification).
+type taskProcFiles struct{ dir, status int }
+
+// maxTaskFiles bounds the cache (two descriptors an entry); when full it is
+// emptied.
+const maxTaskFiles = 128
+
+// taskFiles returns tid's cached descriptors, opening them when absent;
+// fresh says they were opened now.
+func (h *handler) taskFiles(tid int) (f taskProcFiles, fresh, ok bool) {
+	if f, ok := h.procFiles[tid]; ok {
+		return f, false, true
 	}
-	defer unix.Close(fd)
+	dir, err := unix.Open("/proc/"+strconv.Itoa(tid), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return f, true, false
+	}
+	st, err := unix.Openat(dir, "status", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		unix.Close(dir)
+		return f, true, false
+	}
+	if len(h.procFiles) >= maxTaskFiles {
+		h.closeTaskFiles()
+	}
+	if h.procFiles == nil {
+		h.procFiles = make(map[int]taskProcFiles)
+	}
+	f = taskProcFiles{dir: dir, status: st}
+	h.procFiles[tid] = f
+	return f, true, true
+}
+
+// dropTaskFiles closes and forgets tid's descriptors.
+func (h *handler) dropTaskFiles(tid int) {
+	if f, ok := h.procFiles[tid]; ok {
+		unix.Close(f.status)
+		unix.Close(f.dir)
+		delete(h.procFiles, tid)
+	}
+}
+
+// closeTaskFiles empties the cache.
+func (h *handler) closeTaskFiles() {
+	for tid := range h.procFiles {
+		h.dropTaskFiles(tid)
+	}
+}
+
+// readStatus reads and parses /proc/<tid>/status, afresh for every
+// notification: the task may change its ids, groups or umask at any time
+// (setresuid among its real, effective and saved ids needs no privilege),
+// so nothing read is kept. The descriptor is (taskFiles); a descriptor
+// whose thread is gone is replaced once by a fresh open of the number.
+func (h *handler) readStatus(tid int) (taskStatus, bool) {
+	for {
+		f, fresh, ok := h.taskFiles(tid)
+		if !ok {
+			return taskStatus{umask: -1}, false
+		}
+		b, ok := preadAll(f.status, &h.status)
+		if ok {
+			return parseStatus(b)
+		}
+		h.dropTaskFiles(tid)
+		if fresh {
+			return taskStatus{umask: -1}, false
+		}
+	}
+}
+
+// preadAll reads the whole of fd from offset 0 (a seq_file read at offset 0
+// generates the content anew) into *buf, grown when too small.
+func preadAll(fd int, buf *[]byte) ([]byte, bool) {
 	b, n := *buf, 0
 	for {
 		if n == len(b) {
 			if len(b) >= maxStatusSize {
-				return st, false
+				return nil, false
 			}
 			b = append(b, make([]byte, len(b))...)
 			*buf = b
 		}
-		m, err := unix.Read(fd, b[n:])
+		m, err := unix.Pread(fd, b[n:], int64(n))
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
-			return st, false
+			return nil, false
 		}
 		if m == 0 {
-			break
+			return b[:n], true
 		}
 		n += m
 	}
+}
+
+// parseStatus parses the content of /proc/<tid>/status.
+func parseStatus(b []byte) (taskStatus, bool) {
+	st := taskStatus{umask: -1}
 	var haveUID, haveGID, haveGroups bool
-	for line := range bytes.SplitSeq(b[:n], []byte{'\n'}) {
+	for line := range bytes.SplitSeq(b, []byte{'\n'}) {
 		key, val, ok := bytes.Cut(line, []byte{':'})
 		if !ok {
 			continue
@@ -212,8 +287,13 @@ func fdPath(fd int) (string, bool) {
 }
 
 func readlink(p string) (string, bool) {
+	return readlinkAt(unix.AT_FDCWD, p)
+}
+
+// readlinkAt reads the symlink p relative to the directory dirfd.
+func readlinkAt(dirfd int, p string) (string, bool) {
 	var buf [pathMax + 64]byte
-	n, err := unix.Readlink(p, buf[:])
+	n, err := unix.Readlinkat(dirfd, p, buf[:])
 	if err != nil || n <= 0 || n >= len(buf) {
 		return "", false
 	}
