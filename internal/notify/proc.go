@@ -30,8 +30,9 @@ func procPath(tid int, name string) string {
 // datum is read exactly once; the supervisor then works on its private copy,
 // so the task's other threads cannot change it behind the supervisor's back.
 type memReader struct {
-	tid int
-	fd  int
+	tid  int
+	fd   int
+	noVM bool // process_vm_readv refused: read the file
 }
 
 func (m *memReader) open() unix.Errno {
@@ -53,6 +54,36 @@ func (m *memReader) close() {
 	}
 }
 
+// pread reads from the task's memory at addr: with process_vm_readv (one
+// call, no descriptor; it reads what the task's own user copies could read,
+// no FOLL_FORCE) where the kernel lets us, else through /proc/<tid>/mem. A
+// failure of process_vm_readv other than EFAULT (ENOSYS, EPERM under a
+// container's seccomp profile, ESRCH) sends this and every later read of
+// the notification to the file.
+func (m *memReader) pread(b []byte, addr uint64) (int, unix.Errno) {
+	if m.fd < 0 && !m.noVM {
+		local := []unix.Iovec{{Base: &b[0]}}
+		local[0].SetLen(len(b))
+		remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(b)}}
+		n, err := unix.ProcessVMReadv(m.tid, local, remote, 0)
+		switch {
+		case err == nil && n > 0:
+			return n, 0
+		case err == nil || err == unix.EFAULT:
+			return 0, unix.EFAULT
+		}
+		m.noVM = true
+	}
+	if e := m.open(); e != 0 {
+		return 0, e
+	}
+	n, err := unix.Pread(m.fd, b, int64(addr))
+	if err != nil || n <= 0 {
+		return 0, unix.EFAULT
+	}
+	return n, 0
+}
+
 // read fills b from address addr; any short read is EFAULT, as the kernel
 // would have reported for an unreadable user pointer.
 func (m *memReader) read(addr uint64, b []byte) unix.Errno {
@@ -62,13 +93,10 @@ func (m *memReader) read(addr uint64, b []byte) unix.Errno {
 	if addr == 0 || addr > 1<<63-1-uint64(len(b)) {
 		return unix.EFAULT
 	}
-	if e := m.open(); e != 0 {
-		return e
-	}
 	for len(b) > 0 {
-		n, err := unix.Pread(m.fd, b, int64(addr))
-		if err != nil || n <= 0 {
-			return unix.EFAULT
+		n, e := m.pread(b, addr)
+		if e != 0 {
+			return e
 		}
 		b = b[n:]
 		addr += uint64(n)
@@ -84,9 +112,6 @@ func (m *memReader) readString(addr uint64, limit int, tooLong unix.Errno) (stri
 	if addr == 0 || addr > 1<<63-1-uint64(limit) {
 		return "", unix.EFAULT
 	}
-	if e := m.open(); e != 0 {
-		return "", e
-	}
 	var chunk [pageSize]byte
 	var out []byte
 	for len(out) < limit {
@@ -94,9 +119,9 @@ func (m *memReader) readString(addr uint64, limit int, tooLong unix.Errno) (stri
 		if n > limit-len(out) {
 			n = limit - len(out)
 		}
-		got, err := unix.Pread(m.fd, chunk[:n], int64(addr))
-		if err != nil || got <= 0 {
-			return "", unix.EFAULT
+		got, e := m.pread(chunk[:n], addr)
+		if e != 0 {
+			return "", e
 		}
 		if i := bytes.IndexByte(chunk[:got], 0); i >= 0 {
 			out = append(out, chunk[:i]...)
