@@ -5,6 +5,7 @@ package notify
 import (
 	"bytes"
 	"strconv"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -26,7 +27,8 @@ func procPath(tid int, name string) string {
 	return "/proc/" + strconv.Itoa(tid) + "/" + name
 }
 
-// memReader reads the notifying task's memory through /proc/<tid>/mem. Each
+// memReader reads the notifying task's memory (pread: process_vm_readv, or
+// /proc/<tid>/mem where that is refused). Each
 // datum is read exactly once; the supervisor then works on its private copy,
 // so the task's other threads cannot change it behind the supervisor's back.
 type memReader struct {
@@ -308,8 +310,24 @@ func parseIDs(f [][]byte) ([]uint32, bool) {
 // d_path() of the object it refers to. Objects without a path name (sockets,
 // pipes, anonymous inodes) yield strings that do not start with '/'.
 func fdPath(fd int) (string, bool) {
+	if dir := selfFDDir(); dir >= 0 {
+		return readlinkAt(dir, strconv.Itoa(fd))
+	}
 	return readlink("/proc/self/fd/" + strconv.Itoa(fd))
 }
+
+// selfFDDir is an O_PATH descriptor of this process's /proc/self/fd (-1
+// where it cannot be opened), opened once: fdPath runs a few times per
+// notification, and the walk through /proc/self to the directory cost as
+// much as the readlink. The descriptor table is the process's (the
+// supervisor's threads unshare their filesystem attributes only).
+var selfFDDir = sync.OnceValue(func() int {
+	fd, err := unix.Open("/proc/self/fd", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1
+	}
+	return fd
+})
 
 func readlink(p string) (string, bool) {
 	return readlinkAt(unix.AT_FDCWD, p)
