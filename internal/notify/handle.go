@@ -549,11 +549,24 @@ func (t *task) taskFD(tgid int, fd int32) (int, unix.Errno) {
 
 // cwdFD opens the task's working directory.
 func (t *task) cwdFD() (int, unix.Errno) {
-	fd, err := unix.Open(procPath(t.tid, "cwd"), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	fd, err := t.openProc("cwd", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC)
 	if err != nil {
 		return -1, unix.EACCES
 	}
 	return t.keep(fd), 0
+}
+
+// openProc opens /proc/<tid>/name: relative to the handler's descriptor of
+// /proc/<tid> (proc.go, taskFiles) where it has one, which saves the walk
+// through /proc; by path where it has none or the open through it fails
+// (the descriptor's thread may be gone and the number another's).
+func (t *task) openProc(name string, flags int) (int, error) {
+	if f, ok := t.h.procFiles[t.tid]; ok {
+		if fd, err := unix.Openat(f.dir, name, flags, 0); err == nil {
+			return fd, nil
+		}
+	}
+	return unix.Open(procPath(t.tid, name), flags, 0)
 }
 
 // procSelfFD recognises "/proc/self/fd/N", "/proc/thread-self/fd/N" and
