@@ -154,8 +154,10 @@ type taskStatus struct {
 type taskProcFiles struct{ dir, status int }
 
 // maxTaskFiles bounds the cache (two descriptors an entry); when full it is
-// emptied.
-const maxTaskFiles = 128
+// emptied. Small: a server process holds a supervisor per run, each with
+// up to `workers` handlers (at most 4 x 16 x 2 = 128 descriptors a run),
+// and what the cache saves comes from a thread making call after call.
+const maxTaskFiles = 16
 
 // taskFiles returns tid's cached descriptors, opening them when absent;
 // fresh says they were opened now.
