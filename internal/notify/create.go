@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/confine-sandbox/confine/internal/landlock"
+	"github.com/confine-sandbox/confine/internal/seccomp"
 )
 
 // Create is the persistence guard's refusal of a new .git anywhere the
@@ -684,12 +685,35 @@ func (t *task) installOpen(ts *taskStatus, flags int, open func() (int, unix.Err
 
 // install installs our descriptor fd into the task, answering its call
 // with the new number.
+//
+// The task's call must not return while our copy is open: the task's
+// descriptor and ours are one open file, and while it is open for writing
+// the kernel refuses to execute the file (ETXTBSY). A build that writes a
+// binary and runs it at once (go build -o ./app && ./app, a linker under
+// make) then failed now and then on a loaded machine, the supervisor's
+// thread waiting to be scheduled for its close (bench/stress-guard.sh: 3
+// of 100 builds). So where the task waits killable only
+// (SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV: no signal but a fatal one ends
+// its wait, so the descriptor cannot be left behind in a call that is
+// restarted) the descriptor is installed without answering, ours closed,
+// and the call answered after (the worker's reply). Elsewhere ADDFD_FLAG_
+// SEND answers at once: an interrupted wait would otherwise leave the
+// installed descriptor in the task.
 func (t *task) install(fd int, flags int) result {
-	t.keep(fd)
-	add := seccompNotifAddfd{ID: t.n.ID, Flags: unix.SECCOMP_ADDFD_FLAG_SEND, Srcfd: uint32(fd)}
+	add := seccompNotifAddfd{ID: t.n.ID, Srcfd: uint32(fd)}
 	if flags&unix.O_CLOEXEC != 0 {
 		add.NewfdFlags = unix.O_CLOEXEC
 	}
+	if killableWait() {
+		nfd, e := addFD(t.h.s.listener, &add)
+		unix.Close(fd)
+		if e != 0 {
+			return deny(unix.EACCES, "cannot install the descriptor: "+e.Error(), "")
+		}
+		return result{val: int64(nfd)}
+	}
+	t.keep(fd)
+	add.Flags = unix.SECCOMP_ADDFD_FLAG_SEND
 	nfd, e := addFD(t.h.s.listener, &add)
 	if e == unix.EINVAL {
 		add.Flags = 0
@@ -700,3 +724,10 @@ func (t *task) install(fd int, flags int) result {
 	}
 	return result{val: int64(nfd)}
 }
+
+// killableWait says the run's filters are installed with
+// SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (internal/seccomp uses it wherever
+// the kernel knows it).
+var killableWait = sync.OnceValue(func() bool {
+	return seccomp.ListenerFlags()&unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV != 0
+})

@@ -136,25 +136,32 @@ func (tc *threadCreds) become(c *creds) error {
 // restore returns the thread to its recorded credentials and verifies it. On
 // failure it sets poisoned.
 func (tc *threadCreds) restore() {
-	if tc.switched {
-		// Back to the saved euid first: for root this also refills the
-		// effective capability set, which the remaining calls need.
-		_ = setresuid(-1, int(tc.euid), -1)
-		if tc.fsuid != tc.euid {
-			setfsuid(int(tc.fsuid))
+	if !tc.switched {
+		// become changed the capabilities only (the ids were the
+		// task's already): nothing else on this thread changes ids, so
+		// the capabilities are all there is to restore and check (a
+		// capset and a capget instead of seven calls).
+		var caps [2]unix.CapUserData
+		if capset(&tc.caps) != nil || capget(&caps) != nil || caps != tc.caps {
+			tc.poisoned = true
 		}
+		return
+	}
+	// Back to the saved euid first: for root this also refills the
+	// effective capability set, which the remaining calls need.
+	_ = setresuid(-1, int(tc.euid), -1)
+	if tc.fsuid != tc.euid {
+		setfsuid(int(tc.fsuid))
 	}
 	_ = capset(&tc.caps)
-	if tc.switched {
-		_ = setresgid(-1, int(tc.egid), -1)
-		if tc.fsgid != tc.egid {
-			setfsgid(int(tc.fsgid))
-		}
-		if g, err := getgroups(); err != nil || !sameGroups(g, tc.groups) {
-			_ = setgroups(tc.groups)
-		}
-		tc.switched = false
+	_ = setresgid(-1, int(tc.egid), -1)
+	if tc.fsgid != tc.egid {
+		setfsgid(int(tc.fsgid))
 	}
+	if g, err := getgroups(); err != nil || !sameGroups(g, tc.groups) {
+		_ = setgroups(tc.groups)
+	}
+	tc.switched = false
 	if !tc.verify() {
 		tc.poisoned = true
 	}

@@ -84,10 +84,13 @@ const unchanged = ^uint32(0)
 
 // handler is a worker's per-thread state.
 type handler struct {
-	s        *server
-	tc       *threadCreds
-	status   []byte    // buffer for /proc/<tid>/status
-	confined *confined // the thread performing create.go's calls, started on first use
+	s      *server
+	tc     *threadCreds
+	status []byte // buffer for /proc/<tid>/status
+	// procFiles: descriptors of the notifying threads' /proc entries
+	// (proc.go, taskFiles).
+	procFiles map[int]taskProcFiles
+	confined  *confined // the thread performing create.go's calls, started on first use
 	// ownFS: the thread has unshared its filesystem attributes, so it
 	// may take a task's umask (create.go's fast path).
 	ownFS bool
@@ -546,11 +549,24 @@ func (t *task) taskFD(tgid int, fd int32) (int, unix.Errno) {
 
 // cwdFD opens the task's working directory.
 func (t *task) cwdFD() (int, unix.Errno) {
-	fd, err := unix.Open(procPath(t.tid, "cwd"), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	fd, err := t.openProc("cwd", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC)
 	if err != nil {
 		return -1, unix.EACCES
 	}
 	return t.keep(fd), 0
+}
+
+// openProc opens /proc/<tid>/name: relative to the handler's descriptor of
+// /proc/<tid> (proc.go, taskFiles) where it has one, which saves the walk
+// through /proc; by path where it has none or the open through it fails
+// (the descriptor's thread may be gone and the number another's).
+func (t *task) openProc(name string, flags int) (int, error) {
+	if f, ok := t.h.procFiles[t.tid]; ok {
+		if fd, err := unix.Openat(f.dir, name, flags, 0); err == nil {
+			return fd, nil
+		}
+	}
+	return unix.Open(procPath(t.tid, name), flags, 0)
 }
 
 // procSelfFD recognises "/proc/self/fd/N", "/proc/thread-self/fd/N" and
@@ -587,11 +603,11 @@ type prepared struct {
 // supervisor's root directory: absolute paths are resolved from the
 // supervisor's root, which is only right when the task has the same one.
 func (t *task) status(what string) (taskStatus, result, bool) {
-	st, ok := readStatus(t.tid, &t.h.status)
+	st, ok := t.h.readStatus(t.tid)
 	if !ok {
 		return st, deny(unix.EACCES, "cannot read the caller's credentials", what), false
 	}
-	if root, ok := readlink(procPath(t.tid, "root")); !ok || root != "/" {
+	if root, ok := readlinkAt(t.h.procFiles[t.tid].dir, "root"); !ok || root != "/" {
 		return st, deny(unix.EACCES, "caller's root directory differs from the supervisor's", what), false
 	}
 	return st, result{}, true

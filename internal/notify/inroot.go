@@ -45,7 +45,7 @@ func (t *task) rootFD() (int, unix.Errno) {
 	if t.root >= 0 {
 		return t.root, 0
 	}
-	fd, err := unix.Open(procPath(t.tid, "root"), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	fd, err := t.openProc("root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC)
 	if err != nil {
 		return -1, unix.EACCES
 	}

@@ -365,7 +365,7 @@ func (s *server) worker() {
 	runtime.LockOSThread()
 	defer s.wg.Done()
 	var h handler
-	defer func() { h.stopConfined() }()
+	defer func() { h.stopConfined(); h.closeTaskFiles() }()
 	tc, err := newThreadCreds()
 	if err != nil {
 		// Without a credential record nothing can be done safely: refuse.

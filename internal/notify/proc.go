@@ -5,6 +5,7 @@ package notify
 import (
 	"bytes"
 	"strconv"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -26,12 +27,14 @@ func procPath(tid int, name string) string {
 	return "/proc/" + strconv.Itoa(tid) + "/" + name
 }
 
-// memReader reads the notifying task's memory through /proc/<tid>/mem. Each
+// memReader reads the notifying task's memory (pread: process_vm_readv, or
+// /proc/<tid>/mem where that is refused). Each
 // datum is read exactly once; the supervisor then works on its private copy,
 // so the task's other threads cannot change it behind the supervisor's back.
 type memReader struct {
-	tid int
-	fd  int
+	tid  int
+	fd   int
+	noVM bool // process_vm_readv refused: read the file
 }
 
 func (m *memReader) open() unix.Errno {
@@ -53,6 +56,36 @@ func (m *memReader) close() {
 	}
 }
 
+// pread reads from the task's memory at addr: with process_vm_readv (one
+// call, no descriptor; it reads what the task's own user copies could read,
+// no FOLL_FORCE) where the kernel lets us, else through /proc/<tid>/mem. A
+// failure of process_vm_readv other than EFAULT (ENOSYS, EPERM under a
+// container's seccomp profile, ESRCH) sends this and every later read of
+// the notification to the file.
+func (m *memReader) pread(b []byte, addr uint64) (int, unix.Errno) {
+	if m.fd < 0 && !m.noVM {
+		local := []unix.Iovec{{Base: &b[0]}}
+		local[0].SetLen(len(b))
+		remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(b)}}
+		n, err := unix.ProcessVMReadv(m.tid, local, remote, 0)
+		switch {
+		case err == nil && n > 0:
+			return n, 0
+		case err == nil || err == unix.EFAULT:
+			return 0, unix.EFAULT
+		}
+		m.noVM = true
+	}
+	if e := m.open(); e != 0 {
+		return 0, e
+	}
+	n, err := unix.Pread(m.fd, b, int64(addr))
+	if err != nil || n <= 0 {
+		return 0, unix.EFAULT
+	}
+	return n, 0
+}
+
 // read fills b from address addr; any short read is EFAULT, as the kernel
 // would have reported for an unreadable user pointer.
 func (m *memReader) read(addr uint64, b []byte) unix.Errno {
@@ -62,13 +95,10 @@ func (m *memReader) read(addr uint64, b []byte) unix.Errno {
 	if addr == 0 || addr > 1<<63-1-uint64(len(b)) {
 		return unix.EFAULT
 	}
-	if e := m.open(); e != 0 {
-		return e
-	}
 	for len(b) > 0 {
-		n, err := unix.Pread(m.fd, b, int64(addr))
-		if err != nil || n <= 0 {
-			return unix.EFAULT
+		n, e := m.pread(b, addr)
+		if e != 0 {
+			return e
 		}
 		b = b[n:]
 		addr += uint64(n)
@@ -84,9 +114,6 @@ func (m *memReader) readString(addr uint64, limit int, tooLong unix.Errno) (stri
 	if addr == 0 || addr > 1<<63-1-uint64(limit) {
 		return "", unix.EFAULT
 	}
-	if e := m.open(); e != 0 {
-		return "", e
-	}
 	var chunk [pageSize]byte
 	var out []byte
 	for len(out) < limit {
@@ -94,9 +121,9 @@ func (m *memReader) readString(addr uint64, limit int, tooLong unix.Errno) (stri
 		if n > limit-len(out) {
 			n = limit - len(out)
 		}
-		got, err := unix.Pread(m.fd, chunk[:n], int64(addr))
-		if err != nil || got <= 0 {
-			return "", unix.EFAULT
+		got, e := m.pread(chunk[:n], addr)
+		if e != 0 {
+			return "", e
 		}
 		if i := bytes.IndexByte(chunk[:got], 0); i >= 0 {
 			out = append(out, chunk[:i]...)
@@ -116,40 +143,117 @@ type taskStatus struct {
 	umask int
 }
 
-// readStatus parses /proc/<tid>/status. The file is read afresh for every
-// notification: caching by pid would go stale when the task changes its ids or
-// the pid is reused. *buf is reused between calls and grown when a task has
-// very many supplementary groups.
-func readStatus(tid int, buf *[]byte) (taskStatus, bool) {
-	st := taskStatus{umask: -1}
-	fd, err := unix.Open(procPath(tid, "status"), unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return st, false
+// taskProcFiles are descriptors of one thread's /proc/<tid> directory (O_PATH)
+// and of its status file, kept by a handler across notifications. A /proc
+// descriptor is bound to the thread (its struct pid), not to the number: once
+// the thread is gone, reads through it fail (ESRCH) even when the number has
+// been given to another thread, so a read that succeeds is the current
+// thread's. The content is generated afresh by each read, so nothing the
+// task may change (its ids, groups, umask) is cached: only the open is saved
+// (an open, a close and a path walk through /proc per notification).
+type taskProcFiles struct{ dir, status int }
+
+// maxTaskFiles bounds the cache (two descriptors an entry); when full it is
+// emptied. Small: a server process holds a supervisor per run, each with
+// up to `workers` handlers (at most 4 x 16 x 2 = 128 descriptors a run),
+// and what the cache saves comes from a thread making call after call.
+const maxTaskFiles = 16
+
+// taskFiles returns tid's cached descriptors, opening them when absent;
+// fresh says they were opened now.
+func (h *handler) taskFiles(tid int) (f taskProcFiles, fresh, ok bool) {
+	if f, ok := h.procFiles[tid]; ok {
+		return f, false, true
 	}
-	defer unix.Close(fd)
+	dir, err := unix.Open("/proc/"+strconv.Itoa(tid), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return f, true, false
+	}
+	st, err := unix.Openat(dir, "status", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		unix.Close(dir)
+		return f, true, false
+	}
+	if len(h.procFiles) >= maxTaskFiles {
+		h.closeTaskFiles()
+	}
+	if h.procFiles == nil {
+		h.procFiles = make(map[int]taskProcFiles)
+	}
+	f = taskProcFiles{dir: dir, status: st}
+	h.procFiles[tid] = f
+	return f, true, true
+}
+
+// dropTaskFiles closes and forgets tid's descriptors.
+func (h *handler) dropTaskFiles(tid int) {
+	if f, ok := h.procFiles[tid]; ok {
+		unix.Close(f.status)
+		unix.Close(f.dir)
+		delete(h.procFiles, tid)
+	}
+}
+
+// closeTaskFiles empties the cache.
+func (h *handler) closeTaskFiles() {
+	for tid := range h.procFiles {
+		h.dropTaskFiles(tid)
+	}
+}
+
+// readStatus reads and parses /proc/<tid>/status, afresh for every
+// notification: the task may change its ids, groups or umask at any time
+// (setresuid among its real, effective and saved ids needs no privilege),
+// so nothing read is kept. The descriptor is (taskFiles); a descriptor
+// whose thread is gone is replaced once by a fresh open of the number.
+func (h *handler) readStatus(tid int) (taskStatus, bool) {
+	for {
+		f, fresh, ok := h.taskFiles(tid)
+		if !ok {
+			return taskStatus{umask: -1}, false
+		}
+		b, ok := preadAll(f.status, &h.status)
+		if ok {
+			return parseStatus(b)
+		}
+		h.dropTaskFiles(tid)
+		if fresh {
+			return taskStatus{umask: -1}, false
+		}
+	}
+}
+
+// preadAll reads the whole of fd from offset 0 (a seq_file read at offset 0
+// generates the content anew) into *buf, grown when too small.
+func preadAll(fd int, buf *[]byte) ([]byte, bool) {
 	b, n := *buf, 0
 	for {
 		if n == len(b) {
 			if len(b) >= maxStatusSize {
-				return st, false
+				return nil, false
 			}
 			b = append(b, make([]byte, len(b))...)
 			*buf = b
 		}
-		m, err := unix.Read(fd, b[n:])
+		m, err := unix.Pread(fd, b[n:], int64(n))
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
-			return st, false
+			return nil, false
 		}
 		if m == 0 {
-			break
+			return b[:n], true
 		}
 		n += m
 	}
+}
+
+// parseStatus parses the content of /proc/<tid>/status.
+func parseStatus(b []byte) (taskStatus, bool) {
+	st := taskStatus{umask: -1}
 	var haveUID, haveGID, haveGroups bool
-	for line := range bytes.SplitSeq(b[:n], []byte{'\n'}) {
+	for line := range bytes.SplitSeq(b, []byte{'\n'}) {
 		key, val, ok := bytes.Cut(line, []byte{':'})
 		if !ok {
 			continue
@@ -208,12 +312,33 @@ func parseIDs(f [][]byte) ([]uint32, bool) {
 // d_path() of the object it refers to. Objects without a path name (sockets,
 // pipes, anonymous inodes) yield strings that do not start with '/'.
 func fdPath(fd int) (string, bool) {
+	if dir := selfFDDir(); dir >= 0 {
+		return readlinkAt(dir, strconv.Itoa(fd))
+	}
 	return readlink("/proc/self/fd/" + strconv.Itoa(fd))
 }
 
+// selfFDDir is an O_PATH descriptor of this process's /proc/self/fd (-1
+// where it cannot be opened), opened once: fdPath runs a few times per
+// notification, and the walk through /proc/self to the directory cost as
+// much as the readlink. The descriptor table is the process's (the
+// supervisor's threads unshare their filesystem attributes only).
+var selfFDDir = sync.OnceValue(func() int {
+	fd, err := unix.Open("/proc/self/fd", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1
+	}
+	return fd
+})
+
 func readlink(p string) (string, bool) {
+	return readlinkAt(unix.AT_FDCWD, p)
+}
+
+// readlinkAt reads the symlink p relative to the directory dirfd.
+func readlinkAt(dirfd int, p string) (string, bool) {
 	var buf [pathMax + 64]byte
-	n, err := unix.Readlink(p, buf[:])
+	n, err := unix.Readlinkat(dirfd, p, buf[:])
 	if err != nil || n <= 0 || n >= len(buf) {
 		return "", false
 	}

@@ -145,7 +145,7 @@ func (t *task) procCall(kind sysKind) result {
 		return cont()
 	}
 
-	st, ok := readStatus(t.tid, &t.h.status)
+	st, ok := t.h.readStatus(t.tid)
 	switch {
 	case !t.valid():
 		// The caller is gone or interrupted: nobody waits for the
