@@ -62,11 +62,19 @@ func ctlPlaneVectors() []vcase {
 			return serveRow(fixture{env: tmp}, sock, job, target)
 		}},
 		// Work directory /tmp itself, the server's socket in a directory
-		// of its own there that the launcher knows nothing of.
+		// of its own there that the launcher knows nothing of. The
+		// persistence guard is waived: other tests make and remove
+		// repositories in /tmp all the time, and the guard fails a launch
+		// whose nested .git vanished between plan and mount (on purpose:
+		// it never runs unguarded), which is not what this row attacks.
 		{name: "ctl-serve-socket-workdir-tmp", vector: "serve-run", setup: func(e *env) fixture {
 			dir := privateDir(e, "/tmp", "ctlsrv-")
 			sock, job, target := server(e, nil, filepath.Join(dir, "serve.sock"))
-			return serveRow(fixture{cliArgs: []string{"--workdir", "/tmp"}}, sock, job, target)
+			prof := e.file(e.wd, "waive-git.toml", 0o644)
+			if err := os.WriteFile(prof, []byte("name = \"ctl-tmp\"\nwaive = [\"no-git-persistence\"]\n"), 0o644); err != nil {
+				e.t.Fatal(err)
+			}
+			return serveRow(fixture{cliArgs: []string{"--workdir", "/tmp", "--profile", prof}}, sock, job, target)
 		}},
 		// --rw of the socket's directory, a --socket the launcher does not
 		// know: only the server's own check stands.
