@@ -4,6 +4,7 @@ package serve
 
 import (
 	"bufio"
+	"bytes"
 	"container/list"
 	"context"
 	"encoding/binary"
@@ -83,6 +84,11 @@ type Server struct {
 	// read or being read (<= 0: 64 MiB; at least MaxRequest). A request
 	// waits for room up to RequestTimeout, then is refused as busy.
 	MaxRequestMemory int64
+	// MaxRequestRate paces the request bytes of one client process, in
+	// bytes a second (<= 0: DefaultRequestRate), with a burst of
+	// MaxRequest: a process's request that finds its allowance spent
+	// waits for it, up to RequestTimeout, then is refused as busy.
+	MaxRequestRate int64
 
 	// uid is the only uid served (os.Geteuid unless a test sets it).
 	uid     int
@@ -98,6 +104,7 @@ type Server struct {
 	reading *list.List
 	mem     *byteSem
 	reads   *peerTurns
+	rate    *peerRate
 	large   *byteSem
 	// open counts accepted connections not yet closed; connGone hears
 	// of each close.
@@ -108,6 +115,12 @@ type Server struct {
 // largeRequest is the size above which a request is read and decoded
 // one at a time.
 const largeRequest = 1 << 20
+
+// DefaultRequestRate is Server.MaxRequestRate when unset: 4 MiB a
+// second for each client process, after a first MaxRequest at once.
+// Large input is better passed as a descriptor (the request's "stdin"
+// file), which is streamed and not paced.
+const DefaultRequestRate = 4 << 20
 
 // readsPerPeer is how many requests of one client process are read (and
 // decoded) at once; its others wait, within RequestTimeout.
@@ -214,6 +227,10 @@ func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
 	s.reading = list.New()
 	s.mem = newByteSem(s.MaxRequestMemory, "request memory (bytes)")
 	s.reads = newPeerTurns(readsPerPeer)
+	if s.MaxRequestRate <= 0 {
+		s.MaxRequestRate = DefaultRequestRate
+	}
+	s.rate = newPeerRate(s.MaxRequestRate, MaxRequest)
 	s.large = newByteSem(1, "turns to read a large request")
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -256,12 +273,21 @@ func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
 			continue
 		}
 		backoff = 0
+		// The peer and the caps are checked here, without a goroutine:
+		// a flood of connections is refused at the cost of a
+		// getsockopt, a short non-blocking write and a close.
+		pc := s.admitConn(c)
+		if pc == nil {
+			continue
+		}
 		s.open.Add(1)
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
 			defer s.connClosed()
-			s.handle(ctx, c)
+			defer c.Close()
+			defer s.release(pc)
+			s.handle(ctx, pc)
 		}()
 	}
 	cancel()
@@ -374,24 +400,33 @@ func (s *Server) answer(c *net.UnixConn, resp Response) error {
 		timeout = 10 * time.Second
 	}
 	_ = c.SetWriteDeadline(time.Now().Add(timeout))
-	w := bufio.NewWriterSize(c, 64<<10)
+	// A refusal is small: no 64 KiB buffer for it (a flood of them
+	// would make that garbage by the hundred MiB a second).
+	size := 64 << 10
+	if resp.Result == nil {
+		size = 4 << 10
+	}
+	w := bufio.NewWriterSize(c, size)
 	if err := writeResponse(w, resp); err != nil {
 		return err
 	}
 	return w.Flush()
 }
 
-func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
-	defer c.Close()
+// admitConn checks a new connection's peer and counts it against the
+// caps; a refused one is answered without waiting (refuseNow) and closed,
+// and nil is returned.
+func (s *Server) admitConn(c *net.UnixConn) *conn {
 	uid, pid, err := peerUID(c)
 	if err != nil {
 		s.log().Warn("confine serve: refused a peer whose credentials could not be read", "err", err)
-		return
+		c.Close()
+		return nil
 	}
 	if uid != s.uid {
 		s.log().Warn("confine serve: refused a peer of another uid", "peer_uid", uid, "peer_pid", pid, "uid", s.uid)
-		s.refuse(c, "peer", fmt.Sprintf("this confine server serves uid %d only; the client runs as uid %d", s.uid, uid))
-		return
+		s.refuseNow(c, "peer", fmt.Sprintf("this confine server serves uid %d only; the client runs as uid %d", s.uid, uid))
+		return nil
 	}
 	// Counted against the caps first (cheap: a flood is refused here);
 	// checked for being inside a run once it has sent its request
@@ -399,14 +434,42 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
 	// anything runs.
 	pc := &conn{c: c, pid: pid}
 	if why := s.admit(pc); why != "" {
-		s.refuse(c, "busy", why)
+		s.refuseNow(c, "busy", why)
+		return nil
+	}
+	return pc
+}
+
+// refuseNow answers a refusal with one write, which a new connection's
+// empty socket buffer takes whole, and closes c. The socket is
+// non-blocking (as Go accepts them): a client that filled its buffer
+// already gets no answer, and the accept loop never waits.
+func (s *Server) refuseNow(c *net.UnixConn, kind, msg string) {
+	defer c.Close()
+	var b bytes.Buffer
+	if writeResponse(&b, Response{Error: &Refusal{Kind: kind, Message: msg, ExitStatus: 125}}) != nil {
 		return
 	}
-	defer s.release(pc)
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return
+	}
+	_ = rc.Control(func(fd uintptr) {
+		_, _ = unix.Write(int(fd), b.Bytes())
+	})
+}
+
+// handle serves one admitted connection (admitConn); the caller releases
+// it from the caps and closes it.
+func (s *Server) handle(ctx context.Context, pc *conn) {
+	c, pid := pc.c, pc.pid
 	deadline := time.Now().Add(s.RequestTimeout)
 	_ = c.SetReadDeadline(deadline)
 	endTurn := func() {}
 	req, files, release, err := readRequest(c, func(n int64) (func(), error) {
+		if err := s.rate.take(ctx, pid, n, deadline); err != nil {
+			return nil, err
+		}
 		turn, err := s.reads.acquire(ctx, pid, deadline)
 		if err != nil {
 			return nil, err
