@@ -74,7 +74,9 @@ type Server struct {
 	WriteTimeout time.Duration
 	// MaxConns caps the connections held at once (<= 0: DefaultMaxConns).
 	// At the cap a new connection evicts the oldest one still sending
-	// its request; with none such, it is refused as busy.
+	// its request of the process with the most such, when its own
+	// process holds fewer connections than that (or holds them all);
+	// otherwise it is refused as busy (see admit).
 	MaxConns int
 	// MaxConnsPerPeer caps the connections of one client process (its
 	// pid, from SO_PEERCRED; <= 0: 256). Beyond it a connection is
@@ -98,10 +100,11 @@ type Server struct {
 	pending int
 	wg      sync.WaitGroup
 	// conns is the count of connections held, perPeer per client pid,
-	// reading the ones still sending their request, oldest first.
+	// reading the ones still sending their request, per pid, oldest
+	// first.
 	conns   int
 	perPeer map[int]int
-	reading *list.List
+	reading map[int]*list.List
 	mem     *byteSem
 	reads   *peerTurns
 	rate    *peerRate
@@ -224,7 +227,7 @@ func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
 		s.WriteTimeout = 10 * time.Second
 	}
 	s.perPeer = map[int]int{}
-	s.reading = list.New()
+	s.reading = map[int]*list.List{}
 	s.mem = newByteSem(s.MaxRequestMemory, "request memory (bytes)")
 	s.reads = newPeerTurns(readsPerPeer)
 	if s.MaxRequestRate <= 0 {
@@ -321,48 +324,76 @@ type conn struct {
 
 // admit counts pc against the caps: refused ("" when admitted) when its
 // process holds MaxConnsPerPeer already, or when MaxConns are held and
-// none of them is still sending its request; otherwise the oldest such
-// is evicted to make room.
+// no connection can fairly make room. Room is made by evicting the
+// oldest connection still sending its request of the process that has
+// the most such: only for a process that holds fewer connections than
+// that one has waiting, or that holds every connection (its own oldest
+// goes). So processes flooding the cap in equal numbers are refused
+// (cheaply) instead of evicting each other in a loop, and a process
+// with few connections always gets one.
 func (s *Server) admit(pc *conn) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.perPeer[pc.pid] >= s.MaxConnsPerPeer {
-		return fmt.Sprintf("the confine server at %s holds %d connections of process %d already (its cap per client process)", s.Socket, s.perPeer[pc.pid], pc.pid)
+	mine := s.perPeer[pc.pid]
+	if mine >= s.MaxConnsPerPeer {
+		return fmt.Sprintf("the confine server at %s holds %d connections of process %d already (its cap per client process)", s.Socket, mine, pc.pid)
 	}
 	if s.conns >= s.MaxConns {
-		front := s.reading.Front()
-		if front == nil {
+		most, waiting := 0, 0
+		for pid, l := range s.reading {
+			if l.Len() > waiting {
+				most, waiting = pid, l.Len()
+			}
+		}
+		if waiting == 0 {
 			return fmt.Sprintf("the confine server at %s holds %d connections, its cap, all with requests", s.Socket, s.conns)
 		}
-		victim := s.reading.Remove(front).(*conn)
-		victim.elem, victim.evicted = nil, true
+		if mine >= waiting && mine < s.conns {
+			return fmt.Sprintf("the confine server at %s holds %d connections, its cap; process %d holds %d of them, and no process has more than %d still sending a request", s.Socket, s.conns, pc.pid, mine, waiting)
+		}
+		victim := s.reading[most].Front().Value.(*conn)
+		s.unread(victim)
+		victim.evicted = true
 		// Wakes its reader, which answers busy and closes.
 		_ = victim.c.SetReadDeadline(time.Unix(1, 0))
 	}
 	s.conns++
 	s.perPeer[pc.pid]++
-	pc.elem = s.reading.PushBack(pc)
+	l := s.reading[pc.pid]
+	if l == nil {
+		l = list.New()
+		s.reading[pc.pid] = l
+	}
+	pc.elem = l.PushBack(pc)
 	return ""
+}
+
+// unread takes pc off the list of connections still sending their
+// request, when it is on it. s.mu is held.
+func (s *Server) unread(pc *conn) {
+	if pc.elem == nil {
+		return
+	}
+	l := s.reading[pc.pid]
+	l.Remove(pc.elem)
+	pc.elem = nil
+	if l.Len() == 0 {
+		delete(s.reading, pc.pid)
+	}
 }
 
 // doneReading takes pc off the eviction list; false when it was evicted.
 func (s *Server) doneReading(pc *conn) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if pc.elem != nil {
-		s.reading.Remove(pc.elem)
-		pc.elem = nil
-	}
+	s.unread(pc)
 	return !pc.evicted
 }
 
 func (s *Server) release(pc *conn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if pc.elem != nil {
-		s.reading.Remove(pc.elem)
-		pc.elem = nil
-	}
+	s.unread(pc)
 	s.conns--
 	if s.perPeer[pc.pid]--; s.perPeer[pc.pid] <= 0 {
 		delete(s.perPeer, pc.pid)
