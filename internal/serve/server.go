@@ -88,8 +88,10 @@ type Server struct {
 	MaxRequestMemory int64
 	// MaxRequestRate paces the request bytes of one client process, in
 	// bytes a second (<= 0: DefaultRequestRate), with a burst of
-	// MaxRequest: a process's request that finds its allowance spent
-	// waits for it, up to RequestTimeout, then is refused as busy.
+	// MaxRequest; requests over 1 MiB of all processes together are
+	// paced at twice that, with a burst of two MaxRequest. A request
+	// that finds its allowance spent waits for it, or, when it would
+	// come after RequestTimeout, waits for that and is refused as busy.
 	MaxRequestRate int64
 
 	// uid is the only uid served (os.Geteuid unless a test sets it).
@@ -108,7 +110,10 @@ type Server struct {
 	mem     *byteSem
 	reads   *peerTurns
 	rate    *peerRate
-	large   *byteSem
+	// largeRate paces the bytes of large requests of all processes
+	// together (one bucket, pid 0).
+	largeRate *peerRate
+	large     *byteSem
 	// open counts accepted connections not yet closed; connGone hears
 	// of each close.
 	open     atomic.Int64
@@ -234,6 +239,7 @@ func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
 		s.MaxRequestRate = DefaultRequestRate
 	}
 	s.rate = newPeerRate(s.MaxRequestRate, MaxRequest)
+	s.largeRate = newPeerRate(2*s.MaxRequestRate, 2*MaxRequest)
 	s.large = newByteSem(1, "turns to read a large request")
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -320,6 +326,8 @@ type conn struct {
 	// place.
 	elem    *list.Element
 	evicted bool
+	// deadline is when its request must have come.
+	deadline time.Time
 }
 
 // admit counts pc against the caps: refused ("" when admitted) when its
@@ -365,6 +373,10 @@ func (s *Server) admit(pc *conn) string {
 		s.reading[pc.pid] = l
 	}
 	pc.elem = l.PushBack(pc)
+	// The request's deadline is set before anyone can evict pc (which
+	// sets one in the past), under s.mu: an eviction is never undone.
+	pc.deadline = time.Now().Add(s.RequestTimeout)
+	_ = pc.c.SetReadDeadline(pc.deadline)
 	return ""
 }
 
@@ -494,12 +506,18 @@ func (s *Server) refuseNow(c *net.UnixConn, kind, msg string) {
 // it from the caps and closes it.
 func (s *Server) handle(ctx context.Context, pc *conn) {
 	c, pid := pc.c, pc.pid
-	deadline := time.Now().Add(s.RequestTimeout)
-	_ = c.SetReadDeadline(deadline)
+	deadline := pc.deadline
 	endTurn := func() {}
 	req, files, release, err := readRequest(c, func(n int64) (func(), error) {
 		if err := s.rate.take(ctx, pid, n, deadline); err != nil {
 			return nil, err
+		}
+		// Large requests of all processes together are paced too (a
+		// flood from many processes); small ones never wait for them.
+		if n > largeRequest {
+			if err := s.largeRate.take(ctx, 0, n, deadline); err != nil {
+				return nil, err
+			}
 		}
 		turn, err := s.reads.acquire(ctx, pid, deadline)
 		if err != nil {
