@@ -4,6 +4,7 @@ package serve
 
 import (
 	"bytes"
+	"container/list"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,6 +21,7 @@ import (
 	"time"
 
 	"github.com/confine-sandbox/confine/spec"
+	"golang.org/x/sys/unix"
 )
 
 const goodReq = `{"version":1,"spec":{"Program":"p"}}`
@@ -475,5 +477,124 @@ func TestFairSlots(t *testing.T) {
 	wg.Wait()
 	if want := []int{7, 8, 7, 7, 7}; !slices.Equal(got, want) {
 		t.Fatalf("slots went to %v, want %v", got, want)
+	}
+}
+
+// TestEvictionFairness walks admit through sequences of connections of
+// several processes at the total cap: a process evicts the oldest
+// waiting connection of the process with the most waiting, only while it
+// holds fewer than that, or when it holds every connection.
+func TestEvictionFairness(t *testing.T) {
+	type step struct {
+		pid     int
+		admit   bool
+		evicted int // index into the steps of the connection evicted, -1 none
+	}
+	cases := []struct {
+		name     string
+		maxConns int
+		steps    []step
+	}{
+		{"alone, its own oldest goes", 2, []step{{1, true, -1}, {1, true, -1}, {1, true, 0}, {1, true, 1}}},
+		{"a newcomer evicts from the largest holder", 3, []step{{1, true, -1}, {1, true, -1}, {2, true, -1}, {3, true, 0}}},
+		{"equals refuse instead of evicting", 4, []step{{1, true, -1}, {1, true, -1}, {2, true, -1}, {2, true, -1}, {1, false, -1}, {2, false, -1}}},
+		{"a holder of fewer evicts until even", 4, []step{{1, true, -1}, {1, true, -1}, {1, true, -1}, {2, true, -1}, {2, true, 0}, {2, false, -1}, {1, false, -1}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &Server{MaxConns: tc.maxConns, MaxConnsPerPeer: 100, perPeer: map[int]int{}, reading: map[int]*list.List{}}
+			var pcs []*conn
+			for i, st := range tc.steps {
+				fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				unix.Close(fds[1])
+				f := os.NewFile(uintptr(fds[0]), "pair")
+				fc, err := net.FileConn(f)
+				f.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { fc.Close() })
+				pc := &conn{c: fc.(*net.UnixConn), pid: st.pid}
+				pcs = append(pcs, pc)
+				before := make([]bool, len(pcs))
+				for j, p := range pcs {
+					before[j] = p.evicted
+				}
+				why := s.admit(pc)
+				if (why == "") != st.admit {
+					t.Fatalf("step %d (pid %d): admit = %q, want admitted %v", i, st.pid, why, st.admit)
+				}
+				for j, p := range pcs {
+					if p.evicted != before[j] && j != st.evicted {
+						t.Fatalf("step %d: connection %d evicted, want %d", i, j, st.evicted)
+					}
+				}
+				if st.evicted >= 0 && !pcs[st.evicted].evicted {
+					t.Fatalf("step %d: connection %d not evicted", i, st.evicted)
+				}
+				if st.evicted >= 0 {
+					s.release(pcs[st.evicted])
+				}
+			}
+		})
+	}
+}
+
+// TestPeerRate walks the per-process byte pacing with a fake clock: a
+// burst goes at once, then a process's bytes wait for the refill (and
+// later ones queue behind), past the deadline they wait for it and are
+// refused as busy, and one process's debt never delays another's.
+func TestPeerRate(t *testing.T) {
+	type step struct {
+		at       time.Duration // fake time of the request
+		pid      int
+		n        int64
+		deadline time.Duration // from at
+		slept    time.Duration
+		busy     bool
+	}
+	const rate, burst = 100, 1000
+	cases := []struct {
+		name  string
+		steps []step
+	}{
+		{"burst at once", []step{{0, 1, 1000, time.Second, 0, false}}},
+		{"then at the rate", []step{{0, 1, 1000, time.Second, 0, false}, {0, 1, 50, time.Second, 500 * time.Millisecond, false}, {0, 1, 50, 2 * time.Second, time.Second, false}}},
+		{"refilled with time", []step{{0, 1, 1000, time.Second, 0, false}, {10 * time.Second, 1, 1000, time.Second, 0, false}}},
+		{"past the deadline: waits for it, busy", []step{{0, 1, 1000, time.Second, 0, false}, {0, 1, 500, 3 * time.Second, 3 * time.Second, true}, {0, 1, 100, 2 * time.Second, time.Second, false}}},
+		{"processes apart", []step{{0, 1, 1000, time.Second, 0, false}, {0, 2, 1000, time.Second, 0, false}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			base := time.Unix(1000, 0)
+			now := base
+			var slept time.Duration
+			p := newPeerRate(rate, burst)
+			p.now = func() time.Time { return now }
+			p.sleep = func(_ context.Context, d time.Duration) error { slept = d; return nil }
+			for i, st := range tc.steps {
+				now, slept = base.Add(st.at), 0
+				err := p.take(context.Background(), st.pid, st.n, now.Add(st.deadline))
+				if errors.Is(err, errBusy) != st.busy || (err != nil && !st.busy) {
+					t.Fatalf("step %d: %v, want busy %v", i, err, st.busy)
+				}
+				if slept != st.slept {
+					t.Fatalf("step %d: slept %v, want %v", i, slept, st.slept)
+				}
+			}
+		})
+	}
+	p := newPeerRate(rate, burst)
+	for pid := range 5 {
+		_ = p.take(context.Background(), pid, 1, time.Now().Add(time.Second))
+	}
+	p.pruneAtLeast = 2
+	p.now = func() time.Time { return time.Now().Add(time.Hour) }
+	_ = p.take(context.Background(), 99, 1, time.Now().Add(2*time.Hour))
+	if len(p.peers) != 1 {
+		t.Fatalf("after an hour, %d processes remembered, want the one new", len(p.peers))
 	}
 }

@@ -400,3 +400,90 @@ func SetProcessMemoryLimit() {
 		debug.SetMemoryLimit(SoftMemoryLimit)
 	}
 }
+
+// peerRate paces the request bytes of each client process: a token
+// bucket per pid of burst bytes, refilled at rate bytes a second. A
+// request takes its size from its process's bucket before its body is
+// read; when the bucket holds too little, the request waits for the
+// refill (its bytes are taken at once, so later requests of the same
+// process queue behind it), or, when the refill would come after its
+// deadline, waits for the deadline and is refused as busy. Reading and decoding a request costs the
+// server CPU by the byte (encoding/json: 10 to 45 ns a byte): this keeps
+// one process's flood of large requests from taking a core.
+type peerRate struct {
+	mu           sync.Mutex
+	rate, burst  float64
+	peers        map[int]*bucket
+	now          func() time.Time
+	sleep        func(ctx context.Context, d time.Duration) error
+	pruneAtLeast int
+}
+
+type bucket struct {
+	tokens float64
+	at     time.Time
+}
+
+func newPeerRate(rate, burst int64) *peerRate {
+	return &peerRate{rate: float64(rate), burst: float64(burst), peers: map[int]*bucket{}, now: time.Now, sleep: sleepCtx, pruneAtLeast: 1024}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// take takes n bytes from pid's bucket, waiting for them until deadline
+// (or ctx's end).
+func (p *peerRate) take(ctx context.Context, pid int, n int64, deadline time.Time) error {
+	p.mu.Lock()
+	now := p.now()
+	b := p.peers[pid]
+	if b == nil {
+		if len(p.peers) >= p.pruneAtLeast {
+			p.prune(now)
+		}
+		b = &bucket{tokens: p.burst, at: now}
+		p.peers[pid] = b
+	}
+	b.tokens = min(p.burst, b.tokens+p.rate*now.Sub(b.at).Seconds())
+	b.at = now
+	wait := time.Duration(0)
+	if short := float64(n) - b.tokens; short > 0 {
+		wait = time.Duration(short / p.rate * float64(time.Second))
+	}
+	if now.Add(wait).After(deadline) {
+		p.mu.Unlock()
+		// Refused at its deadline, not at once: a client that sends
+		// again on the refusal comes back at the pace of its deadline,
+		// not in a loop of refusals.
+		if err := p.sleep(ctx, deadline.Sub(now)); err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: process %d sent more than %d bytes a second of requests (its burst %d); this one's %d bytes would wait %v, past its deadline",
+			errBusy, pid, int64(p.rate), int64(p.burst), n, wait.Round(time.Millisecond))
+	}
+	b.tokens -= float64(n)
+	p.mu.Unlock()
+	if wait == 0 {
+		return nil
+	}
+	return p.sleep(ctx, wait)
+}
+
+// prune forgets the processes whose buckets have refilled (their entries
+// would read as full anyway). p.mu is held.
+func (p *peerRate) prune(now time.Time) {
+	for pid, b := range p.peers {
+		if b.tokens+p.rate*now.Sub(b.at).Seconds() >= p.burst {
+			delete(p.peers, pid)
+		}
+	}
+	p.pruneAtLeast = max(1024, 2*len(p.peers))
+}

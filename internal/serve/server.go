@@ -4,6 +4,7 @@ package serve
 
 import (
 	"bufio"
+	"bytes"
 	"container/list"
 	"context"
 	"encoding/binary"
@@ -73,7 +74,9 @@ type Server struct {
 	WriteTimeout time.Duration
 	// MaxConns caps the connections held at once (<= 0: DefaultMaxConns).
 	// At the cap a new connection evicts the oldest one still sending
-	// its request; with none such, it is refused as busy.
+	// its request of the process with the most such, when its own
+	// process holds fewer connections than that (or holds them all);
+	// otherwise it is refused as busy (see admit).
 	MaxConns int
 	// MaxConnsPerPeer caps the connections of one client process (its
 	// pid, from SO_PEERCRED; <= 0: 256). Beyond it a connection is
@@ -83,6 +86,13 @@ type Server struct {
 	// read or being read (<= 0: 64 MiB; at least MaxRequest). A request
 	// waits for room up to RequestTimeout, then is refused as busy.
 	MaxRequestMemory int64
+	// MaxRequestRate paces the request bytes of one client process, in
+	// bytes a second (<= 0: DefaultRequestRate), with a burst of
+	// MaxRequest; requests over 1 MiB of all processes together are
+	// paced at twice that, with a burst of two MaxRequest. A request
+	// that finds its allowance spent waits for it, or, when it would
+	// come after RequestTimeout, waits for that and is refused as busy.
+	MaxRequestRate int64
 
 	// uid is the only uid served (os.Geteuid unless a test sets it).
 	uid     int
@@ -92,13 +102,18 @@ type Server struct {
 	pending int
 	wg      sync.WaitGroup
 	// conns is the count of connections held, perPeer per client pid,
-	// reading the ones still sending their request, oldest first.
+	// reading the ones still sending their request, per pid, oldest
+	// first.
 	conns   int
 	perPeer map[int]int
-	reading *list.List
+	reading map[int]*list.List
 	mem     *byteSem
 	reads   *peerTurns
-	large   *byteSem
+	rate    *peerRate
+	// largeRate paces the bytes of large requests of all processes
+	// together (one bucket, pid 0).
+	largeRate *peerRate
+	large     *byteSem
 	// open counts accepted connections not yet closed; connGone hears
 	// of each close.
 	open     atomic.Int64
@@ -108,6 +123,12 @@ type Server struct {
 // largeRequest is the size above which a request is read and decoded
 // one at a time.
 const largeRequest = 1 << 20
+
+// DefaultRequestRate is Server.MaxRequestRate when unset: 4 MiB a
+// second for each client process, after a first MaxRequest at once.
+// Large input is better passed as a descriptor (the request's "stdin"
+// file), which is streamed and not paced.
+const DefaultRequestRate = 4 << 20
 
 // readsPerPeer is how many requests of one client process are read (and
 // decoded) at once; its others wait, within RequestTimeout.
@@ -211,9 +232,14 @@ func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
 		s.WriteTimeout = 10 * time.Second
 	}
 	s.perPeer = map[int]int{}
-	s.reading = list.New()
+	s.reading = map[int]*list.List{}
 	s.mem = newByteSem(s.MaxRequestMemory, "request memory (bytes)")
 	s.reads = newPeerTurns(readsPerPeer)
+	if s.MaxRequestRate <= 0 {
+		s.MaxRequestRate = DefaultRequestRate
+	}
+	s.rate = newPeerRate(s.MaxRequestRate, MaxRequest)
+	s.largeRate = newPeerRate(2*s.MaxRequestRate, 2*MaxRequest)
 	s.large = newByteSem(1, "turns to read a large request")
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -256,12 +282,21 @@ func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
 			continue
 		}
 		backoff = 0
+		// The peer and the caps are checked here, without a goroutine:
+		// a flood of connections is refused at the cost of a
+		// getsockopt, a short non-blocking write and a close.
+		pc := s.admitConn(c)
+		if pc == nil {
+			continue
+		}
 		s.open.Add(1)
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
 			defer s.connClosed()
-			s.handle(ctx, c)
+			defer c.Close()
+			defer s.release(pc)
+			s.handle(ctx, pc)
 		}()
 	}
 	cancel()
@@ -291,52 +326,86 @@ type conn struct {
 	// place.
 	elem    *list.Element
 	evicted bool
+	// deadline is when its request must have come.
+	deadline time.Time
 }
 
 // admit counts pc against the caps: refused ("" when admitted) when its
 // process holds MaxConnsPerPeer already, or when MaxConns are held and
-// none of them is still sending its request; otherwise the oldest such
-// is evicted to make room.
+// no connection can fairly make room. Room is made by evicting the
+// oldest connection still sending its request of the process that has
+// the most such: only for a process that holds fewer connections than
+// that one has waiting, or that holds every connection (its own oldest
+// goes). So processes flooding the cap in equal numbers are refused
+// (cheaply) instead of evicting each other in a loop, and a process
+// with few connections always gets one.
 func (s *Server) admit(pc *conn) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.perPeer[pc.pid] >= s.MaxConnsPerPeer {
-		return fmt.Sprintf("the confine server at %s holds %d connections of process %d already (its cap per client process)", s.Socket, s.perPeer[pc.pid], pc.pid)
+	mine := s.perPeer[pc.pid]
+	if mine >= s.MaxConnsPerPeer {
+		return fmt.Sprintf("the confine server at %s holds %d connections of process %d already (its cap per client process)", s.Socket, mine, pc.pid)
 	}
 	if s.conns >= s.MaxConns {
-		front := s.reading.Front()
-		if front == nil {
+		most, waiting := 0, 0
+		for pid, l := range s.reading {
+			if l.Len() > waiting {
+				most, waiting = pid, l.Len()
+			}
+		}
+		if waiting == 0 {
 			return fmt.Sprintf("the confine server at %s holds %d connections, its cap, all with requests", s.Socket, s.conns)
 		}
-		victim := s.reading.Remove(front).(*conn)
-		victim.elem, victim.evicted = nil, true
+		if mine >= waiting && mine < s.conns {
+			return fmt.Sprintf("the confine server at %s holds %d connections, its cap; process %d holds %d of them, and no process has more than %d still sending a request", s.Socket, s.conns, pc.pid, mine, waiting)
+		}
+		victim := s.reading[most].Front().Value.(*conn)
+		s.unread(victim)
+		victim.evicted = true
 		// Wakes its reader, which answers busy and closes.
 		_ = victim.c.SetReadDeadline(time.Unix(1, 0))
 	}
 	s.conns++
 	s.perPeer[pc.pid]++
-	pc.elem = s.reading.PushBack(pc)
+	l := s.reading[pc.pid]
+	if l == nil {
+		l = list.New()
+		s.reading[pc.pid] = l
+	}
+	pc.elem = l.PushBack(pc)
+	// The request's deadline is set before anyone can evict pc (which
+	// sets one in the past), under s.mu: an eviction is never undone.
+	pc.deadline = time.Now().Add(s.RequestTimeout)
+	_ = pc.c.SetReadDeadline(pc.deadline)
 	return ""
+}
+
+// unread takes pc off the list of connections still sending their
+// request, when it is on it. s.mu is held.
+func (s *Server) unread(pc *conn) {
+	if pc.elem == nil {
+		return
+	}
+	l := s.reading[pc.pid]
+	l.Remove(pc.elem)
+	pc.elem = nil
+	if l.Len() == 0 {
+		delete(s.reading, pc.pid)
+	}
 }
 
 // doneReading takes pc off the eviction list; false when it was evicted.
 func (s *Server) doneReading(pc *conn) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if pc.elem != nil {
-		s.reading.Remove(pc.elem)
-		pc.elem = nil
-	}
+	s.unread(pc)
 	return !pc.evicted
 }
 
 func (s *Server) release(pc *conn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if pc.elem != nil {
-		s.reading.Remove(pc.elem)
-		pc.elem = nil
-	}
+	s.unread(pc)
 	s.conns--
 	if s.perPeer[pc.pid]--; s.perPeer[pc.pid] <= 0 {
 		delete(s.perPeer, pc.pid)
@@ -374,24 +443,33 @@ func (s *Server) answer(c *net.UnixConn, resp Response) error {
 		timeout = 10 * time.Second
 	}
 	_ = c.SetWriteDeadline(time.Now().Add(timeout))
-	w := bufio.NewWriterSize(c, 64<<10)
+	// A refusal is small: no 64 KiB buffer for it (a flood of them
+	// would make that garbage by the hundred MiB a second).
+	size := 64 << 10
+	if resp.Result == nil {
+		size = 4 << 10
+	}
+	w := bufio.NewWriterSize(c, size)
 	if err := writeResponse(w, resp); err != nil {
 		return err
 	}
 	return w.Flush()
 }
 
-func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
-	defer c.Close()
+// admitConn checks a new connection's peer and counts it against the
+// caps; a refused one is answered without waiting (refuseNow) and closed,
+// and nil is returned.
+func (s *Server) admitConn(c *net.UnixConn) *conn {
 	uid, pid, err := peerUID(c)
 	if err != nil {
 		s.log().Warn("confine serve: refused a peer whose credentials could not be read", "err", err)
-		return
+		c.Close()
+		return nil
 	}
 	if uid != s.uid {
 		s.log().Warn("confine serve: refused a peer of another uid", "peer_uid", uid, "peer_pid", pid, "uid", s.uid)
-		s.refuse(c, "peer", fmt.Sprintf("this confine server serves uid %d only; the client runs as uid %d", s.uid, uid))
-		return
+		s.refuseNow(c, "peer", fmt.Sprintf("this confine server serves uid %d only; the client runs as uid %d", s.uid, uid))
+		return nil
 	}
 	// Counted against the caps first (cheap: a flood is refused here);
 	// checked for being inside a run once it has sent its request
@@ -399,14 +477,48 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
 	// anything runs.
 	pc := &conn{c: c, pid: pid}
 	if why := s.admit(pc); why != "" {
-		s.refuse(c, "busy", why)
+		s.refuseNow(c, "busy", why)
+		return nil
+	}
+	return pc
+}
+
+// refuseNow answers a refusal with one write, which a new connection's
+// empty socket buffer takes whole, and closes c. The socket is
+// non-blocking (as Go accepts them): a client that filled its buffer
+// already gets no answer, and the accept loop never waits.
+func (s *Server) refuseNow(c *net.UnixConn, kind, msg string) {
+	defer c.Close()
+	var b bytes.Buffer
+	if writeResponse(&b, Response{Error: &Refusal{Kind: kind, Message: msg, ExitStatus: 125}}) != nil {
 		return
 	}
-	defer s.release(pc)
-	deadline := time.Now().Add(s.RequestTimeout)
-	_ = c.SetReadDeadline(deadline)
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return
+	}
+	_ = rc.Control(func(fd uintptr) {
+		_, _ = unix.Write(int(fd), b.Bytes())
+	})
+}
+
+// handle serves one admitted connection (admitConn); the caller releases
+// it from the caps and closes it.
+func (s *Server) handle(ctx context.Context, pc *conn) {
+	c, pid := pc.c, pc.pid
+	deadline := pc.deadline
 	endTurn := func() {}
 	req, files, release, err := readRequest(c, func(n int64) (func(), error) {
+		if err := s.rate.take(ctx, pid, n, deadline); err != nil {
+			return nil, err
+		}
+		// Large requests of all processes together are paced too (a
+		// flood from many processes); small ones never wait for them.
+		if n > largeRequest {
+			if err := s.largeRate.take(ctx, 0, n, deadline); err != nil {
+				return nil, err
+			}
+		}
 		turn, err := s.reads.acquire(ctx, pid, deadline)
 		if err != nil {
 			return nil, err

@@ -33,7 +33,8 @@ import (
 //     the server drops them;
 //   - deaf: clients that never read, half with a live stdout pipe they
 //     leave unread ("chatty"), half never reading a 4 MiB answer ("big");
-//   - large: clients sending whole requests of almost MaxRequest bytes.
+//   - large: clients sending whole requests of almost MaxRequest bytes,
+//     from several processes.
 //
 // Meanwhile this process, an ordinary client, runs /bin/true through the
 // server one run after another, as it did on the idle server before.
@@ -55,12 +56,13 @@ type soakScale struct {
 	name                   string
 	idle, idleProcs        int
 	deaf, large, largeSize int
+	largeProcs             int
 	runs                   int
 }
 
 var soakScales = map[string]soakScale{
-	"":     {name: "small", idle: 2000, idleProcs: 4, deaf: 10, large: 40, largeSize: 1 << 20, runs: 100},
-	"full": {name: "full", idle: 30000, idleProcs: 20, deaf: 10, large: 40, largeSize: MaxRequest - 64, runs: 300},
+	"":     {name: "small", idle: 2000, idleProcs: 4, deaf: 10, large: 40, largeSize: 1 << 20, largeProcs: 4, runs: 100},
+	"full": {name: "full", idle: 30000, idleProcs: 20, deaf: 10, large: 40, largeSize: MaxRequest - 64, largeProcs: 8, runs: 300},
 }
 
 func TestSoak(t *testing.T) {
@@ -72,8 +74,8 @@ func TestSoak(t *testing.T) {
 	if !ok {
 		t.Fatalf("CONFINE_SOAK=%q: want unset or full", os.Getenv("CONFINE_SOAK"))
 	}
-	t.Logf("soak scale %s (CONFINE_SOAK=full for the figures of docs/server.md): %d idle connections in %d processes, %d deaf clients, %d clients of %d-byte requests, %d runs",
-		sc.name, sc.idle, sc.idleProcs, sc.deaf, sc.large, sc.largeSize, sc.runs)
+	t.Logf("soak scale %s (CONFINE_SOAK=full for the figures of docs/server.md): %d idle connections in %d processes, %d deaf clients, %d clients of %d-byte requests in %d processes, %d runs",
+		sc.name, sc.idle, sc.idleProcs, sc.deaf, sc.large, sc.largeSize, sc.largeProcs, sc.runs)
 	socket := filepath.Join(privDir(t), SocketName)
 	child := func(role string, extra ...string) (*exec.Cmd, *bufio.Reader) {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestSoak$")
@@ -126,8 +128,17 @@ func TestSoak(t *testing.T) {
 		c, _ := child("deaf", "CONFINE_SOAK_N="+strconv.Itoa(sc.deaf))
 		attackers = append(attackers, c)
 	}
-	if slices.Contains(kinds, "large") {
-		c, _ := child("large", "CONFINE_SOAK_N="+strconv.Itoa(sc.large), "CONFINE_SOAK_SIZE="+strconv.Itoa(sc.largeSize))
+	// Large requests come from several processes, so that pacing per
+	// process is not the whole defence.
+	for i := range sc.largeProcs {
+		if !slices.Contains(kinds, "large") {
+			break
+		}
+		n := sc.large / sc.largeProcs
+		if i < sc.large%sc.largeProcs {
+			n++
+		}
+		c, _ := child("large", "CONFINE_SOAK_N="+strconv.Itoa(n), "CONFINE_SOAK_SIZE="+strconv.Itoa(sc.largeSize))
 		attackers = append(attackers, c)
 	}
 	// Let the floods reach the caps.
@@ -153,7 +164,9 @@ func TestSoak(t *testing.T) {
 			}
 		}
 	}()
+	cpu0, t0 := procCPU(pid), time.Now()
 	loaded, loadedDials := soakRuns(t, socket, sc.runs)
+	cpu, wall := procCPU(pid)-cpu0, time.Since(t0)
 	close(stop)
 	wg.Wait()
 	hwm := procFigure(pid, "VmHWM")
@@ -170,16 +183,16 @@ func TestSoak(t *testing.T) {
 	if hwm > soakMemoryBound {
 		t.Errorf("server peak RSS %d MiB, over the documented bound of %d MiB", hwm>>20, soakMemoryBound>>20)
 	}
-	report := fmt.Sprintf("soak (%s, attackers %s): %d idle connections (%d processes), %d deaf clients, %d clients sending %d-byte requests; ordinary client, %d sequential runs of /bin/true each:\n"+
+	report := fmt.Sprintf("soak (%s, attackers %s): %d idle connections (%d processes), %d deaf clients, %d clients sending %d-byte requests (%d processes); ordinary client, %d sequential runs of /bin/true each:\n"+
 		"  idle server:   p50 %v  p99 %v  max %v  (connect p99 %v)\n"+
 		"  under attack:  p50 %v  p99 %v  max %v  (connect p99 %v)\n"+
 		"  p99 ratio %.2fx (target <= 2x)\n"+
-		"  server: RSS idle %d MiB, peak %d MiB (bound %d MiB), at most %d descriptors open; still serving at the end\n",
-		sc.name, mix, sc.idle, sc.idleProcs, sc.deaf, sc.large, sc.largeSize, sc.runs,
+		"  server: RSS idle %d MiB, peak %d MiB (bound %d MiB), at most %d descriptors open, CPU under attack %.0f%% of one core; still serving at the end\n",
+		sc.name, mix, sc.idle, sc.idleProcs, sc.deaf, sc.large, sc.largeSize, sc.largeProcs, sc.runs,
 		pct(idle, 50), pct(idle, 99), idle[len(idle)-1], pct(idleDials, 99),
 		pct(loaded, 50), pct(loaded, 99), loaded[len(loaded)-1], pct(loadedDials, 99),
 		float64(pct(loaded, 99))/float64(pct(idle, 99)),
-		idleRSS>>20, hwm>>20, soakMemoryBound>>20, maxFDs.Load())
+		idleRSS>>20, hwm>>20, soakMemoryBound>>20, maxFDs.Load(), 100*cpu.Seconds()/wall.Seconds())
 	t.Log(report)
 	if p := os.Getenv("CONFINE_SOAK_REPORT"); p != "" {
 		if err := os.WriteFile(p, []byte(report), 0o644); err != nil {
@@ -228,6 +241,24 @@ func procFigure(pid int, field string) int64 {
 		}
 	}
 	return 0
+}
+
+// procCPU is the CPU time (user and system) process pid used so far (0
+// when unreadable).
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command's name, which ends in the last ')'.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	// USER_HZ is 100 on every Linux port Go supports.
+	return time.Duration(ut+st) * 10 * time.Millisecond
 }
 
 // soakChild is one soak process; it never returns (the test kills it).
