@@ -139,20 +139,6 @@ func gitTreeVectors() []vcase {
 			}
 			return f
 		})
-		if r.name == "git-nested-repo-move" {
-			// Under landlock+namespaces the refusal to move a directory
-			// holding a repository comes with the in-tree resolution of
-			// Landlock ABI 2 and later; the ABI 1 rename emulation there
-			// does not look inside the directory it moves (a gap,
-			// docs/guard.md), so the row applies only where
-			// requireNamespaces finds ABI 2.
-			r.setup = func(e *env) fixture {
-				if e.confined && e.backend == "" {
-					requireNamespaces(e)
-				}
-				return setup(e)
-			}
-		}
 		r.setup = waiveOnOldABI(r.setup)
 		all = append(all, r, c)
 	}

@@ -230,6 +230,7 @@ func (t *task) renameLink(kind sysKind) result {
 	if link {
 		what = "link"
 	}
+	var reals [2]string
 	for i, fd := range []int{ofd, nfd} {
 		real, ok := fdPath(fd)
 		if !ok {
@@ -238,8 +239,15 @@ func (t *task) renameLink(kind sysKind) result {
 		if !t.h.s.pol.entryWritable(real, []string{oldLast, newLast}[i]) {
 			return deny(unix.EXDEV, what+" across directories with a side outside the writable roots (or guarded)", real)
 		}
+		reals[i] = real
 	}
-	if t.h.s.creator != nil && !link && (t.h.s.pol.holdsGit(ofd, oldLast) || flags&unix.RENAME_EXCHANGE != 0 && t.h.s.pol.holdsGit(nfd, newLast)) {
+	// This emulation resolves in the supervisor's tree, where a .git the
+	// command's mount namespace binds read-only is an ordinary entry: the
+	// guarded paths are refused here by name, whatever the backend.
+	if !link && (t.h.s.pol.guardedEntry(reals[0], oldLast) || t.h.s.pol.guardedEntry(reals[1], newLast)) {
+		return refuseGit(oldPath, "a guarded .git (or the way to one), moved or replaced")
+	}
+	if (t.h.s.creator != nil || t.h.s.pol.guarding()) && !link && (t.h.s.pol.holdsGit(ofd, oldLast) || flags&unix.RENAME_EXCHANGE != 0 && t.h.s.pol.holdsGit(nfd, newLast)) {
 		return refuseGit(oldPath, "a directory holding a repository's .git, moved")
 	}
 	src := -1
