@@ -85,8 +85,11 @@ rm -rf "$ctx"; mkdir -p "$ctx"
 git ls-files -z -co --exclude-standard | xargs -0 cp --parents -t "$ctx"
 # (What `go build` fetches, not `go mod download`: that wants every
 # module in the graph, test dependencies of dependencies included.)
-GOFLAGS=-mod=mod GOPROXY="file://$(go env GOMODCACHE)/cache/download" GOMODCACHE="$work/modcache" \
-  GOCACHE="$work/gocache" CGO_ENABLED=0 go build -o /dev/null ./cmd/confine
+# Both binaries: confine-mcp links the MCP SDK, which confine leaves out.
+for b in ./cmd/confine ./cmd/confine-mcp; do
+  GOFLAGS=-mod=mod GOPROXY="file://$(go env GOMODCACHE)/cache/download" GOMODCACHE="$work/modcache" \
+    GOCACHE="$work/gocache" CGO_ENABLED=0 go build -o /dev/null "$b"
+done
 cp -a "$work/modcache/cache/download" "$ctx/.modproxy"
 chmod -R u+w "$work/modcache"; rm -rf "$work/modcache" "$work/gocache"
 t_prep=$((SECONDS - start))
