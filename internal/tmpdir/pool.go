@@ -23,8 +23,9 @@ import (
 // and owner, so runs as different uids never share one.
 type Pool struct {
 	// Size is how many directories are kept ready for each key
-	// (<= 0: 2); Keys bounds the keys kept (<= 0: 8; the least recently
-	// used one's directories are removed).
+	// (<= 0: 4, a server's default run slots on 2 CPUs); Keys bounds the
+	// keys kept (<= 0: 8; the least recently used one's directories are
+	// removed).
 	Size, Keys int
 
 	mu     sync.Mutex
@@ -86,7 +87,7 @@ func (p *Pool) Close() {
 
 func (p *Pool) size() int {
 	if p.Size <= 0 {
-		return 2
+		return 4
 	}
 	return p.Size
 }
