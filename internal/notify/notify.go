@@ -358,25 +358,14 @@ func (s *server) grow() {
 }
 
 // worker receives and handles notifications on an OS thread of its own, whose
-// credentials it switches per request. Once it has handled a notification it
-// never unlocks the thread: when the goroutine returns, the Go runtime
-// destroys the thread instead of reusing it, so a thread whose credentials
-// could not be restored, or whose filesystem attributes are its own, dies
-// with it. A worker that handled none (a run that made no call the
-// supervisor decides, like most short ones) changed nothing of its thread,
-// which it gives back: a server then makes no thread per run.
+// credentials it switches per request. It never unlocks the thread: when the
+// goroutine returns, the Go runtime destroys the thread instead of reusing
+// it, so a thread whose credentials could not be restored dies with it.
 func (s *server) worker() {
 	runtime.LockOSThread()
 	defer s.wg.Done()
 	var h handler
-	handled := false
-	defer func() {
-		h.stopConfined()
-		h.closeTaskFiles()
-		if !handled {
-			runtime.UnlockOSThread()
-		}
-	}()
+	defer func() { h.stopConfined(); h.closeTaskFiles() }()
 	tc, err := newThreadCreds()
 	if err != nil {
 		// Without a credential record nothing can be done safely: refuse.
@@ -387,16 +376,13 @@ func (s *server) worker() {
 	rbuf := alignedBuf(s.respSize, int(unsafe.Sizeof(seccompNotifResp{})))
 	resp := (*seccompNotifResp)(unsafe.Pointer(&rbuf[0]))
 	h = handler{s: s, tc: tc, status: make([]byte, 4096)}
+	if s.creator != nil {
+		// Refused by Docker's default seccomp profile: then the
+		// task's umask is applied by hand (create.go, modeFor).
+		h.ownFS = unix.Unshare(unix.CLONE_FS) == nil
+	}
 	held := false
 	for s.next(nbuf, held) {
-		if !handled {
-			handled = true
-			if s.creator != nil {
-				// Refused by Docker's default seccomp profile: then the
-				// task's umask is applied by hand (create.go, modeFor).
-				h.ownFS = unix.Unshare(unix.CLONE_FS) == nil
-			}
-		}
 		ent, ok := sysTable[n.Data.Nr]
 		held = ok && n.Data.Arch == nativeArch && quick(ent.kind)
 		if !held {
