@@ -28,12 +28,17 @@ type Pool struct {
 	// removed).
 	Size, Keys int
 
-	mu     sync.Mutex
-	ready  map[poolKey][]*Dir
-	order  []poolKey // least recently used first
-	fills  map[poolKey]bool
-	closed bool
-	wg     sync.WaitGroup
+	mu    sync.Mutex
+	ready map[poolKey][]*Dir
+	order []poolKey // least recently used first
+	// want are the keys to refill, in order; one filler at a time makes
+	// their directories, one after another (a launcher's threads are
+	// the uid's tasks too: RLIMIT_NPROC counts them against its runs).
+	want    []poolKey
+	stale   []*Dir // of evicted keys, for the filler to remove
+	filling bool
+	closed  bool
+	wg      sync.WaitGroup
 }
 
 type poolKey struct {
@@ -74,11 +79,11 @@ func (p *Pool) Close() {
 	p.mu.Unlock()
 	p.wg.Wait()
 	p.mu.Lock()
-	var all []*Dir
+	all := p.stale
 	for _, ds := range p.ready {
 		all = append(all, ds...)
 	}
-	p.ready = nil
+	p.ready, p.stale = nil, nil
 	p.mu.Unlock()
 	for _, d := range all {
 		Remove(d.Root)
@@ -114,62 +119,81 @@ func (p *Pool) pop(k poolKey) *Dir {
 	return d
 }
 
-// refill makes k's directories up to Size in the background (one filler
-// per key at a time), and drops the least recently used keys beyond Keys.
+// refill queues k to be filled up to Size in the background, by the one
+// filler (started when none runs), and drops the least recently used
+// keys beyond Keys.
 func (p *Pool) refill(k poolKey) {
 	p.mu.Lock()
-	if p.closed || p.fills[k] {
-		p.mu.Unlock()
+	defer p.mu.Unlock()
+	if p.closed {
 		return
 	}
-	if p.fills == nil {
-		p.fills, p.ready = map[poolKey]bool{}, map[poolKey][]*Dir{}
+	if p.ready == nil {
+		p.ready = map[poolKey][]*Dir{}
 	}
 	p.touch(k)
-	var stale []*Dir
 	for len(p.order) > p.keys() {
 		old := p.order[0]
 		p.order = p.order[1:]
-		stale = append(stale, p.ready[old]...)
+		p.stale = append(p.stale, p.ready[old]...)
 		delete(p.ready, old)
 	}
-	p.fills[k] = true
+	if !slices.Contains(p.want, k) {
+		p.want = append(p.want, k)
+	}
+	if p.filling {
+		return
+	}
+	p.filling = true
 	p.wg.Add(1)
-	p.mu.Unlock()
-	go func() {
-		defer p.wg.Done()
+	go p.fill()
+}
+
+// fill removes the evicted keys' directories and makes the wanted keys'
+// until none is left to do.
+func (p *Pool) fill() {
+	defer p.wg.Done()
+	for {
+		p.mu.Lock()
+		stale := p.stale
+		p.stale = nil
+		var k poolKey
+		todo := false
+		for len(p.want) > 0 && !todo {
+			k, p.want = p.want[0], p.want[1:]
+			todo = !p.closed && p.used(k) && len(p.ready[k]) < p.size()
+		}
+		if !todo && len(stale) == 0 {
+			p.filling = false
+			p.mu.Unlock()
+			return
+		}
+		p.mu.Unlock()
 		for _, d := range stale {
 			Remove(d.Root)
 		}
+		if !todo {
+			continue
+		}
 		for {
-			p.mu.Lock()
-			n, closed := len(p.ready[k]), p.closed
-			if closed || n >= p.size() || !p.used(k) {
-				delete(p.fills, k)
-				p.mu.Unlock()
-				return
-			}
-			p.mu.Unlock()
-			d, err := CreateIn(k.parent, k.uid, k.gid)
-			if err == nil {
-				err = d.Wait()
-				if err != nil {
-					Remove(d.Root)
-				}
+			d, err := create(k.parent, k.uid, k.gid, false)
+			if err != nil {
+				break
 			}
 			p.mu.Lock()
-			if err != nil || p.closed || !p.used(k) {
-				delete(p.fills, k)
+			if p.closed || !p.used(k) {
 				p.mu.Unlock()
-				if err == nil {
-					Remove(d.Root)
-				}
-				return
+				Remove(d.Root)
+				break
 			}
 			p.ready[k] = append(p.ready[k], d)
+			full := len(p.ready[k]) >= p.size()
 			p.mu.Unlock()
+			if full {
+				break
+			}
 		}
-	}()
+	}
 }
 
 // touch makes k the most recently used key; p.mu is held.
