@@ -86,14 +86,12 @@ func nestedGit(root string, rw, guarded []string, budget *int) ([]string, error)
 					if isGuarded(target) {
 						continue
 					}
-					for _, r := range rw {
-						if spec.Within(target, r) {
-							if !spec.Within(target, root) {
-								return nil, fmt.Errorf("%s names git directory %s, inside writable root %s; the guard keeps only its own root's entries", p, target, r)
-							}
-							out = append(out, target)
-							break
-						}
+					own, err := inOwnRoot(p, target, root, rw)
+					if err != nil {
+						return nil, err
+					}
+					if own {
+						out = append(out, target)
 					}
 				default:
 					return nil, fmt.Errorf("%s is a %s, not a directory or a gitfile", p, kindOf(t))

@@ -3,7 +3,6 @@
 package hostop
 
 import (
-	"io"
 	"path/filepath"
 
 	"github.com/confine-sandbox/confine/internal/guardset"
@@ -117,19 +116,12 @@ func (r *Root) gitfileTarget() string {
 		return ""
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, 4096))
+	t, err := guardset.ReadGitfile(f, r.path)
 	if err != nil {
 		return ""
-	}
-	t, err := guardset.ParseGitfile(b)
-	if err != nil {
-		return ""
-	}
-	if !filepath.IsAbs(t) {
-		t = filepath.Join(r.path, t)
 	}
 	if e, err := filepath.EvalSymlinks(t); err == nil {
 		return e
 	}
-	return filepath.Clean(t)
+	return t
 }

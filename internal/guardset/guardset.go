@@ -25,6 +25,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -202,4 +204,27 @@ func ParseGitfile(b []byte) (string, error) {
 		return "", errors.New("an empty gitdir: line")
 	}
 	return p, nil
+}
+
+// maxGitfile bounds what ReadGitfile reads: git reads a gitfile's first
+// line only.
+const maxGitfile = 4096
+
+// ReadGitfile reads a gitfile from r (its first 4 KiB) and returns the
+// path it names, absolute (a relative one is taken from dir, the
+// gitfile's directory) and clean, not resolved: Tier 2's guard (the root
+// package) and Tier 1's (hostop) both read gitfiles with it.
+func ReadGitfile(r io.Reader, dir string) (string, error) {
+	b, err := io.ReadAll(io.LimitReader(r, maxGitfile))
+	if err != nil {
+		return "", err
+	}
+	p, err := ParseGitfile(b)
+	if err != nil {
+		return "", err
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(dir, p)
+	}
+	return filepath.Clean(p), nil
 }

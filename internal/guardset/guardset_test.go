@@ -2,6 +2,7 @@ package guardset
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/confine-sandbox/confine/policy"
@@ -137,6 +138,24 @@ func TestParseGitfile(t *testing.T) {
 		got, err := ParseGitfile([]byte(c.in))
 		if (err == nil) != c.ok || got != c.want {
 			t.Errorf("ParseGitfile(%q) = %q, %v; want %q ok=%v", c.in, got, err, c.want, c.ok)
+		}
+	}
+}
+
+func TestReadGitfile(t *testing.T) {
+	for _, c := range []struct {
+		in, dir, want string
+		ok            bool
+	}{
+		{"gitdir: ../.git/modules/sub\n", "/w/sub", "/w/.git/modules/sub", true},
+		{"gitdir: /abs/gd/\n", "/w", "/abs/gd", true},
+		{"gitdir: x/./y", "/w", "/w/x/y", true},
+		{"[core]\n", "/w", "", false},
+		{strings.Repeat(" ", maxGitfile) + "gitdir: x", "/w", "", false},
+	} {
+		got, err := ReadGitfile(strings.NewReader(c.in), c.dir)
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("ReadGitfile(%.20q, %q) = %q, %v; want %q ok=%v", c.in, c.dir, got, err, c.want, c.ok)
 		}
 	}
 }
