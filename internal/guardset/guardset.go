@@ -196,6 +196,27 @@ func row(name string) (Entry, bool) {
 // ErrChange: a profile's change to the set that New refuses.
 var ErrChange = errors.New("persistence guard: invalid change to the protected set")
 
+// ChangeError is New's refusal of one change; it wraps ErrChange.
+type ChangeError struct {
+	// Row is the row moved or added; Added says which.
+	Row   string
+	Added bool
+	Msg   string
+}
+
+func (e *ChangeError) Error() string { return fmt.Sprintf("%v: %s", ErrChange, e.Msg) }
+
+// Unwrap returns ErrChange.
+func (e *ChangeError) Unwrap() error { return ErrChange }
+
+func moveErr(row, format string, args ...any) error {
+	return &ChangeError{Row: row, Msg: fmt.Sprintf(format, args...)}
+}
+
+func addErr(row, format string, args ...any) error {
+	return &ChangeError{Row: row, Added: true, Msg: fmt.Sprintf("added row %q: ", row) + fmt.Sprintf(format, args...)}
+}
+
 // New is the policy of a profile that waives no-git-persistence (or not)
 // and makes changes c. It refuses, wrapping ErrChange, the first invalid
 // change (nothing of c applies then): a move of an unknown row, a row
@@ -212,11 +233,11 @@ func New(gitWaived bool, c Changes) (Policy, error) {
 			e, ok := row(n)
 			switch {
 			case !ok:
-				return Policy{}, fmt.Errorf("%w: no row %q to move (rows: %s)", ErrChange, n, strings.Join(names(Rows()), ", "))
+				return Policy{}, moveErr(n, "no row %q to move (rows: %s)", n, strings.Join(names(Rows()), ", "))
 			case p.moved[n] != Allow:
-				return Policy{}, fmt.Errorf("%w: row %q moved twice", ErrChange, n)
+				return Policy{}, moveErr(n, "row %q moved twice", n)
 			case e.Default == m.to:
-				return Policy{}, fmt.Errorf("%w: row %q is %s by default", ErrChange, n, map[Action]string{Refuse: "refused", Report: "reported"}[m.to])
+				return Policy{}, moveErr(n, "row %q is %s by default", n, map[Action]string{Refuse: "refused", Report: "reported"}[m.to])
 			}
 			if p.moved == nil {
 				p.moved = map[string]Action{}
@@ -226,16 +247,16 @@ func New(gitWaived bool, c Changes) (Policy, error) {
 	}
 	for _, e := range c.Add {
 		if err := checkName(e.Name); err != nil {
-			return Policy{}, fmt.Errorf("%w: added row %q: %v", ErrChange, e.Name, err)
+			return Policy{}, addErr(e.Name, "%v", err)
 		}
 		if _, ok := row(e.Name); ok || slices.ContainsFunc(p.added, func(a Entry) bool { return a.Name == e.Name }) {
-			return Policy{}, fmt.Errorf("%w: added row %q: the name is taken", ErrChange, e.Name)
+			return Policy{}, addErr(e.Name, "the name is taken")
 		}
 		if err := CheckPattern(e.Pattern); err != nil {
-			return Policy{}, fmt.Errorf("%w: added row %q: %v", ErrChange, e.Name, err)
+			return Policy{}, addErr(e.Name, "%v", err)
 		}
 		if e.Default != Refuse && e.Default != Report {
-			return Policy{}, fmt.Errorf("%w: added row %q: the action must be refuse or report", ErrChange, e.Name)
+			return Policy{}, addErr(e.Name, "the action must be refuse or report")
 		}
 		e.Class = Profile
 		if e.Why == "" {
