@@ -26,10 +26,10 @@ import (
 // A refused write fails with guardset.ErrProtected; a reported one
 // succeeds and names its row (WriteResult.Guard, PatchedFile.Guard).
 
-// SetGuard sets the guard's policy for writes beneath r to that of a
-// profile that waives the guarantees in waive (NewHost does it from the
-// capability's profile). Without it, the git set is refused.
-func (r *Root) SetGuard(waive []string) { r.guard = guardset.For(waive) }
+// SetGuard sets the guard's policy for writes beneath r (NewHost sets the
+// capability's profile's, policy.Profile.GuardPolicy). Without it, the
+// defaults: the git set refused, the editor set reported.
+func (r *Root) SetGuard(p guardset.Policy) { r.guard = p }
 
 // GitWritePath is WritePath for git's own metadata, for a trusted writer
 // alone (hostop/git carrying back what git itself wrote): the persistence
@@ -67,7 +67,7 @@ func (p ConfinedWritePath) guardStart() (*guardWalk, error) {
 	if p.trusted {
 		return g, nil
 	}
-	if e, ok := guardset.Classify(filepath.Join(p.root.path, p.rel)); ok {
+	if e, ok := p.root.guard.Classify(p.root.path, p.rel); ok {
 		if err := g.act(p.rel, e); err != nil {
 			return nil, err
 		}

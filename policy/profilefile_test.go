@@ -357,7 +357,7 @@ func TestProfileGuard(t *testing.T) {
 			}
 			for path, want := range c.actions {
 				got := guardset.Allow
-				if e, ok := g.Classify(path); ok {
+				if e, ok := g.Classify("/w", path); ok {
 					got = g.Action(e)
 				}
 				if got != want {

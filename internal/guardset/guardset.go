@@ -331,13 +331,15 @@ func For(waive []string) Policy {
 	return Policy{gitWaived: slices.Contains(waive, GitWaiver)}
 }
 
-// Classify returns the row path falls under: Set's first match, else the
-// first of the profile's added rows.
-func (p Policy) Classify(path string) (Entry, bool) {
-	if e, ok := Classify(path); ok {
+// Classify returns the row the path rel beneath root falls under: Set's
+// first match for the whole path (a root inside a .git counts), else the
+// first of the profile's added rows for rel (their patterns are relative
+// to the root: a writable root in Tier 2, the operation's root in Tier 1).
+func (p Policy) Classify(root, rel string) (Entry, bool) {
+	if e, ok := Classify(filepath.Join(root, rel)); ok {
 		return e, ok
 	}
-	return classify(p.added, path)
+	return classify(p.added, rel)
 }
 
 // Action is what p does with a write to e.

@@ -223,7 +223,7 @@ func TestNew(t *testing.T) {
 			}
 			for path, want := range c.actions {
 				got := Allow
-				if e, ok := p.Classify(path); ok {
+				if e, ok := p.Classify("/w", path); ok {
 					got = p.Action(e)
 				}
 				if got != want {
