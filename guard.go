@@ -28,8 +28,7 @@ func gitGuard(rw []string, waive []string) ([]string, error) {
 		return nil, nil
 	}
 	refuse := func(why string) ([]string, error) {
-		return nil, fmt.Errorf("%w: %w: %s: %s; waive %s in the profile to let the command write it (its changes are then reported)",
-			spec.ErrUnavailable, ErrGuard, policy.GGitPersistence, why, policy.GGitPersistence)
+		return nil, guardRefusal(why)
 	}
 	var guarded []string
 	for _, r := range rw {
@@ -63,6 +62,12 @@ func gitGuard(rw []string, waive []string) ([]string, error) {
 		}
 	}
 	return guarded, nil
+}
+
+// guardRefusal is the error of a run the guard cannot keep.
+func guardRefusal(why string) error {
+	return fmt.Errorf("%w: %w: %s: %s; waive %s in the profile to let the command write it (its changes are then reported)",
+		spec.ErrUnavailable, ErrGuard, policy.GGitPersistence, why, policy.GGitPersistence)
 }
 
 // guardRoot is gitGuard for one writable root.
