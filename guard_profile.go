@@ -43,9 +43,11 @@ func profileGuard(rw []string, worktree string, guarded []string, changed bool, 
 	watchRow := func(rel string, e guardset.Entry) {
 		watch = append(watch, persist.Watch{Path: rel, What: "guard row " + e.Name + " (" + e.Why + ")"})
 	}
+	// The rows at their defaults are in persist's own table.
+	changedRow := func(e guardset.Entry) bool { return e.Class == guardset.Profile || g.Action(e) != e.Default }
 	for _, rows := range [][]guardset.Entry{refused, reported} {
 		for _, e := range rows {
-			if rel, ok := topLevel(e.Pattern); ok {
+			if rel, ok := topLevel(e.Pattern); ok && changedRow(e) {
 				watchRow(rel, e)
 			}
 		}
@@ -80,7 +82,7 @@ func profileGuard(rw []string, worktree string, guarded []string, changed bool, 
 				return false, nil
 			}
 			for _, e := range reported {
-				if r == worktree && guardset.Match(e, rel) && e.Class == guardset.Profile {
+				if r == worktree && changedRow(e) && guardset.Match(e, rel) {
 					watchRow(rel, e)
 				}
 			}
