@@ -399,7 +399,10 @@ func Match(e Entry, path string) bool {
 // ErrProtected.
 func Refusal(path string, e Entry) error {
 	how := "list it in guard.report in the profile to allow it (the write is then reported)"
-	if e.Class == Git {
+	switch e.Class {
+	case Profile:
+		how = "the profile's [guard.add." + e.Name + "] refuses it; action = \"report\" there allows it (the write is then reported)"
+	case Git:
 		how = fmt.Sprintf("waive %s, or list it in guard.report, in the profile to allow it (the write is then reported)", GitWaiver)
 	}
 	return fmt.Errorf("%s: %w (%s: %s); %s is refused, %s",
