@@ -72,6 +72,7 @@ type inputs struct {
 	pidsOptional  bool
 	wantPidsGroup bool // a uid-0 run the pids cgroup may bound
 	callerEnv     envLookup
+	warm          *Warm // the launcher's (nil: none)
 }
 
 // validate checks s against prof on h and resolves what every backend
@@ -411,7 +412,7 @@ func (in *inputs) prepare(backend provider.Provider, required bool) (*run, error
 	td := stablePrivate(in.callerEnv, in.prof, in.dir, in.uid, in.rw)
 	if td == nil {
 		var err error
-		if td, err = tmpdir.CreateIn(in.callerEnv.tempDir(), in.uid, in.gid); err != nil {
+		if td, err = in.warm.privateDir(in.callerEnv.tempDir(), in.uid, in.gid); err != nil {
 			return nil, fmt.Errorf("%w: %v", spec.ErrLaunch, err)
 		}
 	}

@@ -68,6 +68,7 @@ func (l *Launcher) launch(ctx context.Context, c *policy.Cap, prof policy.Profil
 	if err != nil {
 		return err
 	}
+	in.warm = l.Warm
 	if len(s.Approvals) > 0 {
 		if in.allow == nil {
 			return fmt.Errorf("%w: egress approvals need a profile with network = %q", spec.ErrInvalidSpec, spec.Allowlist)
@@ -105,6 +106,11 @@ func (l *Launcher) launch(ctx context.Context, c *policy.Cap, prof policy.Profil
 	detached := false
 	defer func() {
 		run.stopGoProg()
+		if !run.tmp.Stable() {
+			// Once the run is over: making the next run's directory
+			// does not take the CPU from this one.
+			in.warm.refillPrivate(in.callerEnv.tempDir(), in.uid, in.gid)
+		}
 		switch {
 		case !detached:
 			run.cleanup()

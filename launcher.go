@@ -73,6 +73,10 @@ type Launcher struct {
 	// run may reach, besides the defaults (docs/control-plane.md): a
 	// server's socket directory, a key file named on the command line.
 	ControlPaths []string
+	// Warm, when set, is the state this launcher shares with others
+	// between runs (NewWarm): a server sets it so that its runs find
+	// their private directories made ahead.
+	Warm *Warm
 }
 
 // NewLauncher returns a Launcher that runs at most maxConcurrent commands at

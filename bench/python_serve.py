@@ -3,13 +3,16 @@
 through the CLI and a bare subprocess of the same command, in one process,
 round by round interleaved; bench/run.sh runs it (ONLY=pyserve):
 
-  python3 bench/python_serve.py --confine PATH --server SOCKET --workdir DIR [--json OUT]
+  python3 bench/python_serve.py --confine PATH --server SOCKET --workdir DIR [--bwrap BWRAP] [--json OUT]
 
 - launch latency, one at a time: subprocess.run([CMD]) (bare),
-  Client(PATH).run(CMD) (the CLI) and Client(PATH, server=SOCKET).run(CMD);
-- runs/s at 8 and at 32 at a time: JOBS runs of each in asyncio (bare:
-  create_subprocess_exec under a semaphore; the client: run_async under
-  Client(max_concurrent=N)).
+  Client(PATH).run(CMD) (the CLI), Client(PATH, server=SOCKET).run(CMD)
+  (the server, default backend: "server"; --backend core: "server_core")
+  and, with --bwrap, subprocess.run of bubblewrap's minimal line
+  (BWRAP --ro-bind / / --dev /dev --proc /proc --unshare-all CMD: "bwrap");
+- runs/s at 8 and at 32 at a time: JOBS runs of each in asyncio (bare and
+  bwrap: create_subprocess_exec under a semaphore; the client: run_async
+  under Client(max_concurrent=N)).
 
 It prints one JSON object: {"skip": WHY} where the client cannot be
 imported, else the samples (milliseconds, runs/s) and failures per path.
@@ -43,23 +46,33 @@ def main():
     ap.add_argument("--rounds", type=int, default=30, help="interleaved latency rounds")
     ap.add_argument("--jobs", type=int, default=64, help="runs per throughput round")
     ap.add_argument("--reps", type=int, default=2, help="throughput rounds per concurrency")
+    ap.add_argument("--bwrap", help="bubblewrap, for its standalone row")
     ap.add_argument("--json", help="write the object here too")
     a = ap.parse_args()
     wd = a.workdir
     clients = {"cli": confine.Client(a.confine, server=False), "server": confine.Client(a.confine, server=a.server)}
-    failures = {"bare": 0, "cli": 0, "server": 0}
+    failures = {"bare": 0, "cli": 0, "server": 0, "server_core": 0, "bwrap": 0}
+    bwrap = [a.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all"] + CMD \
+        if a.bwrap else None
+    backend = {"cli": "", "server": "", "server_core": "core"}
 
-    def bare():
-        if subprocess.run(CMD, stdin=subprocess.DEVNULL).returncode != 0:
-            failures["bare"] += 1
-
-    def via(name):
+    def plain(name, argv):
         def run():
-            if clients[name].run(CMD, workdir=wd).exit_code != 0:
+            if subprocess.run(argv, stdin=subprocess.DEVNULL).returncode != 0:
                 failures[name] += 1
         return run
 
-    seq = {"bare": bare, "cli": via("cli"), "server": via("server")}
+    def via(name):
+        c = clients["cli" if name == "cli" else "server"]
+
+        def run():
+            if c.run(CMD, workdir=wd, backend=backend[name]).exit_code != 0:
+                failures[name] += 1
+        return run
+
+    seq = {"bare": plain("bare", CMD), "cli": via("cli"), "server": via("server"), "server_core": via("server_core")}
+    if bwrap:
+        seq["bwrap"] = plain("bwrap", bwrap)
     latency = {k: [] for k in seq}
     for i in range(-3, a.rounds):
         order = list(seq)
@@ -71,18 +84,20 @@ def main():
                 latency[k].append((time.perf_counter() - t0) * 1e3)
 
     async def batch(name, par):
-        if name == "bare":
+        if name in ("bare", "bwrap"):
             sem = asyncio.Semaphore(par)
+            argv = CMD if name == "bare" else bwrap
 
             async def one():
                 async with sem:
-                    p = await asyncio.create_subprocess_exec(*CMD, stdin=subprocess.DEVNULL)
+                    p = await asyncio.create_subprocess_exec(*argv, stdin=subprocess.DEVNULL)
                     if await p.wait() != 0:
-                        failures["bare"] += 1
+                        failures[name] += 1
             await asyncio.gather(*(one() for _ in range(a.jobs)))
             return
-        c = confine.Client(a.confine, max_concurrent=par, server=a.server if name == "server" else False)
-        rs = await asyncio.gather(*(c.run_async(CMD, workdir=wd) for _ in range(a.jobs)), return_exceptions=True)
+        c = confine.Client(a.confine, max_concurrent=par, server=False if name == "cli" else a.server)
+        rs = await asyncio.gather(*(c.run_async(CMD, workdir=wd, backend=backend[name]) for _ in range(a.jobs)),
+                                  return_exceptions=True)
         failures[name] += sum(1 for r in rs if isinstance(r, BaseException) or r.exit_code != 0)
 
     rate = {}

@@ -51,8 +51,9 @@
 #                          between two network namespaces the bench makes (root; skipped with the reason otherwise)
 #   SERVE_RUNS [100] SERVE_JOBS [128] SERVE_REPS [3] SERVE_FLAGS []  /bin/true through the CLI, `confine serve`
 #                          (CLI --server and a warm client), the library in-process, bwrap and bare; runs/s at 8 and 32
-#   PY_ROUNDS [30] PY_JOBS [64] PY_REPS [2]  the Python client (bench/python_serve.py) through `confine serve`, through
-#                          the CLI and a bare subprocess: launch latency, runs/s at 8 and 32 (skipped, saying why, without python3)
+#   PY_ROUNDS [30] PY_JOBS [64] PY_REPS [2]  the Python client (bench/python_serve.py) through `confine serve` (default
+#                          backend and --backend core), through the CLI, bwrap's minimal line and a bare subprocess: launch
+#                          latency, runs/s at 8 and 32 (skipped, saying why, without python3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD

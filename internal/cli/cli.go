@@ -187,7 +187,9 @@ func versionFrom(linked string, bi *debug.BuildInfo) string {
 type runOpts struct {
 	// control are control paths beyond the defaults no run may reach
 	// (a server's socket directory; see controlPaths).
-	control          []string
+	control []string
+	// warm is the server's state shared between runs (nil: none).
+	warm             *confine.Warm
 	workdir, profile string
 	eventLog         string
 	backend          string
@@ -465,7 +467,7 @@ func (o *runOpts) execute(ctx context.Context, p *prepared, stdin io.Reader, std
 	}
 	// The CLI exits right after: the run's init may clean up behind it.
 	l := &confine.Launcher{Stdin: stdin, EventLog: p.logPath, Backend: o.backend, DetachCleanup: true, CallerEnv: callerEnv,
-		ControlPaths: o.controlPaths(),
+		ControlPaths: o.controlPaths(), Warm: o.warm,
 		// A silent audit gap is worse than noise.
 		EventLogError: func(err error) { fmt.Fprintf(stderr, "confine: %s\n", esc.Text(err.Error())) }}
 	if !o.json || o.resultOut != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/confine-sandbox/confine"
 	"github.com/confine-sandbox/confine/internal/esc"
 	"github.com/confine-sandbox/confine/internal/serve"
 	"github.com/confine-sandbox/confine/policy"
@@ -161,18 +162,18 @@ func serverRefusal(res spec.CommandResult, err error) *serve.Refusal {
 // With requireCap, a request without a capability token is refused; no
 // run it starts may reach the control paths (the server's own socket
 // directory).
-func serveHandler(requireCap bool, control ...string) serve.Handler {
+func serveHandler(warm *confine.Warm, requireCap bool, control ...string) serve.Handler {
 	return func(ctx context.Context, req *serve.Request, files serve.Files) serve.Response {
-		return handleRequest(ctx, req, files, requireCap, control)
+		return handleRequest(ctx, req, files, warm, requireCap, control)
 	}
 }
 
-func handleRequest(ctx context.Context, req *serve.Request, files serve.Files, requireCap bool, control []string) serve.Response {
+func handleRequest(ctx context.Context, req *serve.Request, files serve.Files, warm *confine.Warm, requireCap bool, control []string) serve.Response {
 	o, p, callerEnv, err := fromRequest(req)
 	if err != nil {
 		return serve.Response{Error: serverRefusal(spec.CommandResult{}, err)}
 	}
-	o.control = control
+	o.control, o.warm = control, warm
 	o.requireCap = requireCap
 	var stdin io.Reader
 	if files.Stdin != nil {
@@ -339,7 +340,10 @@ refused. SIGINT or SIGTERM stops the server, ending the runs in flight.`,
 				defer os.Remove(filepath.Dir(s.Socket))
 			}
 			// The socket's directory is known once Listen resolved it.
-			s.Handler = serveHandler(requireCap || requireCapEnv(os.Getenv), filepath.Dir(s.Socket))
+			// What the runs share: private directories made ahead.
+			warm := confine.NewWarm()
+			defer warm.Close()
+			s.Handler = serveHandler(warm, requireCap || requireCapEnv(os.Getenv), filepath.Dir(s.Socket))
 			serve.SetProcessMemoryLimit()
 			fmt.Fprintf(stderr, "confine: serving uid %d at %s\n", os.Geteuid(), esc.Text(s.Socket))
 			if err := s.Serve(ctx, ln); err != nil {

@@ -314,14 +314,17 @@ func (d *direct) start() (*Outcome, error) {
 		d.syncW.Close()
 	}
 
+	// EOF: the command exec'd (close-on-exec) or the child gave up.
+	_, _ = io.Copy(io.Discard, d.statusR)
+	// The listener the command sent before its exec is queued on the
+	// socket by now (every end of it in the children is closed): taken
+	// after the exec, one wake-up of this thread serves both.
 	d.listener = -1
 	if d.sc.Listener() {
 		if fd, err := spawn.RecvFD(d.sockParent); err == nil {
 			d.listener = fd
 		}
 	}
-	// EOF: the command exec'd (close-on-exec) or the child gave up.
-	_, _ = io.Copy(io.Discard, d.statusR)
 	if f := prog.Failure(); f != nil {
 		d.reap()
 		if d.listener >= 0 {

@@ -39,7 +39,11 @@ func Create(uid, gid int) (*Dir, error) { return CreateIn("", uid, gid) }
 // return; Home and Tmp are made meanwhile (a directory costs a journal
 // transaction on some filesystems, up to 0.3 ms seen on ext4): Wait for
 // them before the command starts, and before Remove.
-func CreateIn(parent string, uid, gid int) (*Dir, error) {
+func CreateIn(parent string, uid, gid int) (*Dir, error) { return create(parent, uid, gid, true) }
+
+// create is CreateIn; with async false Home and Tmp are made before it
+// returns.
+func create(parent string, uid, gid int, async bool) (*Dir, error) {
 	root, err := os.MkdirTemp(parent, "confine-")
 	if err != nil {
 		return nil, fmt.Errorf("private temp dir: %w", err)
@@ -47,7 +51,15 @@ func CreateIn(parent string, uid, gid int) (*Dir, error) {
 	if r, err := filepath.EvalSymlinks(root); err == nil {
 		root = r
 	}
-	d := &Dir{Root: root, Home: filepath.Join(root, HomeName), Tmp: filepath.Join(root, TmpName), done: make(chan error, 1)}
+	d := &Dir{Root: root, Home: filepath.Join(root, HomeName), Tmp: filepath.Join(root, TmpName)}
+	if !async {
+		if err := d.fill(uid, gid); err != nil {
+			Remove(root)
+			return nil, err
+		}
+		return d, nil
+	}
+	d.done = make(chan error, 1)
 	go func() { d.done <- d.fill(uid, gid) }()
 	return d, nil
 }

@@ -22,8 +22,9 @@ binary or an async concurrency limit:
 """
 
 import threading
-from typing import Iterable, Optional, Sequence
+from typing import Any, Dict, Iterable, Optional, Sequence, Tuple
 
+from . import _server
 from ._client import BIN_ENV, MIN_JSON_API, Client, Env, Number, OutputCallback, PathArg
 from ._errors import CommandFailed, ConfineError, Refused, SandboxUnavailable, Timeout
 from ._result import (EXIT_CONFINE, EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_TIMEOUT, Availability, Connection, Denial,
@@ -40,6 +41,9 @@ __all__ = [
 
 _default: Optional[Client] = None
 _default_lock = threading.Lock()
+# Clients for module-level calls with server=..., per socket ("": direct),
+# with the default client they were made from.
+_by_server: Dict[str, Tuple[Client, Client]] = {}
 
 
 def default_client() -> Client:
@@ -51,6 +55,22 @@ def default_client() -> Client:
         if _default is None:
             _default = Client()
         return _default
+
+
+def _client_for(server: Any) -> Client:
+    """The default client, or (server given) one of the same binary and
+    concurrency limit that sends its runs to that server (False: runs
+    directly), kept per server."""
+    c = default_client()
+    if server is None:
+        return c
+    key = _server.resolve_server(server) or ""
+    with _default_lock:
+        got = _by_server.get(key)
+        if got is None or got[0] is not c:
+            got = (c, Client(c._binary, max_concurrent=c.max_concurrent, server=server if key else False))
+            _by_server[key] = got
+        return got[1]
 
 
 def set_default_client(client: Client) -> None:
@@ -69,7 +89,7 @@ def run(argv: Sequence[PathArg], *, workdir: PathArg, profile: str = "default", 
         output_limit: Optional[int] = None, kill_grace: Optional[Number] = None, ro: Iterable[PathArg] = (),
         rw: Iterable[PathArg] = (), backend: str = "", input: Optional[bytes] = None,
         event_log: Optional[str] = None, cap: Optional[str] = None, raise_on_timeout: bool = False,
-        on_output: Optional[OutputCallback] = None, check: bool = False) -> Result:
+        on_output: Optional[OutputCallback] = None, check: bool = False, server: Any = None) -> Result:
     """Run argv confined in workdir and return its Result.
 
     workdir is the command's cwd and its only writable root besides a
@@ -96,8 +116,15 @@ def run(argv: Sequence[PathArg], *, workdir: PathArg, profile: str = "default", 
     too old, a guarantee this host cannot enforce), Refused when confine
     refused the request (kind and exit_status as the CLI's: 127 not found,
     126 not executable, 125 otherwise), ValueError for bad arguments.
+
+    server sends the run to a warm `confine serve` over its unix socket
+    (no confine process is started here): True for the default socket, a
+    socket path, False to run directly; None (the default) follows the
+    default client (Client(server=...) or $CONFINE_SERVER). A server that
+    does not answer, or runs as another uid, raises SandboxUnavailable:
+    nothing runs without it.
     """
-    return default_client().run(
+    return _client_for(server).run(
         argv, workdir=workdir, profile=profile, env=env, timeout=timeout, cpu_time=cpu_time, memory=memory,
         max_procs=max_procs, max_file_size=max_file_size, max_open_files=max_open_files,
         output_limit=output_limit, kill_grace=kill_grace, ro=ro, rw=rw, backend=backend, input=input,
@@ -112,10 +139,10 @@ async def run_async(argv: Sequence[PathArg], *, workdir: PathArg, profile: str =
                     ro: Iterable[PathArg] = (), rw: Iterable[PathArg] = (), backend: str = "",
                     input: Optional[bytes] = None, event_log: Optional[str] = None, cap: Optional[str] = None,
                     raise_on_timeout: bool = False, on_output: Optional[OutputCallback] = None,
-                    check: bool = False) -> Result:
+                    check: bool = False, server: Any = None) -> Result:
     """As run, in asyncio, under the default client's max_concurrent.
     Cancelling the task ends the run's whole process tree first."""
-    return await default_client().run_async(
+    return await _client_for(server).run_async(
         argv, workdir=workdir, profile=profile, env=env, timeout=timeout, cpu_time=cpu_time, memory=memory,
         max_procs=max_procs, max_file_size=max_file_size, max_open_files=max_open_files,
         output_limit=output_limit, kill_grace=kill_grace, ro=ro, rw=rw, backend=backend, input=input,

@@ -289,9 +289,8 @@ class Client:
         """A Result (or the exception) from the server's answer, as _result
         makes them from `confine run --json`'s output."""
         if isinstance(d.get("error"), dict) and d["error"].get("kind") != "cancelled":
-            return self._result(EXIT_CONFINE, json.dumps({"error": d["error"]}).encode(), b"",
-                                raise_on_timeout, timeout)
-        return self._result(0, json.dumps(d.get("result")).encode(), b"", raise_on_timeout, timeout)
+            return self._decoded(EXIT_CONFINE, {"error": d["error"]}, "", raise_on_timeout, timeout)
+        return self._decoded(0, d.get("result"), "", raise_on_timeout, timeout)
 
     def _run_server(self, req: Dict[str, Any], raise_on_timeout: bool, timeout: Optional[Number]) -> Result:
         server = self.server
@@ -327,11 +326,15 @@ class Client:
 
     def _result(self, code: int, out: bytes, err: bytes, raise_on_timeout: bool,
                 timeout: Optional[Number]) -> Result:
-        msg = err.decode(errors="replace").strip()
         try:
             d = json.loads(out) if out.strip() else None
         except ValueError:
             d = None
+        return self._decoded(code, d, err.decode(errors="replace").strip(), raise_on_timeout, timeout)
+
+    def _decoded(self, code: int, d: Any, msg: str, raise_on_timeout: bool, timeout: Optional[Number]) -> Result:
+        """A Result (or the exception) from confine's exit status, its JSON
+        object d (None when it printed none) and its stderr msg."""
         if isinstance(d, dict) and isinstance(d.get("error"), dict):
             e = d["error"]
             kind, message = e.get("kind", ""), e.get("message", "") or msg

@@ -8,7 +8,7 @@ module) and `confine check --json`. Fields a newer binary adds are kept in
 import base64
 import binascii
 from dataclasses import dataclass, field, fields
-from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Type, TypeVar
+from typing import Any, Callable, Dict, FrozenSet, Mapping, Optional, Tuple, Type, TypeVar
 
 # The marker the Go side puts between head and tail (spec.Stream.Text).
 TRUNCATION_MARKER = "\n[... confine: output truncated ...]\n"
@@ -135,9 +135,21 @@ class SkippedBackend:
 T = TypeVar("T")
 
 
+_NAMES: Dict[type, FrozenSet[str]] = {}
+
+
+def _names(cls: type) -> FrozenSet[str]:
+    """The field names of dataclass cls (asked for every object of every
+    result: kept)."""
+    n = _NAMES.get(cls)
+    if n is None:
+        n = _NAMES[cls] = frozenset(f.name for f in fields(cls))
+    return n
+
+
 def _build(cls: Type[T], d: Mapping[str, Any]) -> T:
     """cls from a JSON object, ignoring keys cls does not have."""
-    names = {f.name for f in fields(cls)}
+    names = _names(cls)
     return cls(**{k: v for k, v in d.items() if k in names})
 
 
@@ -229,7 +241,7 @@ class Result:
         """A Result from the object `confine run --json` prints. A field
         added to the Go struct needs only a line in this class (and an
         entry in _NESTED when it is an object or a list of objects)."""
-        known = {f.name for f in fields(cls)} - {"extra"}
+        known = _names(cls) - {"extra"}
         kw: Dict[str, Any] = {}
         for name in known:
             if name not in d or d[name] is None:

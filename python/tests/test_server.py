@@ -99,6 +99,37 @@ def test_server_bytes_check_and_no_live_output(confine_bin, server, workdir):
         c.run(["true"], workdir=workdir, on_output=lambda s, b: None)
 
 
+def test_module_run_server_starts_no_binary(confine_bin, server, workdir):
+    """confine.run(..., server=SOCKET) speaks to the server over its socket:
+    with a default client whose binary does not exist it still runs (no
+    confine process is started here); server=False runs directly, which
+    then fails closed."""
+    before = confine.default_client()
+    confine.set_default_client(confine.Client("/nonexistent/confine"))
+    try:
+        r = confine.run(["sh", "-c", "echo via"], workdir=workdir, server=server, event_log="off")
+        assert str(r.stdout) == "via\n" and r.exit_code == 0
+        with pytest.raises(confine.SandboxUnavailable):
+            confine.run(["true"], workdir=workdir, server=False, event_log="off")
+    finally:
+        confine.set_default_client(before)
+
+
+def test_server_runs_start_clean(confine_bin, server, workdir):
+    """Each run through the server gets a private HOME and TMPDIR of its
+    own, empty, whatever the run before it left there."""
+    c = confine.Client(confine_bin, server=server)
+    script = 'ls -A "$HOME" "$TMPDIR"; echo planted > "$HOME/.profile"; echo x > "$TMPDIR/f"; echo "$HOME|$TMPDIR"'
+    seen = set()
+    for _ in range(4):
+        r = c.run(["sh", "-c", script], workdir=workdir, event_log="off")
+        lines = str(r.stdout).splitlines()
+        assert r.exit_code == 0 and "planted" not in str(r.stdout)
+        assert [ln for ln in lines[:-1] if ln and not ln.endswith(":")] == [], lines
+        assert lines[-1] not in seen, "a private directory was handed out twice: %s" % lines[-1]
+        seen.add(lines[-1])
+
+
 def test_guard_profile_as_direct(confine_bin, server, workdir, tmp_path):
     """A profile file's [guard] (docs/guard.md) holds through the client,
     direct and through the server: its refused entries stay unchanged,

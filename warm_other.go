@@ -1,0 +1,7 @@
+//go:build !unix
+
+package confine
+
+type warmState struct{}
+
+func (s *warmState) close() {}

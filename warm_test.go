@@ -1,0 +1,66 @@
+//go:build linux
+
+package confine_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/confine-sandbox/confine"
+)
+
+// Runs of a Launcher with a Warm, on every backend this host selects,
+// each get a private directory no run had before, empty, of mode 0700,
+// whatever the run before left in its own, and the directories made
+// ahead are gone once the Warm is closed.
+func TestWarmPrivateDirs(t *testing.T) {
+	_, c := mint(t, "default", 0)
+	parent := t.TempDir()
+	t.Setenv("TMPDIR", parent)
+	for _, backend := range []string{"", "core"} {
+		t.Run("backend="+backend, func(t *testing.T) {
+			w := confine.NewWarm()
+			l := &confine.Launcher{Warm: w, Backend: backend}
+			wt := worktree(t)
+			seen := map[string]bool{}
+			for i := range 4 {
+				res, err := l.RunCommand(context.Background(), c, shSpec(wt,
+					`ls -A "$HOME" "$TMPDIR"; stat -c %a "$HOME/.."; echo planted > "$HOME/.profile"; echo x > "$TMPDIR/f"; echo "$HOME"`))
+				if err != nil {
+					t.Fatal(err)
+				}
+				lines := strings.Split(strings.TrimSpace(res.Stdout.Text()), "\n")
+				if res.ExitCode != 0 || len(lines) < 2 {
+					t.Fatalf("run %d: exit %d, stdout %q, stderr %q", i, res.ExitCode, res.Stdout.Text(), res.Stderr.Text())
+				}
+				home, mode := lines[len(lines)-1], lines[len(lines)-2]
+				for _, l := range lines[:len(lines)-2] {
+					if l != "" && !strings.HasSuffix(l, ":") {
+						t.Fatalf("run %d found %q in its fresh HOME or TMPDIR: %q", i, l, lines)
+					}
+				}
+				if mode != "700" {
+					t.Errorf("run %d: its private directory has mode %s, want 700", i, mode)
+				}
+				if seen[home] {
+					t.Fatalf("run %d got HOME %s, which an earlier run had", i, home)
+				}
+				seen[home] = true
+				if !strings.HasPrefix(home, parent+"/") {
+					t.Errorf("run %d: HOME %s is not under the caller's TMPDIR %s", i, home, parent)
+				}
+			}
+			w.Close()
+			left, _ := filepath.Glob(filepath.Join(parent, "confine-*"))
+			for _, d := range left {
+				// A detached run's init may still be removing its own.
+				if _, err := os.Stat(filepath.Join(d, "home", ".profile")); err != nil {
+					t.Errorf("%s is left after Close, and no run used it", d)
+				}
+			}
+		})
+	}
+}
