@@ -103,7 +103,7 @@ func refuseGit(path, why string) result {
 }
 
 // isCreateKind says k is one of create.go's calls.
-func isCreateKind(k sysKind) bool { return k >= sysMkdir && k <= sysRmdir }
+func isCreateKind(k sysKind) bool { return k >= sysMkdir && k <= sysSetgroups }
 
 func init() {
 	for nr, e := range createSysTable {
@@ -213,7 +213,7 @@ func startCreator(rs *landlock.Ruleset) (*confined, error) {
 			if err := tc.become(r.cr); err != nil {
 				r.err = err
 			} else {
-				if !c.shared {
+				if !c.shared && r.umask >= 0 {
 					unix.Umask(r.umask)
 				}
 				r.val, r.errno = r.do()
@@ -244,7 +244,7 @@ func (t *task) perform(ts *taskStatus, do func() (int, unix.Errno)) (int, unix.E
 	if h.s.creator == nil {
 		return 0, 0, deny(unix.EACCES, "creation call sent to a supervisor without the persistence guard", ""), false
 	}
-	if ts.umask < 0 {
+	if t.needUmask && ts.umask < 0 {
 		return 0, 0, deny(unix.EACCES, "cannot read the caller's umask", ""), false
 	}
 	if h.confined == nil || h.confined.dead {
@@ -301,7 +301,7 @@ func (t *task) modeFor(ts *taskStatus, mode uint32) uint32 {
 // as anywhere else in the tree.
 func (t *task) fast(ts *taskStatus, parents []*prepared, lasts []string, op func(pfds []int) (int, unix.Errno)) (int, unix.Errno, bool) {
 	h := t.h
-	if ts.umask < 0 || t.inRoot {
+	if t.needUmask && ts.umask < 0 || t.inRoot {
 		// In the command's own tree the supervisor's paths mean
 		// nothing: every call goes to the confined thread.
 		return 0, 0, false
@@ -327,7 +327,7 @@ func (t *task) fast(ts *taskStatus, parents []*prepared, lasts []string, op func
 		return 0, unix.EACCES, true
 	}
 	t.sharedUmask = !h.ownFS
-	if h.ownFS {
+	if h.ownFS && t.needUmask {
 		unix.Umask(ts.umask)
 	}
 	v, e := op(pfds)
@@ -346,6 +346,8 @@ func (h *handler) stopConfined() {
 func (t *task) createCall(kind sysKind) result {
 	args := t.n.Data.Args
 	switch {
+	case kind == sysSetgroups:
+		return t.h.s.credChanged()
 	case kind == sysUnlink || kind == sysUnlinkat || kind == sysRmdir:
 		return t.removeCall(kind)
 	case kind == sysOpen && args[1]&unix.O_CREAT == 0,
