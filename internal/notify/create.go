@@ -271,6 +271,34 @@ func (t *task) perform(ts *taskStatus, do func() (int, unix.Errno)) (int, unix.E
 	return r.val, r.errno, result{}, true
 }
 
+// existing says the entry name of directory dir exists: mkdir fails then
+// with EEXIST before the kernel checks any permission of the directory or
+// asks Landlock (filename_create), and ts needs no umask. A name that
+// does not resolve here (a trailing slash after a file) is left to the
+// call itself.
+func existing(dir int, name string) bool {
+	var st unix.Stat_t
+	return unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil
+}
+
+// takeUmask reads the task's umask into ts, which idStatus read without
+// it (unless the status was read whole anyway), and gives it to the
+// handler's thread where that has its own.
+func (t *task) takeUmask(ts *taskStatus) unix.Errno {
+	if ts.umask < 0 {
+		full, ok := t.h.readStatus(t.tid, true)
+		if !ok || full.umask < 0 {
+			return unix.EACCES
+		}
+		ts.umask = full.umask
+	}
+	t.needUmask = true
+	if t.h.ownFS && !t.sharedUmask {
+		unix.Umask(ts.umask)
+	}
+	return 0
+}
+
 // modeFor is the creation mode to pass for the task's mode: the mode
 // itself where the confined thread has the task's umask; else the mode less
 // the task's umask, which the kernel then reduces by the supervisor's
@@ -395,7 +423,15 @@ func (t *task) createCall(kind sysKind) result {
 	if why, ok := gitName(path); ok {
 		return refuseGit(path, why)
 	}
-	ts, r, ok := t.status(path)
+	// mkdir -p and the like ask for existing directories again and
+	// again: the umask, which only a status read gives, is read once
+	// the name is known to be new (existing, below).
+	mkdir := kind == sysMkdir || kind == sysMkdirat
+	status := t.status
+	if mkdir {
+		status = t.idStatus
+	}
+	ts, r, ok := status(path)
 	if !ok {
 		return r
 	}
@@ -416,6 +452,12 @@ func (t *task) createCall(kind sysKind) result {
 		if _, en, ok := t.fast(&ts, []*prepared{&pp}, []string{last}, func(pfds []int) (int, unix.Errno) {
 			switch kind {
 			case sysMkdir, sysMkdirat:
+				if existing(pfds[0], last) {
+					return 0, unix.EEXIST
+				}
+				if e := t.takeUmask(&ts); e != 0 {
+					return 0, e
+				}
 				return 0, errnoOf(unix.Mkdirat(pfds[0], last, t.modeFor(&ts, mode)))
 			case sysSymlink, sysSymlinkat:
 				return 0, errnoOf(unix.Symlinkat(target, pfds[0], last))
@@ -423,6 +465,11 @@ func (t *task) createCall(kind sysKind) result {
 			return 0, errnoOf(unix.Mknodat(pfds[0], last, t.modeFor(&ts, mode), int(dev)))
 		}); ok {
 			return fail(en)
+		}
+	}
+	if mkdir {
+		if e := t.takeUmask(&ts); e != 0 {
+			return deny(e, "cannot read the caller's umask", path)
 		}
 	}
 	_, en, r, ok := t.perform(&ts, func() (int, unix.Errno) {
