@@ -24,7 +24,7 @@
 # target's margin is marked "noisy".
 #
 # Knobs (environment variables, defaults in brackets):
-#   ONLY=launch,hyperfine,library,faults,syscalls,spawn,files,build,warmcache,warmtools,flood,kill,concurrency,egress,serve,pyserve
+#   ONLY=launch,hyperfine,library,faults,syscalls,spawn,files,guard,build,warmcache,warmtools,flood,kill,concurrency,egress,serve,pyserve
 #                          run only these measures [all]
 #   CONFINE_FLAGS          extra flags for every confine run, e.g. "--backend core" []
 #   CONFINE_TAGS           build tags for confine, e.g. confine_simabi []
@@ -39,6 +39,10 @@
 #   SPAWN_N [1000] SPAWN_REPS [7]               fork+exec of /bin/true in one sh
 #   FILES_N [20000] FILES_SIZE [512] FILES_REPS [5]  (also files_git and files_git_ns: the same under --backend core and namespaces
 #                          in a work tree without and with .git, the persistence guard's cost on file creation)
+#   GUARD_REPS [3] GUARD_TRAPPED_N [5000] GUARD_FILES_N [20000]  the persistence guard's cost under --backend core,
+#                          guarded/unguarded (a work tree with / without .git), interleaved: added us per trapped call,
+#                          20k files, npm install --offline of local tarballs, python3 -m venv + pip install of a local
+#                          wheel, go build with a fresh GOCACHE (bench/cmd/benchdriver/guard.go)
 #   BUILD_TARGET [cmd/go] BUILD_RUNS [3]        go build -a TARGET, fresh GOCACHE in the workdir
 #   CACHE_RUNS [3]         spf13/cobra go test -count=1 ./...: bare warm vs confine --profile go warm (and one cold);
 #                          fetches cobra's own test dependencies from the Go module proxy once;
@@ -92,7 +96,7 @@ go build -o "$tmp/benchdriver" ./bench/cmd/benchdriver
 # The command line as run, with the knobs that were set.
 cmdline="bash bench/run.sh"
 for k in ONLY CONFINE_FLAGS CONFINE_TAGS CONFINE_SIM_LANDLOCK_ABI RUNS WARMUP LAUNCH_BACKENDS HF_RUNS LIB_BENCHTIME LIB_COUNT SYSCALL_N SYSCALL_REPS \
-         SPAWN_N SPAWN_REPS FILES_N FILES_SIZE FILES_REPS BUILD_TARGET BUILD_RUNS FLOOD_BYTES FLOOD_REPS FLOOD_PIPE \
+         SPAWN_N SPAWN_REPS FILES_N FILES_SIZE FILES_REPS GUARD_REPS GUARD_TRAPPED_N GUARD_FILES_N BUILD_TARGET BUILD_RUNS FLOOD_BYTES FLOOD_REPS FLOOD_PIPE \
          KILL_PROCS KILL_T KILL_GRACE KILL_REPS CONC_JOBS CONC_PAR CONC_SLEEP CONC_REPS EGRESS_BYTES EGRESS_REPS EGRESS_CONNS EGRESS_LINK_RATES EGRESS_LINK_SECS CACHE_RUNS FAULT_RUNS SERVE_RUNS SERVE_JOBS SERVE_REPS SERVE_FLAGS PY_ROUNDS PY_JOBS PY_REPS; do
   if [ -n "${!k:-}" ]; then cmdline="$k='${!k}' $cmdline"; fi
 done

@@ -72,7 +72,7 @@ func (t *task) connect() result {
 		return deny(unix.EAFNOSUPPORT, "address family "+strconv.Itoa(int(family)), "")
 	}
 
-	st, r, ok := t.status(path)
+	st, r, ok := t.idStatus(path)
 	if !ok {
 		return r
 	}

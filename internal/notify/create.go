@@ -103,7 +103,7 @@ func refuseGit(path, why string) result {
 }
 
 // isCreateKind says k is one of create.go's calls.
-func isCreateKind(k sysKind) bool { return k >= sysMkdir && k <= sysRmdir }
+func isCreateKind(k sysKind) bool { return k >= sysMkdir && k <= sysSetgroups }
 
 func init() {
 	for nr, e := range createSysTable {
@@ -213,7 +213,7 @@ func startCreator(rs *landlock.Ruleset) (*confined, error) {
 			if err := tc.become(r.cr); err != nil {
 				r.err = err
 			} else {
-				if !c.shared {
+				if !c.shared && r.umask >= 0 {
 					unix.Umask(r.umask)
 				}
 				r.val, r.errno = r.do()
@@ -244,7 +244,7 @@ func (t *task) perform(ts *taskStatus, do func() (int, unix.Errno)) (int, unix.E
 	if h.s.creator == nil {
 		return 0, 0, deny(unix.EACCES, "creation call sent to a supervisor without the persistence guard", ""), false
 	}
-	if ts.umask < 0 {
+	if t.needUmask && ts.umask < 0 {
 		return 0, 0, deny(unix.EACCES, "cannot read the caller's umask", ""), false
 	}
 	if h.confined == nil || h.confined.dead {
@@ -269,6 +269,34 @@ func (t *task) perform(ts *taskStatus, do func() (int, unix.Errno)) (int, unix.E
 		return 0, 0, deny(unix.EACCES, "cannot assume the caller's credentials: "+r.err.Error(), ""), false
 	}
 	return r.val, r.errno, result{}, true
+}
+
+// existing says the entry name of directory dir exists: mkdir fails then
+// with EEXIST before the kernel checks any permission of the directory or
+// asks Landlock (filename_create), and ts needs no umask. A name that
+// does not resolve here (a trailing slash after a file) is left to the
+// call itself.
+func existing(dir int, name string) bool {
+	var st unix.Stat_t
+	return unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil
+}
+
+// takeUmask reads the task's umask into ts, which idStatus read without
+// it (unless the status was read whole anyway), and gives it to the
+// handler's thread where that has its own.
+func (t *task) takeUmask(ts *taskStatus) unix.Errno {
+	if ts.umask < 0 {
+		full, ok := t.h.readStatus(t.tid, true)
+		if !ok || full.umask < 0 {
+			return unix.EACCES
+		}
+		ts.umask = full.umask
+	}
+	t.needUmask = true
+	if t.h.ownFS && !t.sharedUmask {
+		unix.Umask(ts.umask)
+	}
+	return 0
 }
 
 // modeFor is the creation mode to pass for the task's mode: the mode
@@ -301,7 +329,7 @@ func (t *task) modeFor(ts *taskStatus, mode uint32) uint32 {
 // as anywhere else in the tree.
 func (t *task) fast(ts *taskStatus, parents []*prepared, lasts []string, op func(pfds []int) (int, unix.Errno)) (int, unix.Errno, bool) {
 	h := t.h
-	if ts.umask < 0 || t.inRoot {
+	if t.needUmask && ts.umask < 0 || t.inRoot {
 		// In the command's own tree the supervisor's paths mean
 		// nothing: every call goes to the confined thread.
 		return 0, 0, false
@@ -327,7 +355,7 @@ func (t *task) fast(ts *taskStatus, parents []*prepared, lasts []string, op func
 		return 0, unix.EACCES, true
 	}
 	t.sharedUmask = !h.ownFS
-	if h.ownFS {
+	if h.ownFS && t.needUmask {
 		unix.Umask(ts.umask)
 	}
 	v, e := op(pfds)
@@ -346,6 +374,8 @@ func (h *handler) stopConfined() {
 func (t *task) createCall(kind sysKind) result {
 	args := t.n.Data.Args
 	switch {
+	case kind == sysSetgroups:
+		return t.h.s.credChanged()
 	case kind == sysUnlink || kind == sysUnlinkat || kind == sysRmdir:
 		return t.removeCall(kind)
 	case kind == sysOpen && args[1]&unix.O_CREAT == 0,
@@ -393,7 +423,15 @@ func (t *task) createCall(kind sysKind) result {
 	if why, ok := gitName(path); ok {
 		return refuseGit(path, why)
 	}
-	ts, r, ok := t.status(path)
+	// mkdir -p and the like ask for existing directories again and
+	// again: the umask, which only a status read gives, is read once
+	// the name is known to be new (existing, below).
+	mkdir := kind == sysMkdir || kind == sysMkdirat
+	status := t.status
+	if mkdir {
+		status = t.idStatus
+	}
+	ts, r, ok := status(path)
 	if !ok {
 		return r
 	}
@@ -414,6 +452,12 @@ func (t *task) createCall(kind sysKind) result {
 		if _, en, ok := t.fast(&ts, []*prepared{&pp}, []string{last}, func(pfds []int) (int, unix.Errno) {
 			switch kind {
 			case sysMkdir, sysMkdirat:
+				if existing(pfds[0], last) {
+					return 0, unix.EEXIST
+				}
+				if e := t.takeUmask(&ts); e != 0 {
+					return 0, e
+				}
 				return 0, errnoOf(unix.Mkdirat(pfds[0], last, t.modeFor(&ts, mode)))
 			case sysSymlink, sysSymlinkat:
 				return 0, errnoOf(unix.Symlinkat(target, pfds[0], last))
@@ -421,6 +465,11 @@ func (t *task) createCall(kind sysKind) result {
 			return 0, errnoOf(unix.Mknodat(pfds[0], last, t.modeFor(&ts, mode), int(dev)))
 		}); ok {
 			return fail(en)
+		}
+	}
+	if mkdir {
+		if e := t.takeUmask(&ts); e != 0 {
+			return deny(e, "cannot read the caller's umask", path)
 		}
 	}
 	_, en, r, ok := t.perform(&ts, func() (int, unix.Errno) {

@@ -18,4 +18,5 @@ var createSysTable = map[int32]sysEntry{
 	unix.SYS_UNLINK:    {"unlink", sysUnlink},
 	unix.SYS_UNLINKAT:  {"unlinkat", sysUnlinkat},
 	unix.SYS_RMDIR:     {"rmdir", sysRmdir},
+	unix.SYS_SETGROUPS: {"setgroups", sysSetgroups},
 }

@@ -12,4 +12,5 @@ var createSysTable = map[int32]sysEntry{
 	unix.SYS_MKNODAT:   {"mknodat", sysMknodat},
 	unix.SYS_OPENAT:    {"openat", sysOpenat},
 	unix.SYS_UNLINKAT:  {"unlinkat", sysUnlinkat},
+	unix.SYS_SETGROUPS: {"setgroups", sysSetgroups},
 }

@@ -61,7 +61,7 @@ func (t *task) truncate() result {
 	if length < 0 {
 		return fail(unix.EINVAL)
 	}
-	ts, r, ok := t.status(path)
+	ts, r, ok := t.idStatus(path)
 	if !ok {
 		return r
 	}
@@ -330,7 +330,7 @@ func errnoOf(err error) unix.Errno {
 // everything (create.go, fast), else on the confined thread, where the
 // run's own Landlock rules check it.
 func (t *task) renameLinkConfined(oldDir int32, oldPath string, newDir int32, newPath string, flags uint64, link bool) result {
-	ts, r, ok := t.status(newPath)
+	ts, r, ok := t.idStatus(newPath)
 	if !ok {
 		return r
 	}

@@ -53,7 +53,7 @@ func (t *task) removeCall(kind sysKind) result {
 	if last == "." || last == ".." {
 		return cont()
 	}
-	ts, _, ok := t.status(path)
+	ts, _, ok := t.idStatus(path)
 	if !ok {
 		return cont()
 	}
@@ -94,8 +94,8 @@ func (t *task) openWrite(kind sysKind) result {
 	if _, ok := stdFD(path); ok {
 		return cont()
 	}
-	ts, _, ok := t.status(path)
-	if !ok || ts.umask < 0 {
+	ts, _, ok := t.idStatus(path)
+	if !ok {
 		return cont()
 	}
 	nofollow := flags&unix.O_NOFOLLOW != 0

@@ -89,7 +89,7 @@ type handler struct {
 	status []byte // buffer for /proc/<tid>/status
 	// procFiles: descriptors of the notifying threads' /proc entries
 	// (proc.go, taskFiles).
-	procFiles map[int]taskProcFiles
+	procFiles map[int]*taskProcFiles
 	confined  *confined // the thread performing create.go's calls, started on first use
 	// ownFS: the thread has unshared its filesystem attributes, so it
 	// may take a task's umask (create.go's fast path).
@@ -118,6 +118,9 @@ type task struct {
 	// with the root (ownProcLink); "" when unknown.
 	nsTgid, nsPid string
 	root          int
+	// needUmask: the call may create an entry, so its status was read
+	// with the umask (status, not idStatus).
+	needUmask bool
 }
 
 func (h *handler) handle(n *seccompNotif) (r result) {
@@ -599,15 +602,33 @@ type prepared struct {
 	path string // path to resolve from base, "" when base is the object
 }
 
-// status reads the task's credentials and checks that it shares the
-// supervisor's root directory: absolute paths are resolved from the
+// status reads the task's credentials and umask and checks that it shares
+// the supervisor's root directory: absolute paths are resolved from the
 // supervisor's root, which is only right when the task has the same one.
 func (t *task) status(what string) (taskStatus, result, bool) {
-	st, ok := t.h.readStatus(t.tid)
+	t.needUmask = true
+	return t.readStatus(what, true)
+}
+
+// idStatus is status for a call that creates no entry: without the umask
+// (-1), which lets the handler read less (proc.go, keptStatus).
+func (t *task) idStatus(what string) (taskStatus, result, bool) {
+	return t.readStatus(what, false)
+}
+
+func (t *task) readStatus(what string, umask bool) (taskStatus, result, bool) {
+	st, ok := t.h.readStatus(t.tid, umask)
 	if !ok {
 		return st, deny(unix.EACCES, "cannot read the caller's credentials", what), false
 	}
-	if root, ok := readlinkAt(t.h.procFiles[t.tid].dir, "root"); !ok || root != "/" {
+	if f := t.h.procFiles[t.tid]; f.root == 0 {
+		// Once per thread: its root never changes (taskProcFiles).
+		f.root = -1
+		if root, ok := readlinkAt(f.dir, "root"); ok && root == "/" {
+			f.root = 1
+		}
+	}
+	if t.h.procFiles[t.tid].root != 1 {
 		return st, deny(unix.EACCES, "caller's root directory differs from the supervisor's", what), false
 	}
 	return st, result{}, true
@@ -681,7 +702,7 @@ func (t *task) resolve(p *prepared, nofollow bool) (int, unix.Errno) {
 
 // run carries out a decoded metadata call.
 func (t *task) run(a *action) result {
-	ts, r, ok := t.status(a.path)
+	ts, r, ok := t.idStatus(a.path)
 	if !ok {
 		return r
 	}

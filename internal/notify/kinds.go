@@ -78,4 +78,8 @@ const (
 	sysUnlink
 	sysUnlinkat
 	sysRmdir
+	// setgroups, sent with the calls above: it would change what the
+	// handlers keep of a task's status between its calls (proc.go,
+	// keptStatus).
+	sysSetgroups
 )

@@ -11,42 +11,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestQuick walks which calls keep the leader's role while handled: only
-// those whose handler reads nothing but /proc (no task memory, socket or
-// file system that could block it and with it every other call).
-func TestQuick(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		nr    int32
-		quick bool
-	}{
-		{"tgkill", unix.SYS_TGKILL, true},
-		{"kill", unix.SYS_KILL, true},
-		{"tkill", unix.SYS_TKILL, true},
-		{"prlimit64", unix.SYS_PRLIMIT64, true},
-		{"pidfd_send_signal", unix.SYS_PIDFD_SEND_SIGNAL, true},
-		{"clone", unix.SYS_CLONE, true},
-		{"rt_sigqueueinfo", unix.SYS_RT_SIGQUEUEINFO, false},
-		{"rt_tgsigqueueinfo", unix.SYS_RT_TGSIGQUEUEINFO, false},
-		{"rt_sigaction", unix.SYS_RT_SIGACTION, false},
-		{"connect", unix.SYS_CONNECT, false},
-		{"socket", unix.SYS_SOCKET, false},
-		{"renameat2", unix.SYS_RENAMEAT2, false},
-		{"truncate", unix.SYS_TRUNCATE, false},
-		{"utimensat", unix.SYS_UTIMENSAT, false},
-		{"fchmodat", unix.SYS_FCHMODAT, false},
-	} {
-		ent, ok := sysTable[tc.nr]
-		if !ok {
-			t.Errorf("%s: not in sysTable", tc.name)
-			continue
-		}
-		if got := quick(ent.kind); got != tc.quick {
-			t.Errorf("quick(%s) = %v, want %v", tc.name, got, tc.quick)
-		}
-	}
-}
-
 // TestOwnGroup: ownGroup accepts only the caller's thread group id, never
 // another thread's id in the group nor another process.
 func TestOwnGroup(t *testing.T) {

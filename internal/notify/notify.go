@@ -132,39 +132,46 @@ func CreateSyscalls() []string {
 
 // workers is the number of notifications handled concurrently. A handler can
 // block (connect() to a unix socket whose backlog is full blocks like the
-// command's own call would), so one slow call must not stall the others.
+// command's own call would, and so does an O_CREAT open of a FIFO), so one
+// slow call must not stall the others.
 const workers = 4
 
-// server is shared by the workers. They follow a leader/followers scheme: the
-// worker holding pollMu (the leader) waits for and receives the next
-// notification, then handles what it received on its own thread. The
-// notification thus never changes threads, which keeps latency low. For a
-// call whose handler may block (connect() to a full backlog, a slow file
-// system) the leader first passes the role on, so that the others are
-// answered meanwhile. For a quick one it keeps the role and polls again
-// right after: waking a follower to take the role would cost more thread
-// switches than the handling itself (a fork, or a Go runtime's tgkill to
-// its own thread, is answered in microseconds and arrives thousands of
-// times per build where these calls come here).
+// server is shared by the workers. Each worker waits on one epoll instance
+// they share, where the listener is registered one-shot
+// (EPOLLONESHOT): a notification wakes exactly one waiting worker, which
+// receives it, re-arms the listener (so that the next notification, if
+// any, wakes another) and handles the call on its own thread. A handler
+// that blocks thus never holds up the others, and no call pays for
+// passing a role between threads: before, a leader holding a mutex woke a
+// follower to take over the polling before every call that could block
+// (every file call), and blocked on the mutex when done, two switches
+// between the Go runtime's locked threads per call (a third of the
+// supervisor's time per trapped call under the persistence guard).
 type server struct {
 	pol       policy
 	creator   *creator     // nil: no creation calls expected
 	forks     *forkCounter // nil: no bound on task creation
 	listener  int          // Serve's own duplicate of the listener descriptor
-	wake      int          // eventfd, readable once ctx is cancelled
+	wake      int          // eventfd, readable once the workers must stop
+	ep        int          // epoll instance: listener (one-shot) and wake
 	stats     *Stats
 	notifSize int
 	respSize  int
+	// credGen moves on at every umask and setgroups of any task
+	// (credChanged): what a handler keeps of a status read before is
+	// stale (proc.go, keptStatus). Starts at 1 (0: nothing kept).
+	credGen atomic.Uint64
 
-	pollMu sync.Mutex
-	done   bool  // guarded by pollMu: stop polling
-	err    error // guarded by pollMu: why polling stopped
-	wg     sync.WaitGroup
+	done  atomic.Bool
+	errMu sync.Mutex
+	err   error // guarded by errMu: why the workers stopped
+	wg    sync.WaitGroup
 
 	// Workers start as needed (most runs get no notification, and each
-	// worker costs a thread): started so far, and how many are in next.
+	// worker costs a thread): started so far, and how many wait in
+	// epoll_wait.
 	started atomic.Int32
-	waiting atomic.Int32
+	idle    atomic.Int32
 }
 
 // Serve answers the notifications arriving on listenerFD, the descriptor
@@ -209,16 +216,24 @@ func Serve(ctx context.Context, listenerFD int, cfg Config) error {
 		unix.Close(lfd)
 		return fmt.Errorf("notify: eventfd: %w", err)
 	}
+	ep, err := newEpoll(lfd, wake)
+	if err != nil {
+		unix.Close(lfd)
+		unix.Close(wake)
+		return err
+	}
 	s := &server{
 		pol:       pol,
 		creator:   newCreator(cfg.Create),
 		forks:     forks,
 		listener:  lfd,
 		wake:      wake,
+		ep:        ep,
 		stats:     cfg.Stats,
 		notifSize: int(sizes.Notif),
 		respSize:  int(sizes.Resp),
 	}
+	s.credGen.Store(1)
 	s.started.Store(1)
 	s.wg.Add(1)
 	go s.worker()
@@ -227,6 +242,7 @@ func Serve(ctx context.Context, listenerFD int, cfg Config) error {
 	go func() {
 		s.wg.Wait()
 		s.creator.close()
+		unix.Close(ep)
 		unix.Close(lfd)
 		unix.Close(wake)
 		close(allDone)
@@ -234,113 +250,137 @@ func Serve(ctx context.Context, listenerFD int, cfg Config) error {
 	select {
 	case <-allDone:
 	case <-ctx.Done():
-		// The eventfd stays readable: every worker sees it when it next
-		// polls, and stops.
-		one := [8]byte{1}
-		unix.Write(wake, one[:])
+		s.stop(nil)
 		select {
 		case <-allDone:
 		case <-time.After(stopGrace):
 		}
 		return ctx.Err()
 	}
-	s.pollMu.Lock()
-	defer s.pollMu.Unlock()
+	s.errMu.Lock()
+	defer s.errMu.Unlock()
 	return s.err
+}
+
+// newEpoll makes the workers' epoll instance: the listener one-shot (each
+// notification wakes one worker, which re-arms it), the wake eventfd
+// level-triggered (once written it wakes every worker in turn).
+func newEpoll(listener, wake int) (int, error) {
+	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return -1, fmt.Errorf("notify: epoll_create1: %w", err)
+	}
+	if err := unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, listener, &unix.EpollEvent{Events: listenerEvents, Fd: int32(listener)}); err != nil {
+		unix.Close(ep)
+		return -1, fmt.Errorf("notify: epoll_ctl listener: %w", err)
+	}
+	if err := unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, wake, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(wake)}); err != nil {
+		unix.Close(ep)
+		return -1, fmt.Errorf("notify: epoll_ctl eventfd: %w", err)
+	}
+	return ep, nil
+}
+
+const listenerEvents = unix.EPOLLIN | unix.EPOLLONESHOT
+
+// stop makes every worker stop when it next waits, recording why (nil:
+// the tasks are gone or Serve was cancelled). The first reason is kept.
+func (s *server) stop(err error) {
+	s.errMu.Lock()
+	if !s.done.Load() {
+		s.err = err
+		s.done.Store(true)
+	}
+	s.errMu.Unlock()
+	// The eventfd stays readable: every worker sees it when it next
+	// waits, and stops.
+	one := [8]byte{1}
+	unix.Write(s.wake, one[:])
 }
 
 // stopGrace is how long Serve waits, after cancellation, for handlers to
 // finish before returning without them.
 const stopGrace = 100 * time.Millisecond
 
-// next waits for the next notification and receives it into buf, as the
-// leader: it takes pollMu unless the caller still holds it (held), and
-// returns true with pollMu held. It reports false, pollMu released, when
-// the workers must stop.
-func (s *server) next(buf []uint64, held bool) bool {
-	if !held {
-		s.waiting.Add(1)
-		s.pollMu.Lock()
-		s.waiting.Add(-1)
-	}
-	for !s.done {
+// next waits for the next notification and receives it into buf. It
+// reports false when the workers must stop.
+func (s *server) next(buf []uint64) bool {
+	s.idle.Add(1)
+	defer s.idle.Add(-1)
+	for !s.done.Load() {
 		ok, err := s.recv(buf)
 		if ok {
 			return true
 		}
 		if err != nil {
-			s.done = true
-			if err != errStop {
-				s.err = err
+			if err == errStop {
+				err = nil
 			}
+			s.stop(err)
 		}
 	}
-	s.pollMu.Unlock()
 	return false
-}
-
-// quick reports whether the handler of a call of kind never blocks: it
-// reads only /proc and the supervisor's own state, never the task's memory
-// (a page of it may sit on a slow file system) nor a socket or a file. Its
-// worker keeps the leader's role while it handles the call; any other call
-// makes the leader pass the role on first, so that the others are answered
-// meanwhile.
-func quick(kind sysKind) bool {
-	switch {
-	case kind == sysFork:
-		return true
-	case kind == sysRtSigqueueinfo || kind == sysRtTgsigqueueinfo:
-		return false // they read a siginfo from the task's memory
-	}
-	return isProcKind(kind)
 }
 
 var errStop = errors.New("stop")
 
-// recv polls the listener and the wake eventfd once. It returns true with a
-// notification in buf, false with a nil error to be called again, or an error
-// (errStop when the filter's tasks are all gone or ctx was cancelled).
+// recv waits on the epoll instance once. It returns true with a
+// notification in buf, false with a nil error to be called again, or an
+// error (errStop when the filter's tasks are all gone or the workers must
+// stop).
 func (s *server) recv(buf []uint64) (bool, error) {
-	fds := [2]unix.PollFd{
-		{Fd: int32(s.listener), Events: unix.POLLIN},
-		{Fd: int32(s.wake), Events: unix.POLLIN},
-	}
-	if _, err := unix.Poll(fds[:], -1); err != nil {
-		if err == unix.EINTR {
-			return false, nil
-		}
-		return false, fmt.Errorf("notify: poll: %w", err)
-	}
-	re := fds[0].Revents
+	var evs [1]unix.EpollEvent
+	n, err := unix.EpollWait(s.ep, evs[:], -1)
 	switch {
-	case fds[1].Revents != 0:
+	case err == unix.EINTR || err == nil && n == 0:
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("notify: epoll_wait: %w", err)
+	case evs[0].Fd == int32(s.wake):
 		return false, errStop
-	case re&unix.POLLNVAL != 0:
-		return false, errors.New("notify: listener descriptor is not open")
-	case re&unix.POLLIN != 0:
+	}
+	// The listener, disarmed until re-armed below.
+	re := evs[0].Events
+	switch {
+	case re&unix.EPOLLIN != 0:
 		// The kernel insists on a zeroed buffer.
 		clear(buf)
-		switch e := ioctlPtr(s.listener, ioctlNotifRecv, unsafe.Pointer(&buf[0])); e {
+		e := ioctlPtr(s.listener, ioctlNotifRecv, unsafe.Pointer(&buf[0]))
+		// Re-armed only now: the notification received is no longer
+		// pending, so the next one (already there or not) wakes
+		// another worker.
+		if err := s.rearm(); err != nil {
+			return false, err
+		}
+		switch e {
 		case 0:
 			return true, nil
 		case unix.ENOENT, unix.EINTR:
-			// The task was interrupted or killed between poll and
-			// receive; its notification is gone.
+			// The task was interrupted or killed between the wake-up
+			// and the receive; its notification is gone.
 			return false, nil
 		default:
 			return false, fmt.Errorf("notify: SECCOMP_IOCTL_NOTIF_RECV: %w", e)
 		}
-	case re&(unix.POLLHUP|unix.POLLERR) != 0:
+	case re&(unix.EPOLLHUP|unix.EPOLLERR) != 0:
 		// Every task using the filter has exited.
 		return false, errStop
 	}
-	return false, nil
+	return false, s.rearm()
+}
+
+// rearm makes the listener wake a worker again.
+func (s *server) rearm() error {
+	if err := unix.EpollCtl(s.ep, unix.EPOLL_CTL_MOD, s.listener, &unix.EpollEvent{Events: listenerEvents, Fd: int32(s.listener)}); err != nil {
+		return fmt.Errorf("notify: epoll_ctl re-arm: %w", err)
+	}
+	return nil
 }
 
 // grow starts another worker when a notification is being handled and no
 // other worker waits for the next one, up to workers.
 func (s *server) grow() {
-	if s.waiting.Load() > 0 {
+	if s.idle.Load() > 0 {
 		return
 	}
 	for {
@@ -381,14 +421,8 @@ func (s *server) worker() {
 		// task's umask is applied by hand (create.go, modeFor).
 		h.ownFS = unix.Unshare(unix.CLONE_FS) == nil
 	}
-	held := false
-	for s.next(nbuf, held) {
-		ent, ok := sysTable[n.Data.Nr]
-		held = ok && n.Data.Arch == nativeArch && quick(ent.kind)
-		if !held {
-			s.pollMu.Unlock()
-			s.grow()
-		}
+	for s.next(nbuf) {
+		s.grow()
 		r := h.handle(n)
 		clear(rbuf)
 		resp.ID = n.ID
@@ -405,9 +439,6 @@ func (s *server) worker() {
 		_ = ioctlPtr(s.listener, ioctlNotifSend, unsafe.Pointer(resp))
 		s.stats.record(n.Data.Nr, int(n.PID), r)
 		if tc.poisoned {
-			if held {
-				s.pollMu.Unlock()
-			}
 			// Replace this worker; its thread ends with the goroutine.
 			s.wg.Add(1)
 			go s.worker()

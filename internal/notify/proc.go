@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -149,38 +150,74 @@ type taskStatus struct {
 // the thread is gone, reads through it fail (ESRCH) even when the number has
 // been given to another thread, so a read that succeeds is the current
 // thread's. The content is generated afresh by each read, so nothing the
-// task may change (its ids, groups, umask) is cached: only the open is saved
-// (an open, a close and a path walk through /proc per notification).
-type taskProcFiles struct{ dir, status int }
+// task may change is cached: only the open is saved (an open, a close and
+// a path walk through /proc per notification).
+//
+// Under the persistence guard (server.creator) a call that creates no
+// entry (a removal, a rename, an open for writing, truncate: most of the
+// calls the guard sends) needs of the status only the ids and groups,
+// never the umask. The handler then keeps the groups, which no confined
+// task can change (setgroups needs CAP_SETGID, which it never holds; the
+// filter sends setgroups all the same, and every kept status is dropped
+// then: credChanged), and reads the ids afresh through a pidfd of the
+// thread (PIDFD_GET_INFO, Linux 6.13): the kernel copies eight numbers
+// where status formats some fifty lines, signal and memory masks included,
+// which was the largest part of a trapped call in the supervisor. See
+// keptStatus.
+type taskProcFiles struct {
+	dir, status int
+	// pidfd is a pidfd of the thread (PIDFD_THREAD), opened after dir:
+	// -1 where there is none.
+	pidfd int
+	// kept is the status as read at generation gen of the server's
+	// credential changes (0: nothing kept).
+	kept taskStatus
+	gen  uint64
+	// root: 0 not compared yet, 1 the supervisor's root, -1 another
+	// (a task's root never changes: chroot, pivot_root, unshare and
+	// setns are refused by every filter confine installs, and the
+	// descriptor is the thread's).
+	root int8
+}
 
-// maxTaskFiles bounds the cache (two descriptors an entry); when full it is
-// emptied. Small: a server process holds a supervisor per run, each with
-// up to `workers` handlers (at most 4 x 16 x 2 = 128 descriptors a run),
+// maxTaskFiles bounds the cache (three descriptors an entry); when full it
+// is emptied. Small: a server process holds a supervisor per run, each with
+// up to `workers` handlers (at most 4 x 16 x 3 = 192 descriptors a run),
 // and what the cache saves comes from a thread making call after call.
 const maxTaskFiles = 16
 
 // taskFiles returns tid's cached descriptors, opening them when absent;
 // fresh says they were opened now.
-func (h *handler) taskFiles(tid int) (f taskProcFiles, fresh, ok bool) {
+func (h *handler) taskFiles(tid int) (f *taskProcFiles, fresh, ok bool) {
 	if f, ok := h.procFiles[tid]; ok {
 		return f, false, true
 	}
 	dir, err := unix.Open("/proc/"+strconv.Itoa(tid), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return f, true, false
+		return nil, true, false
 	}
 	st, err := unix.Openat(dir, "status", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		unix.Close(dir)
-		return f, true, false
+		return nil, true, false
+	}
+	pidfd := -1
+	if h.keepStatus() {
+		// Opened after dir: a read through dir that succeeds after this
+		// (the status read that fills kept) proves the thread lived
+		// when the number was resolved, so the pidfd is the same
+		// thread's.
+		if fd, err := unix.PidfdOpen(tid, unix.PIDFD_THREAD); err == nil {
+			pidfd = fd
+		}
 	}
 	if len(h.procFiles) >= maxTaskFiles {
 		h.closeTaskFiles()
 	}
 	if h.procFiles == nil {
-		h.procFiles = make(map[int]taskProcFiles)
+		h.procFiles = make(map[int]*taskProcFiles)
 	}
-	f = taskProcFiles{dir: dir, status: st}
+	f = &taskProcFiles{dir: dir, status: st, pidfd: pidfd}
 	h.procFiles[tid] = f
 	return f, true, true
 }
@@ -190,6 +227,9 @@ func (h *handler) dropTaskFiles(tid int) {
 	if f, ok := h.procFiles[tid]; ok {
 		unix.Close(f.status)
 		unix.Close(f.dir)
+		if f.pidfd >= 0 {
+			unix.Close(f.pidfd)
+		}
 		delete(h.procFiles, tid)
 	}
 }
@@ -201,26 +241,89 @@ func (h *handler) closeTaskFiles() {
 	}
 }
 
+// keepStatus says the handler may keep a task's groups between its calls:
+// the filter sends setgroups to the supervisor (seccomp.Config.NotifyCreate,
+// which every run with Config.Create has) and the kernel reports a
+// thread's ids through its pidfd.
+func (h *handler) keepStatus() bool {
+	return h.s != nil && h.s.creator != nil && !noPidfdInfo.Load()
+}
+
+// noPidfdInfo: the kernel has no PIDFD_GET_INFO (before 6.13); status is
+// read for every call.
+var noPidfdInfo atomic.Bool
+
+// credChanged answers setgroups (sysSetgroups): what the handlers keep of
+// any task's status is stale from now on, and the kernel performs the
+// call (and refuses it: no confined task holds CAP_SETGID). A call
+// handled meanwhile on another worker with the old groups was received
+// before this one was resumed, as if the kernel had run it first.
+func (s *server) credChanged() result {
+	s.credGen.Add(1)
+	return result{cont: true}
+}
+
 // readStatus reads and parses /proc/<tid>/status, afresh for every
-// notification: the task may change its ids, groups or umask at any time
+// notification: the task may change its ids or umask at any time
 // (setresuid among its real, effective and saved ids needs no privilege),
-// so nothing read is kept. The descriptor is (taskFiles); a descriptor
-// whose thread is gone is replaced once by a fresh open of the number.
-func (h *handler) readStatus(tid int) (taskStatus, bool) {
+// so nothing read is kept but the groups for keptStatus, which umask
+// false (the call creates nothing) lets it use; the status it returns
+// then has no umask (-1). The descriptor is cached (taskFiles); a
+// descriptor whose thread is gone is replaced once by a fresh open of
+// the number.
+func (h *handler) readStatus(tid int, umask bool) (taskStatus, bool) {
 	for {
 		f, fresh, ok := h.taskFiles(tid)
 		if !ok {
 			return taskStatus{umask: -1}, false
 		}
-		b, ok := preadAll(f.status, &h.status)
-		if ok {
-			return parseStatus(b)
+		st, kept, gone := h.keptStatus(f, umask)
+		if kept {
+			return st, true
+		}
+		if !gone {
+			var gen uint64
+			if h.keepStatus() {
+				// Read before the status: a change after this
+				// moves the generation past what is kept below.
+				gen = h.s.credGen.Load()
+			}
+			if b, ok := preadAll(f.status, &h.status); ok {
+				st, ok := parseStatus(b)
+				if ok && gen != 0 && f.pidfd >= 0 {
+					f.kept, f.gen = st, gen
+				}
+				return st, ok
+			}
 		}
 		h.dropTaskFiles(tid)
 		if fresh {
 			return taskStatus{umask: -1}, false
 		}
 	}
+}
+
+// keptStatus is the thread's status from the groups f keeps and its ids
+// read now through its pidfd, when the call needs no umask and nothing
+// has changed the groups since they were read (kept); gone says the
+// thread has ended.
+func (h *handler) keptStatus(f *taskProcFiles, umask bool) (st taskStatus, kept, gone bool) {
+	if umask || f.gen == 0 || f.pidfd < 0 || !h.keepStatus() || f.gen != h.s.credGen.Load() {
+		return st, false, false
+	}
+	info := unix.PidfdInfo{Mask: unix.PIDFD_INFO_CREDS}
+	switch err := unix.IoctlPidfdInfo(f.pidfd, &info); {
+	case err == unix.ESRCH:
+		return st, false, true
+	case err != nil || info.Mask&unix.PIDFD_INFO_CREDS == 0:
+		// ENOTTY or EINVAL before Linux 6.13.
+		noPidfdInfo.Store(true)
+		f.gen = 0
+		return st, false, false
+	}
+	st = taskStatus{tgid: int(info.Tgid), umask: -1, cr: creds{
+		euid: info.Euid, fsuid: info.Fsuid, egid: info.Egid, fsgid: info.Fsgid, groups: f.kept.cr.groups}}
+	return st, st.tgid > 0, false
 }
 
 // preadAll reads the whole of fd from offset 0 (a seq_file read at offset 0

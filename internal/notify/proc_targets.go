@@ -145,7 +145,7 @@ func (t *task) procCall(kind sysKind) result {
 		return cont()
 	}
 
-	st, ok := t.h.readStatus(t.tid)
+	st, ok := t.h.readStatus(t.tid, false)
 	switch {
 	case !t.valid():
 		// The caller is gone or interrupted: nobody waits for the

@@ -86,7 +86,7 @@ func fileRules(cfg Config) []entry {
 		}
 	}
 	if cfg.NotifyCreate {
-		for _, n := range createCalls {
+		for _, n := range slices.Concat(createCalls, credCalls) {
 			es = append(es, entry{name: n, ret: unix.SECCOMP_RET_USER_NOTIF, doc: []Rule{{Notify: true}}})
 		}
 	}
@@ -103,6 +103,14 @@ func fileRules(cfg Config) []entry {
 // call that adds a name to a directory (the persistence guard's refusal of
 // a new .git; see package notify, create.go).
 var createCalls = []string{"mkdir", "mkdirat", "symlink", "symlinkat"}
+
+// credCalls go to the supervisor under Config.NotifyCreate too: setgroups,
+// the call that changes a task's supplementary groups, which the
+// supervisor keeps between a task's calls (reading them costs a
+// generation of /proc/<tid>/status; the ids it reads each call). A
+// confined task never holds CAP_SETGID, so the kernel refuses it; the
+// supervisor drops what it keeps all the same and resumes the call.
+var credCalls = []string{"setgroups"}
 
 // removeCalls go to the supervisor under Config.NotifyGuardTree, besides
 // truncate and open/openat for writing or with O_TRUNC: the calls that

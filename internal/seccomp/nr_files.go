@@ -11,12 +11,14 @@ var (
 		"linkat": 265, "renameat2": 316, "openat2": 437,
 		"mkdir": 83, "symlink": 88, "mkdirat": 258, "symlinkat": 266,
 		"unlink": 87, "rmdir": 84, "unlinkat": 263,
+		"setgroups": 116,
 	}
 	// arm64 has only the *at forms.
 	filesARM64Nr = map[string]uint32{
 		"mknodat": 33, "linkat": 37, "renameat": 38, "truncate": 45,
 		"openat": 56, "renameat2": 276, "openat2": 437,
 		"mkdirat": 34, "symlinkat": 36, "unlinkat": 35,
+		"setgroups": 159,
 	}
 )
 

@@ -12,4 +12,5 @@ var filesWant = map[string]uint32{
 	"renameat2": unix.SYS_RENAMEAT2, "openat2": unix.SYS_OPENAT2,
 	"mkdir": unix.SYS_MKDIR, "symlink": unix.SYS_SYMLINK, "mkdirat": unix.SYS_MKDIRAT, "symlinkat": unix.SYS_SYMLINKAT,
 	"unlink": unix.SYS_UNLINK, "rmdir": unix.SYS_RMDIR, "unlinkat": unix.SYS_UNLINKAT,
+	"setgroups": unix.SYS_SETGROUPS,
 }

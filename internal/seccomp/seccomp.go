@@ -165,8 +165,8 @@ type Config struct {
 	// mkdirat, symlink, symlinkat, mknod, mknodat, creat, rename,
 	// renameat, renameat2, link, linkat, and open and openat with
 	// O_CREAT once the mode and truncation checks passed); the
-	// supervisor performs them on its own copy of the names. Needs a
-	// listener.
+	// supervisor performs them on its own copy of the names. setgroups
+	// is sent too (credCalls). Needs a listener.
 	NotifyCreate bool
 
 	// NotifyGuardTree completes NotifyCreate where Landlock itself keeps

@@ -127,6 +127,7 @@ func main() {
 		{"syscalls", b.syscalls},
 		{"spawn", b.spawn},
 		{"files", b.files},
+		{"guard", b.guard},
 		{"build", b.build},
 		{"warmcache", b.warmCache},
 		{"warmtools", b.warmTools},

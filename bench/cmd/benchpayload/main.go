@@ -11,6 +11,10 @@
 //	                               RET ALLOW instruction, the cheapest filter there is) or confine (the filter
 //	                               confine installs, without the notification listener)
 //	benchpayload files N DIR SIZE  create+write, read, rename into a sibling directory, delete N files of SIZE bytes in DIR
+//	benchpayload trapped N DIR     ns per call of the calls the persistence guard traps under the core, on
+//	                               existing names in DIR (made first): rename there and back, open for
+//	                               writing (+close), unlink and O_CREAT|O_EXCL open (+close) of one name,
+//	                               mkdir and rmdir of one name
 //	benchpayload spawn N           sh -c 'i=0; while [ $i -lt N ]; do /bin/true; ...; done'
 //	benchpayload flood BYTES FILE  write BYTES to stdout, elapsed ns to FILE
 //	benchpayload run PROGRAM ARGS  run PROGRAM, report its tree's wall and CPU time
@@ -71,6 +75,11 @@ func main() {
 		}
 		size, _ := strconv.Atoi(args[1])
 		out, err = files(int(n), args[0], size)
+	case "trapped":
+		if len(args) != 1 {
+			die(fmt.Errorf("trapped N DIR"))
+		}
+		out, err = trapped(int(n), args[0])
 	case "spawn":
 		out, err = spawn(int(n))
 	case "flood":
@@ -313,6 +322,81 @@ func files(n int, dir string, size int) (map[string]float64, error) {
 		"total_ms": ms(t3.Sub(t0)), "create_write_ms": ms(t1.Sub(t0)),
 		"read_ms": ms(t2.Sub(t1)), "rename_ms": ms(tr.Sub(t2)), "delete_ms": ms(t3.Sub(tr)), "n": float64(n), "cpu_ms": cpu,
 	}, nil
+}
+
+// trapped times, call by call, what the persistence guard sends to the
+// supervisor under the core in an entry made during the run (dir): each
+// timed call is one such call, on names that exist (or not) as the call
+// needs, so the difference between a guarded and an unguarded run is the
+// guard's added cost per trapped call. Wall time (the supervisor's time
+// is not the caller's CPU time), ns per call; "trapped_ns" is the mean
+// over the kinds.
+func trapped(n int, dir string) (map[string]float64, error) {
+	runtime.LockOSThread()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	a, b, d := filepath.Join(dir, "a"), filepath.Join(dir, "b"), filepath.Join(dir, "d")
+	if err := os.WriteFile(a, []byte("x"), 0o644); err != nil {
+		return nil, err
+	}
+	res := map[string]float64{}
+	var err error
+	renamed := false
+	if _, res["rename_ns"], err = perCall(n, func() error {
+		from, to := a, b
+		if renamed {
+			from, to = b, a
+		}
+		renamed = !renamed
+		return unix.Rename(from, to)
+	}); err != nil {
+		return nil, err
+	}
+	if renamed {
+		if err := unix.Rename(b, a); err != nil {
+			return nil, err
+		}
+	}
+	if _, res["open_write_ns"], err = perCall(n, func() error {
+		fd, err := unix.Open(a, unix.O_WRONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		return unix.Close(fd)
+	}); err != nil {
+		return nil, err
+	}
+	// unlink and create alternate on one name: each is trapped.
+	exists := true
+	if _, res["unlink_create_ns"], err = perCall(n, func() error {
+		if exists {
+			exists = false
+			return unix.Unlink(a)
+		}
+		exists = true
+		fd, err := unix.Open(a, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
+		if err != nil {
+			return err
+		}
+		return unix.Close(fd)
+	}); err != nil {
+		return nil, err
+	}
+	made := false
+	if _, res["mkdir_rmdir_ns"], err = perCall(n, func() error {
+		made = !made
+		if made {
+			return unix.Mkdir(d, 0o755)
+		}
+		return unix.Rmdir(d)
+	}); err != nil {
+		return nil, err
+	}
+	res["trapped_ns"] = (res["rename_ns"] + res["open_write_ns"] + res["unlink_create_ns"] + res["mkdir_rmdir_ns"]) / 4
+	res["n"] = float64(n)
+	os.RemoveAll(dir)
+	return res, nil
 }
 
 // spawn times one shell that forks and execs /bin/true n times.
