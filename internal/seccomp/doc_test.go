@@ -4,11 +4,12 @@ package seccomp
 
 import (
 	"fmt"
-	"os"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/confine-sandbox/confine/internal/docsection"
 )
 
 const (
@@ -115,24 +116,6 @@ func errnoName(r Rule) string {
 // The rule table in docs/seccomp.md is generated from the rules the filter
 // is compiled from; this test fails when they differ.
 func TestRulesDoc(t *testing.T) {
-	b, err := os.ReadFile(seccompDoc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(b)
-	i, j := strings.Index(s, beginRules), strings.Index(s, endRules)
-	if i < 0 || j < i {
-		t.Fatalf("%s lacks the markers %q ... %q", seccompDoc, beginRules, endRules)
-	}
-	want := s[:i+len(beginRules)] + rulesMarkdown(t) + s[j:]
-	if want == s {
-		return
-	}
-	if os.Getenv("CONFINE_UPDATE_DOCS") == "1" {
-		if err := os.WriteFile(seccompDoc, []byte(want), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	t.Fatalf("the rule table in %s differs from the filter's rules: run CONFINE_UPDATE_DOCS=1 go test ./internal/seccomp", seccompDoc)
+	docsection.Check(t, seccompDoc, beginRules, endRules, rulesMarkdown(t), "the rule table",
+		"CONFINE_UPDATE_DOCS=1 go test ./internal/seccomp")
 }
