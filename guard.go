@@ -12,7 +12,6 @@ import (
 	"slices"
 
 	"github.com/confine-sandbox/confine/internal/guardset"
-	"github.com/confine-sandbox/confine/policy"
 	"github.com/confine-sandbox/confine/spec"
 )
 
@@ -25,12 +24,12 @@ import (
 // a .git that is a symlink or a special file, a gitfile naming a directory
 // inside another writable root, and a writable root inside a guarded path.
 func gitGuard(rw []string, waive []string) ([]string, error) {
-	if slices.Contains(waive, policy.GGitPersistence) {
+	if slices.Contains(waive, spec.GGitPersistence) {
 		return nil, nil
 	}
 	refuse := func(why string) ([]string, error) {
 		return nil, fmt.Errorf("%w: %w: %s: %s; waive %s in the profile to let the command write it (its changes are then reported)",
-			spec.ErrUnavailable, ErrGuard, policy.GGitPersistence, why, policy.GGitPersistence)
+			spec.ErrUnavailable, ErrGuard, spec.GGitPersistence, why, spec.GGitPersistence)
 	}
 	var guarded []string
 	for _, r := range rw {

@@ -12,6 +12,7 @@ import (
 	"github.com/confine-sandbox/confine/internal/eventlog"
 	"github.com/confine-sandbox/confine/internal/guardset"
 	"github.com/confine-sandbox/confine/policy"
+	"github.com/confine-sandbox/confine/spec"
 )
 
 // gitTree is a work tree with the git shapes the guard keeps: its own
@@ -86,7 +87,7 @@ func TestGuardWrites(t *testing.T) {
 				must(t, err)
 				defer rt.Close()
 				if waived {
-					rt.SetGuard([]string{policy.GGitPersistence})
+					rt.SetGuard([]string{spec.GGitPersistence})
 				}
 				before, _ := os.ReadFile(filepath.Join(root, r.path))
 				guard, err := guardOp(rt, r.op, r.path)
@@ -206,7 +207,7 @@ func TestHostGuardProfile(t *testing.T) {
 	e, err := policy.NewEngine()
 	must(t, err)
 	must(t, e.Register(policy.Profile{Name: "host-waive-git", Tier: policy.TierStructured,
-		HostOps: []string{string(policy.OpWriteFile), string(policy.OpApplyPatch)}, Waive: []string{policy.GGitPersistence}}))
+		HostOps: []string{string(policy.OpWriteFile), string(policy.OpApplyPatch)}, Waive: []string{spec.GGitPersistence}}))
 	logPath := filepath.Join(t.TempDir(), "events.jsonl")
 	for _, c := range []struct {
 		profile string

@@ -27,7 +27,7 @@ const (
 	TierHostile Tier = 3
 )
 
-// Profile fixes what a command may do: a built-in one (Lookup) or one
+// Profile fixes what a command may do: a built-in one (ResolveProfile by name) or one
 // loaded from a TOML file (loadProfile, ResolveProfile).
 //
 // Precedence, lowest first: built-in defaults (the system read roots,
@@ -124,7 +124,7 @@ var builtins = map[string]Profile{
 // ("go", "rust", "node", "python", "c"; see recipes), which is discovered
 // on first use in the process and fails, wrapping spec.ErrUnavailable,
 // when its toolchain is missing.
-func Lookup(name string) (Profile, error) {
+func lookupProfile(name string) (Profile, error) {
 	if p, ok, err := lookupRecipe(name); ok {
 		return p, err
 	}

@@ -67,7 +67,7 @@ func TestLoadProfile(t *testing.T) {
 		Writable:          []string{"/var/tmp/ci", "/opt/toolchain/cache"},
 		Devices:           append(append([]string(nil), DefaultDevices()...), "/dev/kvm"),
 		Network:           spec.DenyAll,
-		Waive:             []string{GSignals},
+		Waive:             []string{spec.GSignals},
 		RequireNamespaces: true,
 		Env: EnvPolicy{
 			Passthrough: []string{"GOFLAGS", "CI_*"},
@@ -188,9 +188,9 @@ func TestLoadProfileErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			path := writeProfile(t, "p.toml", tt.content)
 			_, err := loadProfile(path)
-			var pe *ProfileError
+			var pe *profileError
 			if !errors.As(err, &pe) || !errors.Is(err, spec.ErrInvalidSpec) {
-				t.Fatalf("err = %v, want a *ProfileError wrapping ErrInvalidSpec", err)
+				t.Fatalf("err = %v, want a *profileError wrapping ErrInvalidSpec", err)
 			}
 			if pe.File != path || pe.Line != tt.line || pe.Key != tt.key || !strings.Contains(err.Error(), tt.msg) {
 				t.Fatalf("got %s:%d key %q: %v; want line %d key %q containing %q", pe.File, pe.Line, pe.Key, err, tt.line, tt.key, tt.msg)
@@ -277,9 +277,9 @@ func TestParseSizeDuration(t *testing.T) {
 		{"1GB", 1e9, true}, {"3M", 3 << 20, true}, {"-1", 0, false}, {"x", 0, false}, {"9999999999TiB", 0, false},
 	}
 	for _, s := range sizes {
-		got, err := ParseSize(s.in)
+		got, err := spec.ParseSize(s.in)
 		if (err == nil) != s.ok || got != s.want {
-			t.Errorf("ParseSize(%q) = %d, %v", s.in, got, err)
+			t.Errorf("spec.ParseSize(%q) = %d, %v", s.in, got, err)
 		}
 	}
 	durs := []struct {
@@ -291,9 +291,9 @@ func TestParseSizeDuration(t *testing.T) {
 		{"-5m", 0, false}, {"soon", 0, false}, {"99999999999999", 0, false},
 	}
 	for _, d := range durs {
-		got, err := ParseDuration(d.in)
+		got, err := spec.ParseDuration(d.in)
 		if (err == nil) != d.ok || got != d.want {
-			t.Errorf("ParseDuration(%q) = %v, %v", d.in, got, err)
+			t.Errorf("spec.ParseDuration(%q) = %v, %v", d.in, got, err)
 		}
 	}
 }

@@ -15,7 +15,7 @@ import (
 const MinKeySize = token.MinKeySize
 
 // tokenSkew is the clock difference between minting and checking hosts
-// that ParseToken tolerates on top of MaxTTL.
+// that ParseToken tolerates on top of maxTTL.
 const tokenSkew = 5 * time.Minute
 
 // NewEngineWithKey returns an engine whose key is key (at least MinKeySize
@@ -86,10 +86,10 @@ func (e *Engine) ParseToken(tok string) (*Cap, error) {
 		return nil, token.Malformed("no expiry")
 	case time.Now().After(c.expires):
 		return nil, fmt.Errorf("%w: capability %s expired at %s", spec.ErrCapability, c.id, c.expires.Format(time.RFC3339))
-	case c.expires.After(time.Now().Add(MaxTTL + tokenSkew)):
+	case c.expires.After(time.Now().Add(maxTTL + tokenSkew)):
 		// Signed by a confine without the bound, or by a key holder
 		// that skipped Mint: still refused.
-		return nil, fmt.Errorf("%w: capability %s expires at %s, more than the maximum of %v from now", spec.ErrCapability, c.id, c.expires.Format(time.RFC3339), MaxTTL)
+		return nil, fmt.Errorf("%w: capability %s expires at %s, more than the maximum of %v from now", spec.ErrCapability, c.id, c.expires.Format(time.RFC3339), maxTTL)
 	case e.isRevoked(c.id):
 		return nil, fmt.Errorf("%w: capability %s was revoked", spec.ErrCapability, c.id)
 	}

@@ -10,7 +10,7 @@
 //     directory or gitfile itself (creating, replacing or removing one),
 //     its config, hooks, info/, modules/ (absorbed submodules), worktrees/
 //     and everything else under it. Refused by default; waiving
-//     policy.GGitPersistence in the profile turns the refusal into a
+//     spec.GGitPersistence in the profile turns the refusal into a
 //     report, as in Tier 2.
 //   - editor: files editors and shells run on their own when a directory
 //     is opened or entered: .envrc (direnv), .vscode/tasks.json and
@@ -28,7 +28,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/confine-sandbox/confine/policy"
+	"github.com/confine-sandbox/confine/spec"
 )
 
 // ErrProtected: a write into the protected set that the policy refuses.
@@ -156,10 +156,10 @@ type Policy struct {
 }
 
 // For is the policy of a profile that waives the guarantees in waive:
-// waiving policy.GGitPersistence reports the git set instead of refusing
+// waiving spec.GGitPersistence reports the git set instead of refusing
 // it, as Tier 2 does.
 func For(waive []string) Policy {
-	return Policy{gitWaived: slices.Contains(waive, policy.GGitPersistence)}
+	return Policy{gitWaived: slices.Contains(waive, spec.GGitPersistence)}
 }
 
 // Action is what p does with a write to e.
@@ -174,7 +174,7 @@ func (p Policy) Action(e Entry) Action {
 // ErrProtected.
 func Refusal(path string, e Entry) error {
 	return fmt.Errorf("%s: %w (%s: %s); %s is refused by default, waive %s in the profile to allow it (the write is then reported)",
-		path, ErrProtected, e.Name, e.Why, e.Class, policy.GGitPersistence)
+		path, ErrProtected, e.Name, e.Why, e.Class, spec.GGitPersistence)
 }
 
 // GitDirNames are the entries whose presence makes a directory a git

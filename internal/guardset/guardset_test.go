@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/confine-sandbox/confine/policy"
+	"github.com/confine-sandbox/confine/spec"
 )
 
 func TestClassify(t *testing.T) {
@@ -82,8 +82,8 @@ func TestPolicy(t *testing.T) {
 		git, edit Action
 	}{
 		{nil, Refuse, Report},
-		{[]string{policy.GNoNetwork}, Refuse, Report},
-		{[]string{policy.GGitPersistence}, Report, Report},
+		{[]string{spec.GNoNetwork}, Refuse, Report},
+		{[]string{spec.GGitPersistence}, Report, Report},
 	} {
 		p := For(c.waive)
 		if a := p.Action(git); a != c.git {

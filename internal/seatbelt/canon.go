@@ -3,10 +3,9 @@ package seatbelt
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
-
-	"github.com/confine-sandbox/confine/policy"
+	"github.com/confine-sandbox/confine/internal/credpath"
 	"github.com/confine-sandbox/confine/spec"
+	"path/filepath"
 )
 
 // ErrCanonical is returned for a path that cannot be canonicalised. The run
@@ -70,7 +69,7 @@ func (c Canon) Path(p string) (string, error) {
 // canonical target too (a dotfile manager's link; the bytes live there).
 func (c Canon) CredentialDenies(root string) []string {
 	var out []string
-	for _, rel := range policy.CredentialPathsUnder(root) {
+	for _, rel := range credpath.Under(root) {
 		p := filepath.Join(root, rel)
 		out = append(out, p)
 		if t, err := c.Path(p); err == nil && t != p {
