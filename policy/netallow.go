@@ -310,11 +310,3 @@ func (c *CompiledAllowlist) Names(ip netip.Addr) bool {
 	}
 	return false
 }
-
-// Rules returns the expanded rules, for display.
-func (c *CompiledAllowlist) Rules() []hostRule {
-	if c == nil {
-		return nil
-	}
-	return slices.Clone(c.rules)
-}
