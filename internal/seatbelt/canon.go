@@ -18,9 +18,9 @@ var ErrCanonical = errors.New("cannot canonicalise path")
 // grants nothing.
 type Rewrite struct{ Link, Target string }
 
-// Rewrites are the symlinks every macOS has from / into /private. Canon
+// rewrites are the symlinks every macOS has from / into /private. Canon
 // refuses a result still under a Link: the resolver did not resolve it.
-var Rewrites = []Rewrite{
+var rewrites = []Rewrite{
 	{"/tmp", "/private/tmp"},
 	{"/var", "/private/var"},
 	{"/etc", "/private/etc"},
@@ -52,7 +52,7 @@ func (c Canon) Path(p string) (string, error) {
 	if !filepath.IsAbs(r) || filepath.Clean(r) != r {
 		return "", fmt.Errorf("%w: %s resolved to %q", ErrCanonical, p, r)
 	}
-	for _, rw := range Rewrites {
+	for _, rw := range rewrites {
 		if spec.Within(r, rw.Link) {
 			return "", fmt.Errorf("%w: %s resolved to %s, still under %s (macOS resolves it to %s)", ErrCanonical, p, r, rw.Link, rw.Target)
 		}
