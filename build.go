@@ -18,6 +18,7 @@ import (
 	"github.com/confine-sandbox/confine/internal/landlock"
 	"github.com/confine-sandbox/confine/internal/launch"
 	"github.com/confine-sandbox/confine/internal/ledger"
+	"github.com/confine-sandbox/confine/internal/persist"
 	"github.com/confine-sandbox/confine/internal/plan"
 	"github.com/confine-sandbox/confine/internal/provider"
 	"github.com/confine-sandbox/confine/internal/rlimit"
@@ -56,9 +57,10 @@ type inputs struct {
 	// guarded are the paths inside the writable roots the persistence
 	// guard keeps read-only (the work tree's .git); see gitGuard.
 	guarded   []string
-	repos     []string // the git directories the persistence report watches (reportedRepos)
-	omitted   []string // PATH components left out
-	env       []string // sanitised, PATH decided; HOME and TMPDIR come with the private dir
+	repos     []string        // the git directories the persistence report watches (reportedRepos)
+	watch     []persist.Watch // further paths it watches: the profile's [guard] rows (profileGuard)
+	omitted   []string        // PATH components left out
+	env       []string        // sanitised, PATH decided; HOME and TMPDIR come with the private dir
 	prog      string
 	argv      []string
 	uid, gid  int  // -1: the launcher's own
@@ -121,7 +123,7 @@ func validate(s *spec.CommandSpec, prof policy.Profile, h host.Info, limits spec
 	if err := in.roots(s, prof, worktree); err != nil {
 		return nil, err
 	}
-	in.pidsOptional = slices.Contains(prof.Waive, spec.GProcesses)
+	in.pidsOptional = slices.Contains(prof.Waives(), spec.GProcesses)
 	in.wantPidsGroup = in.runAsRoot && limits.MaxProcs > 0 && h.PidsCgroupRoot != ""
 
 	if err := in.environment(s, prof); err != nil {
@@ -142,17 +144,27 @@ func (in *inputs) roots(s *spec.CommandSpec, prof policy.Profile, worktree strin
 		}
 		in.rw = append(in.rw, c)
 	}
-	if err := checkWritableRoots(in.rw, prof.Waive); err != nil {
+	waive := prof.Waives()
+	if err := checkWritableRoots(in.rw, waive); err != nil {
 		return err
 	}
 	if err := checkControl(in.rw, in.control); err != nil {
 		return err
 	}
 	var err error
-	if in.guarded, err = gitGuard(in.rw, prof.Waive); err != nil {
+	if in.guarded, err = gitGuard(in.rw, waive); err != nil {
 		return err
 	}
-	in.repos = reportedRepos(worktree, in.guarded, prof.Waive)
+	in.repos = reportedRepos(worktree, in.guarded, waive)
+	gp, err := prof.GuardPolicy()
+	if err != nil {
+		return fmt.Errorf("%w: profile %s: %v", spec.ErrInvalidSpec, prof.Name, err)
+	}
+	kept, watch, err := profileGuard(in.rw, worktree, in.guarded, prof.Guard != nil, gp)
+	if err != nil {
+		return err
+	}
+	in.guarded, in.watch = append(in.guarded, kept...), watch
 	in.ro = landlock.DefaultSystemReadExec()
 	in.optional = slices.Clone(in.ro)
 	for _, r := range append(slices.Clone(prof.ReadExec), s.ReadOnly...) {
@@ -345,7 +357,7 @@ func (in *inputs) guarantees(p provider.Provider) ([]spec.Guarantee, error) {
 	f := provider.Facts(in.h, p, in.runAsRoot, in.limits.MaxProcs)
 	f.Allowlist = in.allow != nil
 	f.GitDir = len(in.guarded) > 0
-	return ledger.Resolve(ledger.Decide(p.Ledger(), f), in.prof.Waive)
+	return ledger.Resolve(ledger.Decide(p.Ledger(), f), in.prof.Waives())
 }
 
 // planned is one backend's plan and the result fields it determines. It is

@@ -126,11 +126,11 @@ func (l *Launcher) launch(ctx context.Context, c *policy.Cap, prof policy.Profil
 	}
 	// What the run changes among the paths a host program may execute
 	// later (git hooks and config, rc and editor task files) is reported.
-	before := persist.Take(in.worktree, in.repos...)
+	before := persist.TakeWith(in.worktree, in.watch, in.repos...)
 	start := time.Now()
 	out, err := launch.Run(ctx, run.primary.plan, run.fallback(), pio)
 	res.Duration = time.Since(start)
-	res.Persistence = persist.Diff(before, persist.Take(in.worktree, in.repos...))
+	res.Persistence = persist.Diff(before, persist.TakeWith(in.worktree, in.watch, in.repos...))
 	detached = out != nil && out.CleanupDetached
 	if out != nil {
 		res.Stdout, res.Stderr = out.Stdout, out.Stderr

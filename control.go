@@ -19,15 +19,11 @@ import (
 // server's socket directory, an explicit --cap-key).
 func (l *Launcher) controlPaths(callerEnv envLookup, runUID int) []ctlpaths.Path {
 	euid := os.Geteuid()
-	ps := ctlpaths.Find(callerEnv.get, euid)
-	for _, p := range ctlpaths.Find(os.Getenv, euid) {
-		ps = ctlpaths.Add(ps, p.What, p.Path)
-	}
+	srcs := []ctlpaths.Source{{Getenv: callerEnv.get, UID: euid}, {Getenv: os.Getenv, UID: euid}}
 	if runUID >= 0 && runUID != euid {
-		for _, p := range ctlpaths.Find(nil, runUID) {
-			ps = ctlpaths.Add(ps, p.What, p.Path)
-		}
+		srcs = append(srcs, ctlpaths.Source{UID: runUID})
 	}
+	ps := ctlpaths.FindAll(srcs...)
 	if l.EventLog != "" {
 		if a, err := filepath.Abs(l.EventLog); err == nil {
 			ps = ctlpaths.AddLog(ps, a)

@@ -5,7 +5,6 @@ package confine
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -28,8 +27,7 @@ func gitGuard(rw []string, waive []string) ([]string, error) {
 		return nil, nil
 	}
 	refuse := func(why string) ([]string, error) {
-		return nil, fmt.Errorf("%w: %w: %s: %s; waive %s in the profile to let the command write it (its changes are then reported)",
-			spec.ErrUnavailable, ErrGuard, spec.GGitPersistence, why, spec.GGitPersistence)
+		return nil, guardRefusal(why)
 	}
 	var guarded []string
 	for _, r := range rw {
@@ -65,6 +63,12 @@ func gitGuard(rw []string, waive []string) ([]string, error) {
 	return guarded, nil
 }
 
+// guardRefusal is the error of a run the guard cannot keep.
+func guardRefusal(why string) error {
+	return fmt.Errorf("%w: %w: %s: %s; waive %s in the profile to let the command write it (its changes are then reported)",
+		spec.ErrUnavailable, ErrGuard, spec.GGitPersistence, why, spec.GGitPersistence)
+}
+
 // guardRoot is gitGuard for one writable root.
 func guardRoot(root string, rw []string) ([]string, error) {
 	git := filepath.Join(root, ".git")
@@ -84,14 +88,12 @@ func guardRoot(root string, rw []string) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, r := range rw {
-			if spec.Within(dir, r) {
-				if !spec.Within(dir, root) {
-					return nil, fmt.Errorf("%s names git directory %s, inside writable root %s; the guard keeps only its own root's entries", git, dir, r)
-				}
-				guarded = append(guarded, dir)
-				break
-			}
+		own, err := inOwnRoot(git, dir, root, rw)
+		if err != nil {
+			return nil, err
+		}
+		if own {
+			guarded = append(guarded, dir)
 		}
 	default:
 		return nil, fmt.Errorf("%s is a %s, not a directory or a gitfile", git, kindOf(st.Mode()))
@@ -107,22 +109,31 @@ func gitfileDir(file, worktree string) (string, error) {
 		return "", err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, 4096))
+	p, err := guardset.ReadGitfile(f, worktree)
 	if err != nil {
 		return "", fmt.Errorf("%s: %v", file, err)
-	}
-	p, err := guardset.ParseGitfile(b)
-	if err != nil {
-		return "", fmt.Errorf("%s is %v", file, err)
-	}
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(worktree, p)
 	}
 	r, err := filepath.EvalSymlinks(p)
 	if err != nil {
 		return "", fmt.Errorf("%s names git directory %s: %v", file, p, err)
 	}
 	return r, nil
+}
+
+// inOwnRoot says the git directory dir that gitfile file in writable
+// root root names is the guard's to keep: it lies inside a writable root,
+// which must be root (the guard keeps only its own root's entries); a
+// dir outside every writable root the command cannot write anyway.
+func inOwnRoot(file, dir, root string, rw []string) (bool, error) {
+	for _, r := range rw {
+		if spec.Within(dir, r) {
+			if !spec.Within(dir, root) {
+				return false, fmt.Errorf("%s names git directory %s, inside writable root %s; the guard keeps only its own root's entries", file, dir, r)
+			}
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 func kindOf(m fs.FileMode) string {

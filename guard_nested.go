@@ -47,6 +47,56 @@ func nestedGit(root string, rw, guarded []string, budget *int) ([]string, error)
 		}
 		return false
 	}
+	err := walkRoot(root, rw, budget, func(dir string, e fs.DirEntry) (bool, error) {
+		p := filepath.Join(dir, e.Name())
+		t := e.Type()
+		row, ok := guardset.Classify(e.Name())
+		if !ok || row.Name != gitDirRow {
+			return true, nil
+		}
+		if dir == root && e.Name() == ".git" || isGuarded(p) {
+			return false, nil // guardRoot's
+		}
+		switch {
+		case t.IsDir():
+			out = append(out, p)
+		case t.IsRegular():
+			out = append(out, p)
+			target, err := gitfileDir(p, dir)
+			if err != nil {
+				// A file named .git that is no gitfile: git
+				// refuses the repository; keep it read-only all
+				// the same.
+				return false, nil
+			}
+			if isGuarded(target) {
+				return false, nil
+			}
+			own, err := inOwnRoot(p, target, root, rw)
+			if err != nil {
+				return false, err
+			}
+			if own {
+				out = append(out, target)
+			}
+		default:
+			return false, fmt.Errorf("%s is a %s, not a directory or a gitfile", p, kindOf(t))
+		}
+		return false, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// walkRoot reads the entries below root (a writable root, canonical),
+// depth first, without following symlinks and without entering another
+// writable root (walked on its own): visit says, for each entry, whether
+// to enter it (when it is a directory). budget counts the entries read,
+// across calls; past it the walk fails (errGuardWalk).
+func walkRoot(root string, rw []string, budget *int, visit func(dir string, e fs.DirEntry) (enter bool, err error)) error {
 	stack := []string{root}
 	for len(stack) > 0 {
 		dir := stack[len(stack)-1]
@@ -54,58 +104,27 @@ func nestedGit(root string, rw, guarded []string, budget *int) ([]string, error)
 		es, err := readDirEntries(dir)
 		if err != nil {
 			if dir == root {
-				return nil, err
+				return err
 			}
 			// Unreadable (or gone): what the command cannot list it
-			// cannot find a repository in either.
+			// cannot find anything in either.
 			continue
 		}
 		if *budget -= len(es); *budget < 0 {
-			return nil, fmt.Errorf("%w: more than %d below %s", errGuardWalk, maxGuardWalk, root)
+			return fmt.Errorf("%w: more than %d below %s", errGuardWalk, maxGuardWalk, root)
 		}
 		for _, e := range es {
-			p := filepath.Join(dir, e.Name())
-			t := e.Type()
-			if row, ok := guardset.Classify(e.Name()); ok && row.Name == gitDirRow {
-				if dir == root && e.Name() == ".git" || isGuarded(p) {
-					continue // guardRoot's
-				}
-				switch {
-				case t.IsDir():
-					out = append(out, p)
-				case t.IsRegular():
-					out = append(out, p)
-					target, err := gitfileDir(p, dir)
-					if err != nil {
-						// A file named .git that is no gitfile:
-						// git refuses the repository; keep it
-						// read-only all the same.
-						continue
-					}
-					if isGuarded(target) {
-						continue
-					}
-					for _, r := range rw {
-						if spec.Within(target, r) {
-							if !spec.Within(target, root) {
-								return nil, fmt.Errorf("%s names git directory %s, inside writable root %s; the guard keeps only its own root's entries", p, target, r)
-							}
-							out = append(out, target)
-							break
-						}
-					}
-				default:
-					return nil, fmt.Errorf("%s is a %s, not a directory or a gitfile", p, kindOf(t))
-				}
-				continue
+			enter, err := visit(dir, e)
+			if err != nil {
+				return err
 			}
-			if t.IsDir() && !slices.Contains(rw, p) {
+			p := filepath.Join(dir, e.Name())
+			if enter && e.Type().IsDir() && !slices.Contains(rw, p) {
 				stack = append(stack, p)
 			}
 		}
 	}
-	slices.Sort(out)
-	return out, nil
+	return nil
 }
 
 // readDirEntries lists dir without following a symlink at its end (the

@@ -25,13 +25,17 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 	res.RunID = eventlog.NewRunID()
 	res.JSONAPI = spec.JSONAPI
 	var prof policy.Profile
+	var limits spec.Limits
 	if l.EventLog != "" {
-		defer func() { l.record(c, prof, s, res, err) }()
+		defer func() { l.record(c, prof, limits, s, res, err) }()
 	}
-	if prof, err = admit(c, s); err != nil {
+	prof, err = admit(c, s)
+	// Once per run: the event log records the same.
+	limits = mergeLimits(prof.Limits, s.Limits)
+	if err != nil {
 		return res, err
 	}
-	err = l.launch(ctx, c, prof, s, mergeLimits(prof.Limits, s.Limits), &res)
+	err = l.launch(ctx, c, prof, s, limits, &res)
 	// What was refused, with the grant that would allow it.
 	var h *spec.Hinted
 	if errors.As(err, &h) {
@@ -87,8 +91,8 @@ func (l *Launcher) release() {
 
 // record appends the run, or its refusal, to the event log. A log that
 // cannot be written does not change the run's outcome; it goes to
-// EventLogError.
-func (l *Launcher) record(c *policy.Cap, prof policy.Profile, s spec.CommandSpec, res spec.CommandResult, runErr error) {
+// EventLogError. limits are the run's (mergeLimits), once admitted.
+func (l *Launcher) record(c *policy.Cap, prof policy.Profile, limits spec.Limits, s spec.CommandSpec, res spec.CommandResult, runErr error) {
 	e := eventlog.Event{RunID: res.RunID, Backend: res.Backend, Layers: res.Layers}
 	if c != nil {
 		e.CapabilityID, e.Scope = c.ID(), c.Scope()
@@ -99,7 +103,7 @@ func (l *Launcher) record(c *policy.Cap, prof policy.Profile, s spec.CommandSpec
 		e.Profile, e.Tier = prof.Name, int(prof.Tier)
 		// The limits the run had: the profile's, and the host's default
 		// memory bound, which SetSpec cannot know.
-		e.Limits = mergeLimits(prof.Limits, s.Limits)
+		e.Limits = limits
 	} else if c != nil {
 		e.Profile = c.Profile()
 	}

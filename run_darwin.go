@@ -52,14 +52,14 @@ func (l *Launcher) launch(ctx context.Context, c *policy.Cap, prof policy.Profil
 	if err != nil {
 		return err
 	}
-	if err := checkWritableRoots(lay.Writable, prof.Waive); err != nil {
+	if err := checkWritableRoots(lay.Writable, prof.Waives()); err != nil {
 		return err
 	}
-	guarded, err := gitGuard(lay.Writable, prof.Waive)
+	guarded, err := gitGuard(lay.Writable, prof.Waives())
 	if err != nil {
 		return err
 	}
-	gs, err := ledger.Resolve(seatbelt.Decide(os.Geteuid() == 0, len(guarded) > 0), prof.Waive)
+	gs, err := ledger.Resolve(seatbelt.Decide(os.Geteuid() == 0, len(guarded) > 0), prof.Waives())
 	if err != nil {
 		return err
 	}

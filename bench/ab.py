@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Interleaved A/B launch timing: python3 bench/ab.py ROUNDS name=CMD... (the first is the base).
 
-Each round runs every command once, in a shuffled order; prints the median wall
-time, its ratio to the first, and the median CPU (user+sys of the child tree
+Each round runs every command once, in a shuffled order; prints the median and
+90th percentile wall time, the median's ratio to the first, and the median CPU (user+sys of the child tree
 from wait4, which also counts the fork of the child before exec: the same in
 every column). docs/performance-launch.md uses it.
 """
@@ -30,5 +30,6 @@ for i in range(n):
 base=statistics.median(wall[cands[0][0]])
 for k,_ in cands:
     mw=statistics.median(wall[k]); mc=statistics.median(cpu[k])
-    print('%-12s wall %7.2f ms (x%.2f, +%.2f)  cpu %6.2f ms'%(k,mw,mw/base,mw-base,mc))
+    p90=statistics.quantiles(wall[k],n=10)[-1] if len(wall[k])>1 else mw
+    print('%-12s wall %7.2f ms (x%.2f, +%.2f)  p90 %7.2f ms  cpu %6.2f ms'%(k,mw,mw/base,mw-base,p90,mc))
 print('load',os.getloadavg()[0])

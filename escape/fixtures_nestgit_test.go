@@ -4,6 +4,7 @@ package escape
 
 import (
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"sync"
 
@@ -123,8 +124,8 @@ func nestGitVectors() []vcase {
 	return all
 }
 
-// nsRefusal caches, per uid, why the namespaces backend cannot refuse a
-// nested .git here ("" when it can).
+// nsRefusal caches, per uid, what confine check says of the namespaces
+// backend (nsHost).
 var nsRefusal sync.Map
 
 // requireNamespaces skips a row of the landlock+namespaces refusal where
@@ -132,7 +133,19 @@ var nsRefusal sync.Map
 // (renames across directories), below which that backend only reports a
 // nested .git (ledger: no-git-persistence).
 func requireNamespaces(e *env) {
-	why, ok := nsRefusal.Load(e.user.UID)
+	requireNamespacesABI(e, 2, "landlock+namespaces reports a nested .git instead of refusing it")
+}
+
+// nsHost is what requireNamespacesABI learns from confine check, per uid.
+type nsHost struct {
+	noUserNS string // why user namespaces do not work, "" where they do
+	abi      int
+}
+
+// requireNamespacesABI skips e's test where landlock+namespaces cannot
+// run, or runs below Landlock ABI min (then saying what, why).
+func requireNamespacesABI(e *env, min int, what string) {
+	h, ok := nsRefusal.Load(e.user.UID)
 	if !ok {
 		c := testutil.CLI{Bin: testutil.SelfBinary(e.t), UID: e.user.UID, Dir: e.wd, Args: []string{"check", "--json"}}
 		o := execute(e.t, c.Command())
@@ -146,17 +159,19 @@ func requireNamespaces(e *env) {
 		if err == nil {
 			err = json.Unmarshal([]byte(o.stdout), &abi)
 		}
-		switch {
-		case err != nil:
+		if err != nil {
 			e.t.Fatalf("check --json (exit %d): %v\n%s\n%s", o.code, err, o.stdout, o.stderr)
-		case !ck.Host.UserNS:
-			why = "user namespaces do not work here (" + ck.Host.UserNSErr + ")"
-		case abi.Host.ABI < 2:
-			why = "Landlock ABI below 2: landlock+namespaces reports a nested .git instead of refusing it"
-		default:
-			why = ""
 		}
-		nsRefusal.Store(e.user.UID, why)
+		nh := nsHost{abi: abi.Host.ABI}
+		if !ck.Host.UserNS {
+			nh.noUserNS = "user namespaces do not work here (" + ck.Host.UserNSErr + ")"
+		}
+		nsRefusal.Store(e.user.UID, nh)
+		h = nh
+	}
+	why := h.(nsHost).noUserNS
+	if why == "" && h.(nsHost).abi < min {
+		why = fmt.Sprintf("Landlock ABI below %d: %s", min, what)
 	}
 	if why != "" {
 		e.t.Skipf("not applicable as %s: %s; the -core row covers the core", e.user.Name, why)

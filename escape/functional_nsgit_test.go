@@ -3,6 +3,7 @@
 package escape
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -113,5 +114,58 @@ func TestCreateNamespacesAsKernel(t *testing.T) {
 				t.Logf("%d lines the same", strings.Count(g, "\n"))
 			})
 		}
+	}
+}
+
+// TestRenameMountAsKernel: under landlock+namespaces the guarded .git is
+// a read-only mount in the command's tree, and a rename of it must fail as
+// the kernel fails it there (EBUSY), whoever performs the rename: within
+// one directory the kernel does it at every Landlock ABI; across
+// directories at ABI 1 (simulated: -tags confine_simabi with
+// CONFINE_SIM_LANDLOCK_ABI=1) the supervisor's emulation (notify's
+// renameLink), which must resolve in the command's tree, not its own,
+// where .git is an ordinary directory. As root and 65534, with the
+// control: unconfined, both renames succeed.
+func TestRenameMountAsKernel(t *testing.T) {
+	const script = `"$0" rename-out .git g; "$0" rename-out g .git; "$0" rename-out .git src/g`
+	for _, u := range testutil.Users(t) {
+		t.Run(u.Name, func(t *testing.T) {
+			requireNamespacesABI(newEnv(t, u, true), 1, "")
+			for _, confined := range []bool{false, true} {
+				wd := testutil.Workdir(t, u.UID)
+				we := &env{t: t, user: u, confined: confined, wd: wd}
+				we.file(wd, ".git/HEAD", 0o644)
+				we.file(wd, "src/main.c", 0o644)
+				var o outcome
+				if confined {
+					o = cliRun(t, u, wd, nil, "run", "--workdir", wd, "--ro", probeDir, "--backend", "namespaces", "--", "sh", "-c", script, probePath)
+				} else {
+					o = execute(t, asUser(u, wd, "sh", "-c", script, probePath))
+				}
+				var got []string
+				for _, l := range strings.Split(strings.TrimSpace(o.stdout), "\n") {
+					var r probeReport
+					if err := json.Unmarshal([]byte(l), &r); err != nil {
+						t.Fatalf("confined %v: probe output %q: %v\nstderr: %s", confined, l, err, o.stderr)
+					}
+					got = append(got, r.Outcome+": "+r.Detail)
+				}
+				if len(got) != 3 {
+					t.Fatalf("confined %v: %d probe reports, want 3: %q\nstderr: %s", confined, len(got), got, o.stderr)
+				}
+				for i, g := range got {
+					switch {
+					case !confined && i != 2 && !strings.HasPrefix(g, "escaped"):
+						t.Fatalf("control: rename %d did not happen: %s", i, g)
+					case confined && i != 1 && !(strings.HasPrefix(g, "blocked") && strings.Contains(g, "EBUSY")):
+						t.Fatalf("confined: rename %d: %s; want blocked with EBUSY, as the kernel answers for a mount point", i, g)
+					}
+				}
+				if !confined && !strings.HasPrefix(got[2], "escaped") {
+					t.Fatalf("control: rename into src did not happen: %s", got[2])
+				}
+				t.Logf("confined %v: %q", confined, got)
+			}
+		})
 	}
 }

@@ -114,7 +114,31 @@ func tier1Vectors() []t1case {
 			return t1fixture{control: control, cli: append([]string{"git"}, args...), leak: "SECRET-OUTSIDE", status: t1ExitConfine}
 		}
 	}
+	// withProfile: the row under a tier 1 profile file whose [guard]
+	// refuses .envrc (an editor row moved) and any Makefile (a row of its
+	// own), written beside the work tree.
+	withProfile := func(f func(e *env) t1fixture) func(e *env) t1fixture {
+		return func(e *env) t1fixture {
+			x := f(e)
+			e.file(e.wd, ".envrc", 0o644)
+			e.file(e.wd, "src/Makefile", 0o644)
+			prof := filepath.Join(e.freshDir("t1-profile-"), "t1-guard.toml")
+			text := "name = \"t1-guard\"\ntier = 1\nhost_ops = [\"write_file\", \"apply_patch\"]\n[guard]\nrefuse = [\"envrc\"]\n" +
+				"[guard.add.makefile]\npattern = \"**/Makefile\"\naction = \"refuse\"\n"
+			if err := os.WriteFile(prof, []byte(text), 0o644); err != nil {
+				e.t.Fatal(err)
+			}
+			x.cli = append([]string{x.cli[0], x.cli[1], "--profile", prof}, x.cli[2:]...)
+			if x.effect != nil && x.target != "" {
+				x.effect = contentChanged(filepath.Join(e.wd, x.target))
+			}
+			return x
+		}
+	}
 	return []t1case{
+		{"t1-fs-write-profile-added-refused", withProfile(write("src/Makefile", "all:\n\ttouch PWNED\n"))},
+		{"t1-fs-patch-profile-added-refused", withProfile(patch("src/Makefile", false))},
+		{"t1-fs-write-profile-moved-refused", withProfile(write(".envrc", "touch PWNED\n"))},
 		{"t1-fs-write-git-config", write(".git/config", fsmonitor)},
 		{"t1-fs-patch-git-config", patch(".git/config", false)},
 		{"t1-fs-write-hook-overwrite", write(".git/hooks/pre-commit", "#!/bin/sh\ntouch PWNED\n")},

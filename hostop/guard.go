@@ -3,7 +3,6 @@
 package hostop
 
 import (
-	"io"
 	"path/filepath"
 
 	"github.com/confine-sandbox/confine/internal/guardset"
@@ -27,10 +26,10 @@ import (
 // A refused write fails with guardset.ErrProtected; a reported one
 // succeeds and names its row (WriteResult.Guard, PatchedFile.Guard).
 
-// SetGuard sets the guard's policy for writes beneath r to that of a
-// profile that waives the guarantees in waive (NewHost does it from the
-// capability's profile). Without it, the git set is refused.
-func (r *Root) SetGuard(waive []string) { r.guard = guardset.For(waive) }
+// SetGuard sets the guard's policy for writes beneath r (NewHost sets the
+// capability's profile's, policy.Profile.GuardPolicy). Without it, the
+// defaults: the git set refused, the editor set reported.
+func (r *Root) SetGuard(p guardset.Policy) { r.guard = p }
 
 // GitWritePath is WritePath for git's own metadata, for a trusted writer
 // alone (hostop/git carrying back what git itself wrote): the persistence
@@ -68,7 +67,7 @@ func (p ConfinedWritePath) guardStart() (*guardWalk, error) {
 	if p.trusted {
 		return g, nil
 	}
-	if e, ok := guardset.Classify(filepath.Join(p.root.path, p.rel)); ok {
+	if e, ok := p.root.guard.Classify(p.root.path, p.rel); ok {
 		if err := g.act(p.rel, e); err != nil {
 			return nil, err
 		}
@@ -117,19 +116,12 @@ func (r *Root) gitfileTarget() string {
 		return ""
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, 4096))
+	t, err := guardset.ReadGitfile(f, r.path)
 	if err != nil {
 		return ""
-	}
-	t, err := guardset.ParseGitfile(b)
-	if err != nil {
-		return ""
-	}
-	if !filepath.IsAbs(t) {
-		t = filepath.Join(r.path, t)
 	}
 	if e, err := filepath.EvalSymlinks(t); err == nil {
 		return e
 	}
-	return filepath.Clean(t)
+	return t
 }

@@ -87,7 +87,7 @@ func TestGuardWrites(t *testing.T) {
 				must(t, err)
 				defer rt.Close()
 				if waived {
-					rt.SetGuard([]string{spec.GGitPersistence})
+					rt.SetGuard(guardset.For([]string{spec.GGitPersistence}))
 				}
 				before, _ := os.ReadFile(filepath.Join(root, r.path))
 				guard, err := guardOp(rt, r.op, r.path)
@@ -252,3 +252,73 @@ func TestHostGuardProfile(t *testing.T) {
 }
 
 const fsmonitorConfig = "[core]\n\tfsmonitor = touch PWNED\n"
+
+// TestHostGuardProfileChanges: a Tier 1 profile's [guard] (rows moved and
+// added) decides the Host's writes, through NewHost as every Tier 1 entry
+// point (the CLI, the MCP server) makes one: each path with the row it
+// falls under and whether the write is refused (and the file unchanged)
+// or done and reported.
+func TestHostGuardProfileChanges(t *testing.T) {
+	e, err := policy.NewEngine()
+	must(t, err)
+	pf := filepath.Join(t.TempDir(), "host-guard.toml")
+	must(t, os.WriteFile(pf, []byte(`name = "host-guard"
+tier = 1
+host_ops = ["write_file", "apply_patch"]
+[guard]
+refuse = ["envrc", "vscode-tasks"]
+report = ["git-hooks"]
+[guard.add.makefile]
+pattern = "**/Makefile"
+action = "refuse"
+why = "make runs it"
+[guard.add.ci]
+pattern = "ci/run.sh"
+action = "report"
+`), 0o600))
+	p, err := policy.ResolveProfile(pf)
+	must(t, err)
+	must(t, e.Register(p))
+	for _, c := range []struct {
+		path, op, row string
+		refused       bool
+	}{
+		{".envrc", "write", "envrc", true},
+		{".vscode/tasks.json", "patch-create", "vscode-tasks", true},
+		{".vscode/settings.json", "write", "vscode-settings", false},
+		{".git/hooks/pre-commit", "write", "git-hooks", false},
+		{".git/hooks/post-merge", "patch-create", "git-hooks", false},
+		{".git/config", "write", "git-config", true},
+		{"vendor/lib/.git/config", "write", "git-config", true},
+		{"Makefile", "patch-create", "makefile", true},
+		{"src/Makefile", "write", "makefile", true},
+		{"ci/run.sh", "write", "ci", false},
+		{"src/ci/run.sh", "write", "", false},
+		{"src/main.c", "write", "", false},
+	} {
+		t.Run(c.path+"-"+c.op, func(t *testing.T) {
+			root := gitTree(t)
+			must(t, os.WriteFile(filepath.Join(root, "src", "Makefile"), []byte("orig\n"), 0o644))
+			cp, err := e.MintHostOp("host-guard", "test", 0)
+			must(t, err)
+			h, err := NewHost(cp, root)
+			must(t, err)
+			defer h.Close()
+			before, _ := os.ReadFile(filepath.Join(root, c.path))
+			guard, err := guardOp(h.Root(), c.op, c.path)
+			after, _ := os.ReadFile(filepath.Join(root, c.path))
+			if c.refused {
+				if !errors.Is(err, guardset.ErrProtected) || !strings.Contains(err.Error(), c.row) {
+					t.Fatalf("%s %s = %v, want a refusal naming %s", c.op, c.path, err, c.row)
+				}
+				if string(before) != string(after) {
+					t.Fatalf("%s changed although refused", c.path)
+				}
+				return
+			}
+			if err != nil || guard != c.row {
+				t.Fatalf("%s %s = %q, %v; want done and reported as %q", c.op, c.path, guard, err, c.row)
+			}
+		})
+	}
+}

@@ -47,9 +47,12 @@ func NewHost(c *policy.HostOpCap, dir string) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The persistence guard follows the profile's waivers, as in Tier 2.
-	// (A profile changed since is refused at every operation.)
-	r.SetGuard(c.Waives())
+	// The persistence guard follows the profile (its waiver and its
+	// [guard] changes), as in Tier 2. A profile that cannot be looked
+	// up leaves the defaults (and is refused at every operation, as is
+	// one changed since).
+	g, _ := c.Guard()
+	r.SetGuard(g)
 	return &Host{cap: c, root: r}, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/confine-sandbox/confine/internal/guardset"
 	"github.com/confine-sandbox/confine/spec"
 )
 
@@ -71,17 +72,19 @@ func (h *HostOpCap) Profile() string { return h.c.profile }
 // Scope is the scope the capability was issued for.
 func (h *HostOpCap) Scope() string { return h.c.scope }
 
-// Waives are the guarantees the capability's profile waives (nil when
-// the profile cannot be looked up; operations are refused then).
-func (h *HostOpCap) Waives() []string {
+// Guard is the persistence guard's policy under the capability's profile
+// (Profile.GuardPolicy: its waiver of spec.GGitPersistence and its [guard]);
+// an error where the profile cannot be looked up (operations are refused
+// then).
+func (h *HostOpCap) Guard() (guardset.Policy, error) {
 	if h == nil || h.c.eng == nil {
-		return nil
+		return guardset.Policy{}, fmt.Errorf("%w: no capability", spec.ErrCapability)
 	}
 	p, err := h.c.eng.lookup(h.c.profile)
 	if err != nil {
-		return nil
+		return guardset.Policy{}, err
 	}
-	return slices.Clone(p.Waive)
+	return p.GuardPolicy()
 }
 
 // hostSealDomain labels a HostOpCap's seal, so that a Cap cannot pass for

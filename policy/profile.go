@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/confine-sandbox/confine/internal/guardset"
 	"github.com/confine-sandbox/confine/spec"
 )
 
@@ -75,9 +76,70 @@ type Profile struct {
 	// HostOps are the Tier 1 operations a tier 1 profile allows (see
 	// HostOp); empty for other tiers.
 	HostOps []string `json:",omitempty"`
+	// Guard are the profile's changes to the persistence guard's
+	// protected set ([guard]; internal/guardset, docs/guard.md); nil:
+	// none.
+	Guard *Guard `json:",omitempty"`
 	// Source is the file the profile was loaded from; "" for a built-in.
 	// It is not part of Digest.
 	Source string `json:"-"`
+}
+
+// Guard is a profile's [guard] table: rows of the protected set moved
+// between refused and reported, by name, and rows of its own.
+type Guard struct {
+	Refuse []string     `json:",omitempty"`
+	Report []string     `json:",omitempty"`
+	Add    []GuardEntry `json:",omitempty"`
+}
+
+// GuardEntry is a row a profile adds ([guard.add.NAME]).
+type GuardEntry struct {
+	Name    string
+	Pattern string
+	// Action is "refuse" or "report".
+	Action string
+	Why    string `json:",omitempty"`
+}
+
+// guardActions are GuardEntry.Action's values.
+var guardActions = map[string]guardset.Action{"refuse": guardset.Refuse, "report": guardset.Report}
+
+// GuardPolicy is the persistence guard's policy under p: the defaults,
+// p's waiver of spec.GGitPersistence and p's [guard] changes, which a loaded
+// profile has had validated (an error wraps guardset.ErrChange).
+func (p Profile) GuardPolicy() (guardset.Policy, error) {
+	waived := slices.Contains(p.Waive, spec.GGitPersistence)
+	if p.Guard == nil {
+		return guardset.New(waived, guardset.Changes{})
+	}
+	c := guardset.Changes{Refuse: p.Guard.Refuse, Report: p.Guard.Report}
+	for _, a := range p.Guard.Add {
+		act, ok := guardActions[a.Action]
+		if !ok {
+			act = guardset.Allow // New refuses it
+		}
+		c.Add = append(c.Add, guardset.Entry{Name: a.Name, Pattern: a.Pattern, Default: act, Why: a.Why})
+	}
+	return guardset.New(waived, c)
+}
+
+// Waives are the guarantees a run under p gives up: Waive, and
+// spec.GGitPersistence where the profile's [guard] reports a git row (moved to
+// guard.report): the guarantee no longer holds, and Tier 2 keeps .git as
+// one (docs/guard.md), so the run's guarantees, result and ledger say it
+// is waived, as if the profile had waived it.
+func (p Profile) Waives() []string {
+	w := slices.Clone(p.Waive)
+	if slices.Contains(w, spec.GGitPersistence) || p.Guard == nil {
+		return w
+	}
+	if g, err := p.GuardPolicy(); err != nil || g.GitReported() {
+		// An invalid [guard] never gets this far (loadProfile); were
+		// it to, the guarantee is not claimed.
+		w = append(w, spec.GGitPersistence)
+	}
+	return w
 }
 
 // EnvPolicy is a profile's environment policy, applied on top of

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/confine-sandbox/confine/internal/guardset"
 	"github.com/confine-sandbox/confine/spec"
 )
 
@@ -97,6 +99,15 @@ func ResolveProfile(nameOrPath string) (Profile, error) {
 //	env    = "EXAMPLE_TOKEN"          # from the caller's environment
 //	prefix = "Bearer "
 //
+//	[guard]                           # the persistence guard's set (docs/guard.md)
+//	refuse = ["envrc"]                # rows refused instead of reported
+//	report = ["git-hooks"]            # rows reported instead of refused
+//	                                  # (a git row: no-git-persistence is waived)
+//	[guard.add.makefile]              # a row of the profile's own
+//	pattern = "**/Makefile"           # components; "*" one, "**" any number
+//	action  = "refuse"                # or "report"
+//	why     = "make runs it"
+//
 //	[limits]                          # 0 or absent: the default
 //	wall_time = "5m"                  # durations: "30s", "5m", "1h30m"
 //	cpu_time = "10m"
@@ -135,6 +146,11 @@ func ResolveProfile(nameOrPath string) (Profile, error) {
 //     profile's own env.waive) or a path-list value with an empty,
 //     relative or unnormalised component, and an exact env.passthrough
 //     name the sanitiser refuses unless waived;
+//   - a [guard] change guardset.New refuses: an unknown row, a row moved
+//     to what it does by default or twice, an added row whose name is
+//     taken or not [a-z0-9][a-z0-9._-]*, whose pattern is absolute, has
+//     "..", '*' inside a component or names nothing, or whose action is
+//     not refuse or report;
 //   - a name that is not [A-Za-z0-9][A-Za-z0-9._-]* (at most 64 bytes) or
 //     is a built-in's: a capability names its profile, and a file must not
 //     pass for a built-in.
@@ -322,7 +338,7 @@ func (d *decoder) profile(root *node) Profile {
 	known := map[string]bool{
 		"name": true, "description": true, "tier": true, "read_exec": true, "writable": true,
 		"devices": true, "network": true, "waive": true, "env": true, "limits": true,
-		"require_namespaces": true, "host_ops": true, "allowlist": true,
+		"require_namespaces": true, "host_ops": true, "allowlist": true, "guard": true,
 	}
 	d.unknown(root, nil, known)
 	k := root.kids
@@ -354,7 +370,83 @@ func (d *decoder) profile(root *node) Profile {
 	if n := k["limits"]; n != nil {
 		p.Limits = d.limits(n)
 	}
+	if n := k["guard"]; n != nil {
+		p.Guard = d.guard(n, p)
+	}
 	return p
+}
+
+// guard decodes [guard] and validates it with guardset.New, which p's
+// waivers (decoded first) take part in.
+func (d *decoder) guard(n *node, p Profile) *Guard {
+	if n.kids == nil {
+		d.fail(n.line, "guard", "want a table { refuse, report, add }, got %s", nodeType(n))
+		return nil
+	}
+	d.unknown(n, []string{"guard"}, map[string]bool{"refuse": true, "report": true, "add": true})
+	g := &Guard{}
+	errs := len(d.errs)
+	if x := n.kids["refuse"]; x != nil {
+		g.Refuse = d.strings(x, "guard.refuse")
+	}
+	if x := n.kids["report"]; x != nil {
+		g.Report = d.strings(x, "guard.report")
+	}
+	if a := n.kids["add"]; a != nil {
+		if a.kids == nil {
+			d.fail(a.line, "guard.add", "want a table of NAME = { pattern, action, why }, got %s", nodeType(a))
+		}
+		names := make([]string, 0, len(a.kids))
+		for name := range a.kids {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			v := a.kids[name]
+			key := "guard.add." + toml.Key{name}.String()
+			if v.kids == nil {
+				d.fail(v.line, key, "want a table { pattern, action, why }, got %s", nodeType(v))
+				continue
+			}
+			d.unknown(v, []string{"guard", "add", name}, map[string]bool{"pattern": true, "action": true, "why": true})
+			e := GuardEntry{Name: name}
+			for k, dst := range map[string]*string{"pattern": &e.Pattern, "action": &e.Action, "why": &e.Why} {
+				if x := v.kids[k]; x != nil {
+					*dst = d.string(x, key+"."+k)
+				}
+			}
+			if _, ok := guardActions[e.Action]; !ok {
+				d.fail(v.line, key+".action", "want \"refuse\" or \"report\", got %q", e.Action)
+			}
+			g.Add = append(g.Add, e)
+		}
+	}
+	if len(d.errs) > errs {
+		return nil
+	}
+	p.Guard = g
+	if _, err := p.GuardPolicy(); err != nil {
+		// Located at the change refused: the added row's table, or
+		// the last list naming the row moved.
+		line, key := n.line, "guard"
+		var ce *guardset.ChangeError
+		if errors.As(err, &ce) {
+			if a := n.kids["add"]; ce.Added && a != nil && a.kids[ce.Row] != nil {
+				line, key = a.kids[ce.Row].line, "guard.add."+toml.Key{ce.Row}.String()
+			}
+			for _, l := range []struct {
+				name  string
+				names []string
+			}{{"refuse", g.Refuse}, {"report", g.Report}} {
+				if i := slices.Index(l.names, ce.Row); i >= 0 && !ce.Added {
+					line, key = n.kids[l.name].line, fmt.Sprintf("guard.%s[%d]", l.name, i)
+				}
+			}
+		}
+		d.fail(line, key, "%v", err)
+		return nil
+	}
+	return g
 }
 
 // identity decodes name, description and tier.

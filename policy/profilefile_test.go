@@ -1,15 +1,18 @@
 package policy
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/confine-sandbox/confine/internal/guardset"
 	"github.com/confine-sandbox/confine/spec"
 )
 
@@ -183,6 +186,24 @@ func TestLoadProfileErrors(t *testing.T) {
 		{"builtin name", "name = \"default\"\n", 1, "name", "built-in"},
 		{"bad name", "name = \"../x\"\n", 1, "name", "not usable"},
 		{"first problem by line", "tier = 9\nnetwork = \"x\"\nfoo = 1\n", 1, "tier", "(and 2 more problems)"},
+		// [guard]: the persistence guard's set (guardset.New).
+		{"guard unknown row", "[guard]\nrefuse = [\"envrc\", \"nosuch\"]\n", 2, "guard.refuse[1]", `no row "nosuch" to move`},
+		{"guard row moved to its default", "[guard]\nreport = [\"envrc\"]\n", 2, "guard.report[0]", `"envrc" is reported by default`},
+		{"guard row moved both ways", "[guard]\nrefuse = [\"envrc\"]\nreport = [\"envrc\"]\n", 3, "guard.report[0]", "moved twice"},
+		{"guard row listed twice", "[guard]\nrefuse = [\"envrc\", \"envrc\"]\n", 2, "guard.refuse[1]", "listed twice"},
+		{"guard unknown key", "[guard]\nrefuse = []\nallow = [\"x\"]\n", 3, "guard.allow", "unknown key"},
+		{"guard not a table", "guard = 1\n", 1, "guard", "want a table"},
+		{"guard add bad action", "[guard.add.mk]\npattern = \"**/Makefile\"\naction = \"deny\"\n", 1, "guard.add.mk.action", `want "refuse" or "report"`},
+		{"guard add no action", "[guard.add.mk]\npattern = \"**/Makefile\"\n", 1, "guard.add.mk.action", `want "refuse" or "report"`},
+		{"guard add absolute", "[guard.add.mk]\npattern = \"/etc/passwd\"\naction = \"refuse\"\n", 1, "guard.add.mk", "relative to each writable root"},
+		{"guard add dotdot", "[guard.add.mk]\npattern = \"../x\"\naction = \"refuse\"\n", 1, "guard.add.mk", `".."`},
+		{"guard add everything", "[guard.add.all]\npattern = \"**\"\naction = \"refuse\"\n", 1, "guard.add.all", "names nothing"},
+		{"guard add glob", "[guard.add.sh]\npattern = \"**/*.sh\"\naction = \"refuse\"\n", 1, "guard.add.sh", "whole component"},
+		{"guard add name taken", "[guard.add.envrc]\npattern = \"x\"\naction = \"refuse\"\n", 1, "guard.add.envrc", "the name is taken"},
+		{"guard add bad name", "[guard.add.Make]\npattern = \"x\"\naction = \"refuse\"\n", 1, "guard.add.Make", "a name is"},
+		{"guard add unknown key", "[guard.add.mk]\npattern = \"x\"\naction = \"refuse\"\nmode = 1\n", 4, "guard.add.mk.mode", "unknown key"},
+		{"guard add not a table", "[guard]\nadd = [\"x\"]\n", 2, "guard.add", "want a table"},
+		{"guard git row back to refused under the waiver", "waive = [\"no-git-persistence\"]\n[guard]\nrefuse = [\"git-config\"]\n", 3, "guard.refuse[0]", `"git-config" is refused by default`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -295,5 +316,66 @@ func TestParseSizeDuration(t *testing.T) {
 		if (err == nil) != d.ok || got != d.want {
 			t.Errorf("spec.ParseDuration(%q) = %v, %v", d.in, got, err)
 		}
+	}
+}
+
+// TestProfileGuard: a valid [guard] loads as written, the guard's policy
+// follows it, and a git row moved to report waives no-git-persistence in
+// the run's guarantees (Waives) while an editor row does not.
+func TestProfileGuard(t *testing.T) {
+	if guardset.GitWaiver != spec.GGitPersistence {
+		t.Fatalf("guardset.GitWaiver %q is not spec.GGitPersistence %q", guardset.GitWaiver, spec.GGitPersistence)
+	}
+	for _, c := range []struct {
+		name, content string
+		want          *Guard
+		actions       map[string]guardset.Action // path -> action
+		gitWaived     bool
+	}{
+		{"none", "tier = 2\n", nil, map[string]guardset.Action{".git/config": guardset.Refuse, ".envrc": guardset.Report}, false},
+		{"editor refused", "[guard]\nrefuse = [\"envrc\", \"vscode-tasks\"]\n",
+			&Guard{Refuse: []string{"envrc", "vscode-tasks"}},
+			map[string]guardset.Action{".envrc": guardset.Refuse, ".vscode/tasks.json": guardset.Refuse, ".vscode/settings.json": guardset.Report, ".git/config": guardset.Refuse}, false},
+		{"hooks reported", "[guard]\nreport = [\"git-hooks\"]\n",
+			&Guard{Report: []string{"git-hooks"}},
+			map[string]guardset.Action{".git/hooks/pre-commit": guardset.Report, ".git/config": guardset.Refuse}, true},
+		{"added", "[guard.add.makefile]\npattern = \"**/Makefile\"\naction = \"refuse\"\nwhy = \"make runs it\"\n[guard.add.justfile]\npattern = \"justfile\"\naction = \"report\"\n",
+			&Guard{Add: []GuardEntry{{Name: "justfile", Pattern: "justfile", Action: "report"}, {Name: "makefile", Pattern: "**/Makefile", Action: "refuse", Why: "make runs it"}}},
+			map[string]guardset.Action{"src/Makefile": guardset.Refuse, "justfile": guardset.Report, "sub/justfile": guardset.Allow}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := parseProfile([]byte(c.content), "p.toml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(p.Guard, c.want) {
+				t.Fatalf("Guard = %+v, want %+v", p.Guard, c.want)
+			}
+			g, err := p.GuardPolicy()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for path, want := range c.actions {
+				got := guardset.Allow
+				if e, ok := g.Classify("/w", path); ok {
+					got = g.Action(e)
+				}
+				if got != want {
+					t.Errorf("%s: %v, want %v", path, got, want)
+				}
+			}
+			if w := slices.Contains(p.Waives(), spec.GGitPersistence); w != c.gitWaived {
+				t.Errorf("Waives() = %v: no-git-persistence waived %v, want %v", p.Waives(), w, c.gitWaived)
+			}
+			if slices.Contains(p.Waive, spec.GGitPersistence) {
+				t.Errorf("Waive = %v: the profile's own list changed", p.Waive)
+			}
+		})
+	}
+	// A profile without [guard] keeps its digest (capabilities minted
+	// before stay valid): the field is left out of its form.
+	a, _ := parseProfile([]byte("name = \"x\"\n"), "x.toml")
+	if b, _ := json.Marshal(a); strings.Contains(string(b), "Guard") {
+		t.Errorf("a profile without [guard] has it in its digested form: %s", b)
 	}
 }

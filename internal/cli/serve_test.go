@@ -370,3 +370,61 @@ func TestRequireCap(t *testing.T) {
 		})
 	}
 }
+
+// TestServeGuardProfile: a profile file's [guard] holds through the
+// server as in a direct run (the server resolves the file itself): its
+// refused entries stay unchanged, its reported ones are written and
+// reported, the outputs are the same; an invalid [guard] is refused the
+// same way (exit 125, the same message).
+func TestServeGuardProfile(t *testing.T) {
+	for _, u := range testutil.Users(t) {
+		t.Run(u.Name, func(t *testing.T) {
+			s := startServer(t, u)
+			dir := testutil.Workdir(t, u.UID)
+			good := filepath.Join(dir, "guard.toml")
+			bad := filepath.Join(dir, "bad.toml")
+			for f, text := range map[string]string{
+				good: "name = \"guard-changes\"\n[guard]\nrefuse = [\"envrc\"]\nreport = [\"git-hooks\"]\n[guard.add.makefile]\npattern = \"**/Makefile\"\naction = \"refuse\"\n",
+				bad:  "name = \"guard-bad\"\n[guard]\nreport = [\"envrc\"]\n",
+			} {
+				if err := os.WriteFile(f, []byte(text), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			script := `echo x >> src/Makefile; echo x >> .envrc; echo h > .git/hooks/post-checkout; cat src/Makefile .envrc`
+			for _, server := range []string{"--server=", "--server=" + s.Socket} {
+				wd := testutil.Workdir(t, u.UID)
+				for f, c := range map[string]string{".git/HEAD": "ref\n", "src/Makefile": "m\n", ".envrc": "e\n"} {
+					p := filepath.Join(wd, f)
+					if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(p, []byte(c), 0o644); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.Chown(p, u.UID, u.UID); err != nil {
+						t.Fatal(err)
+					}
+				}
+				for _, d := range []string{".git", ".git/hooks", "src"} {
+					if err := os.MkdirAll(filepath.Join(wd, d), 0o755); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.Chown(filepath.Join(wd, d), u.UID, u.UID); err != nil {
+						t.Fatal(err)
+					}
+				}
+				c := testutil.CLI{Bin: testutil.SelfBinary(t), UID: u.UID, Dir: wd, Args: []string{"run", server, "--profile", good, "--", "sh", "-c", script}}
+				r := resultOf(t, c.Command())
+				if r.Code != 0 || r.Stdout != "m\ne\n" || !strings.Contains(r.Stderr, "created .git/hooks/post-checkout") {
+					t.Fatalf("%s: exit %d, stdout %q (want the refused files unchanged), stderr %q (want the hook reported)", server, r.Code, r.Stdout, r.Stderr)
+				}
+				c.Args = []string{"run", server, "--profile", bad, "--", "true"}
+				r = resultOf(t, c.Command())
+				if r.Code != 125 || !strings.Contains(r.Stderr, `guard.report[0]: persistence guard: invalid change to the protected set: row "envrc" is reported by default`) {
+					t.Fatalf("%s: invalid [guard]: exit %d, stderr %q", server, r.Code, r.Stderr)
+				}
+			}
+		})
+	}
+}

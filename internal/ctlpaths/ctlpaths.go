@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Rule is one control surface: where it lives, relative to what.
@@ -118,36 +119,105 @@ type Path struct {
 // (its $HOME, and the user database's home for uid), each also by its
 // resolved path when a symlink leads there, without duplicates.
 func Find(getenv func(string) string, uid int) []Path {
-	if getenv == nil {
-		getenv = func(string) string { return "" }
-	}
-	homes := []string{getenv("HOME")}
-	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
-		homes = append(homes, u.HomeDir)
-	}
-	var out []Path
-	for _, home := range homes {
-		for _, r := range Rules {
-			p := r.Path(getenv, home, uid)
-			if p == "" {
-				continue
+	return FindAll(Source{Getenv: getenv, UID: uid})
+}
+
+// Source is one environment (nil: none) and uid whose control surfaces
+// count for a run.
+type Source struct {
+	Getenv func(string) string
+	UID    int
+}
+
+// candidate is one rule's path, before the filesystem is asked.
+type candidate struct {
+	what, path    string
+	ifExists, log bool
+}
+
+// FindAll is Find over every source at once: a path that several sources
+// name (the caller's environment and the launcher's are often the same)
+// is looked at on the filesystem once. The filesystem is asked at every
+// call: a surface that appeared since the last run counts.
+func FindAll(srcs ...Source) []Path {
+	var cands []candidate
+	for _, src := range srcs {
+		getenv := src.Getenv
+		if getenv == nil {
+			getenv = func(string) string { return "" }
+		}
+		homes := []string{getenv("HOME")}
+		if h, ok := userHome(src.UID); ok && h != homes[0] {
+			homes = append(homes, h)
+		}
+		for _, home := range homes {
+			for _, r := range Rules {
+				c := candidate{what: r.Name, path: r.Path(getenv, home, src.UID), ifExists: r.IfExists, log: r.Name == eventLog}
+				if c.path != "" && !slices.Contains(cands, c) {
+					cands = append(cands, c)
+				}
 			}
-			if _, err := os.Lstat(p); err != nil && r.IfExists {
-				continue
-			}
-			if r.Name == eventLog {
-				out = AddLog(out, p)
-				continue
-			}
-			out = Add(out, r.Name, p)
 		}
 	}
+	var out []Path
+	for _, c := range cands {
+		if _, err := os.Lstat(c.path); err != nil && c.ifExists {
+			continue
+		}
+		if c.log {
+			out = AddLog(out, c.path)
+			continue
+		}
+		out = Add(out, c.what, c.path)
+	}
 	return out
+}
+
+// passwd is the user database's file, whose identity keys the homes
+// userHome remembers.
+var passwd = "/etc/passwd"
+
+// dbHome is one remembered answer of the user database.
+type dbHome struct {
+	file os.FileInfo // passwd when it was asked
+	home string
+	ok   bool
+}
+
+var dbHomes sync.Map // uid -> dbHome
+
+// userHome is uid's home in the user database. The answer is remembered
+// per process while /etc/passwd stays the same file with the same size
+// and modification time (a lookup costs a parse of the whole file, or an
+// NSS call), and asked again when it changed or cannot be checked.
+func userHome(uid int) (string, bool) {
+	fi, err := os.Stat(passwd)
+	if err == nil {
+		if v, ok := dbHomes.Load(uid); ok {
+			h := v.(dbHome)
+			if os.SameFile(h.file, fi) && h.file.Size() == fi.Size() && h.file.ModTime().Equal(fi.ModTime()) {
+				return h.home, h.ok
+			}
+		}
+	}
+	u, lerr := user.LookupId(strconv.Itoa(uid))
+	h := dbHome{file: fi, ok: lerr == nil}
+	if h.ok {
+		h.home = u.HomeDir
+	}
+	if err == nil {
+		dbHomes.Store(uid, h)
+	}
+	return h.home, h.ok
 }
 
 // Add appends p (and its resolved form) to ps unless already there.
 func Add(ps []Path, what, p string) []Path {
 	if !filepath.IsAbs(p) {
+		return ps
+	}
+	if slices.ContainsFunc(ps, func(x Path) bool { return x.Path == filepath.Clean(p) }) {
+		// Added before, with its resolved form.
 		return ps
 	}
 	for _, c := range []string{filepath.Clean(p), Resolve(p)} {

@@ -133,3 +133,48 @@ func TestAddLog(t *testing.T) {
 		t.Errorf("AddLog = %v, want %v", got, want)
 	}
 }
+
+// TestFindAll: sources naming the same paths give each once, as one
+// source does; another environment adds its own.
+func TestFindAll(t *testing.T) {
+	h := env(map[string]string{"HOME": "/h"})
+	one := paths(Find(h, 4242))
+	if got := paths(FindAll(Source{h, 4242}, Source{h, 4242})); !slices.Equal(got, one) {
+		t.Errorf("two identical sources: %v, one: %v", got, one)
+	}
+	got := paths(FindAll(Source{h, 4242}, Source{env(map[string]string{"HOME": "/other"}), 4242}))
+	want := append(one, "/other/.config/confine", "/other/.local/state/confine")
+	if !slices.Equal(got, want) {
+		t.Errorf("two homes: %v, want %v", got, want)
+	}
+}
+
+// TestUserHomeRemembered: the user database's answer is kept while its
+// file is unchanged, and asked again once the file changed.
+func TestUserHomeRemembered(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "passwd")
+	if err := os.WriteFile(f, []byte("a\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	old := passwd
+	passwd = f
+	t.Cleanup(func() { passwd = old; dbHomes.Delete(0) })
+	real, ok := userHome(0)
+	if !ok {
+		t.Skip("uid 0 has no entry in the user database here")
+	}
+	fi, err := os.Stat(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dbHomes.Store(0, dbHome{file: fi, home: "/remembered", ok: true})
+	if got, _ := userHome(0); got != "/remembered" {
+		t.Errorf("unchanged file: userHome = %s, want the remembered answer", got)
+	}
+	if err := os.WriteFile(f, []byte("a longer file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := userHome(0); got != real {
+		t.Errorf("changed file: userHome = %s, want %s from the database", got, real)
+	}
+}

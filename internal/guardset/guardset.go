@@ -16,6 +16,11 @@
 //     is opened or entered: .envrc (direnv), .vscode/tasks.json and
 //     settings.json, .idea run configurations. Reported by default.
 //
+// A profile's [guard] table (policy.Guard; docs/guard.md) moves rows
+// between refused and reported and adds rows of its own (class
+// "profile"): New validates those changes and makes the Policy every
+// entry point applies.
+//
 // Besides the table (Classify, lexical), GitDir says by content whether a
 // directory is a git directory wherever it lies (a bare repository, the
 // target of a gitfile), and ParseGitfile reads a gitfile.
@@ -25,10 +30,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"path/filepath"
 	"slices"
 	"strings"
-
-	"github.com/confine-sandbox/confine/spec"
 )
 
 // ErrProtected: a write into the protected set that the policy refuses.
@@ -41,6 +46,8 @@ type Class string
 const (
 	Git    Class = "git"
 	Editor Class = "editor"
+	// Profile: a row a profile added.
+	Profile Class = "profile"
 )
 
 // Action is what the guard does with a write to an entry.
@@ -112,8 +119,12 @@ var GitfileTargetRow = Entry{Name: "gitfile-target", Class: Git, Default: Refuse
 // Classify returns the first row of Set whose pattern matches path (slash
 // separated, relative or absolute; "." and empty components are ignored).
 func Classify(path string) (Entry, bool) {
+	return classify(Set, path)
+}
+
+func classify(rows []Entry, path string) (Entry, bool) {
 	comps := components(path)
-	for _, e := range Set {
+	for _, e := range rows {
 		if match(components(e.Pattern), comps) {
 			return e, true
 		}
@@ -149,32 +160,253 @@ func match(pat, comps []string) bool {
 	return match(pat[1:], comps[1:])
 }
 
-// Policy is the action for each class: the defaults, with the profile's
-// waivers applied.
+// Policy is what the guard does with each row: the defaults, the
+// profile's moves and waiver, and the profile's own rows. The zero value
+// is the defaults.
 type Policy struct {
 	gitWaived bool
+	moved     map[string]Action
+	added     []Entry
 }
 
-// For is the policy of a profile that waives the guarantees in waive:
-// waiving spec.GGitPersistence reports the git set instead of refusing
-// it, as Tier 2 does.
+// GitWaiver is the guarantee whose waiver reports the whole git set
+// (spec.GGitPersistence; policy's tests check they agree).
+const GitWaiver = "no-git-persistence"
+
+// Changes are a profile's changes to the set (its [guard] table): rows
+// moved to refused and to reported, by name, and rows added.
+type Changes struct {
+	Refuse, Report []string
+	Add            []Entry
+}
+
+// Rows are the rows a profile can move: Set's and the two rows of git
+// directories recognised by content.
+func Rows() []Entry { return append(slices.Clone(Set), GitDirRow, GitfileTargetRow) }
+
+func row(name string) (Entry, bool) {
+	for _, e := range Rows() {
+		if e.Name == name {
+			return e, true
+		}
+	}
+	return Entry{}, false
+}
+
+// ErrChange: a profile's change to the set that New refuses.
+var ErrChange = errors.New("persistence guard: invalid change to the protected set")
+
+// ChangeError is New's refusal of one change; it wraps ErrChange.
+type ChangeError struct {
+	// Row is the row moved or added; Added says which.
+	Row   string
+	Added bool
+	Msg   string
+}
+
+func (e *ChangeError) Error() string { return fmt.Sprintf("%v: %s", ErrChange, e.Msg) }
+
+// Unwrap returns ErrChange.
+func (e *ChangeError) Unwrap() error { return ErrChange }
+
+func moveErr(row, format string, args ...any) error {
+	return &ChangeError{Row: row, Msg: fmt.Sprintf(format, args...)}
+}
+
+func addErr(row, format string, args ...any) error {
+	return &ChangeError{Row: row, Added: true, Msg: fmt.Sprintf("added row %q: ", row) + fmt.Sprintf(format, args...)}
+}
+
+// New is the policy of a profile that waives no-git-persistence (or not)
+// and makes changes c. It refuses, wrapping ErrChange, the first invalid
+// change (nothing of c applies then): a move of an unknown row, a row
+// moved to what it does by default or moved twice, and an added row with
+// a name that is not [a-z0-9][a-z0-9._-]* (at most 64 bytes) or is taken,
+// a bad pattern (CheckPattern), or an action other than refuse or report.
+func New(gitWaived bool, c Changes) (Policy, error) {
+	p := Policy{gitWaived: gitWaived}
+	for _, m := range []struct {
+		names []string
+		to    Action
+	}{{c.Refuse, Refuse}, {c.Report, Report}} {
+		for _, n := range m.names {
+			e, ok := row(n)
+			switch {
+			case !ok:
+				return Policy{}, moveErr(n, "no row %q to move (rows: %s)", n, strings.Join(names(Rows()), ", "))
+			case p.moved[n] != Allow:
+				return Policy{}, moveErr(n, "row %q moved twice", n)
+			case e.Default == m.to:
+				return Policy{}, moveErr(n, "row %q is %s by default", n, map[Action]string{Refuse: "refused", Report: "reported"}[m.to])
+			}
+			if p.moved == nil {
+				p.moved = map[string]Action{}
+			}
+			p.moved[n] = m.to
+		}
+	}
+	for _, e := range c.Add {
+		if err := checkName(e.Name); err != nil {
+			return Policy{}, addErr(e.Name, "%v", err)
+		}
+		if _, ok := row(e.Name); ok || slices.ContainsFunc(p.added, func(a Entry) bool { return a.Name == e.Name }) {
+			return Policy{}, addErr(e.Name, "the name is taken")
+		}
+		if err := CheckPattern(e.Pattern); err != nil {
+			return Policy{}, addErr(e.Name, "%v", err)
+		}
+		if e.Default != Refuse && e.Default != Report {
+			return Policy{}, addErr(e.Name, "the action must be refuse or report")
+		}
+		e.Class = Profile
+		if e.Why == "" {
+			e.Why = "the profile protects it"
+		}
+		p.added = append(p.added, e)
+	}
+	return p, nil
+}
+
+func names(rows []Entry) []string {
+	out := make([]string, len(rows))
+	for i, e := range rows {
+		out[i] = e.Name
+	}
+	return out
+}
+
+func checkName(n string) error {
+	if n == "" || len(n) > 64 {
+		return errors.New("a name needs 1 to 64 bytes")
+	}
+	for i := 0; i < len(n); i++ {
+		c := n[i]
+		ok := c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || i > 0 && (c == '-' || c == '.' || c == '_')
+		if !ok {
+			return errors.New("a name is [a-z0-9][a-z0-9._-]*")
+		}
+	}
+	return nil
+}
+
+// maxPattern bounds an added row's pattern.
+const maxPattern = 1024
+
+// CheckPattern refuses a pattern an added row cannot have: empty or
+// longer than 1 KiB, absolute, with an empty, ".", ".." or NUL-holding
+// component, with '*' inside a component (only "*" and "**" are
+// wildcards, as whole components), or without a component naming
+// something (a pattern of wildcards alone would protect everything).
+func CheckPattern(pat string) error {
+	switch {
+	case pat == "" || len(pat) > maxPattern:
+		return errors.New("a pattern needs 1 to 1024 bytes")
+	case strings.HasPrefix(pat, "/"):
+		return errors.New("a pattern is relative to each writable root (write **/NAME for any depth)")
+	}
+	named := false
+	for _, c := range strings.Split(pat, "/") {
+		switch {
+		case c == "" || c == "." || c == "..":
+			return fmt.Errorf("pattern %q has an empty, \".\" or \"..\" component", pat)
+		case strings.ContainsRune(c, 0):
+			return fmt.Errorf("pattern %q holds NUL", pat)
+		case c == "*" || c == "**":
+		case strings.Contains(c, "*"):
+			return fmt.Errorf("pattern %q: '*' is a wildcard only as a whole component (\"*\" one, \"**\" any number)", pat)
+		default:
+			named = true
+		}
+	}
+	if !named {
+		return fmt.Errorf("pattern %q names nothing: it would protect every path", pat)
+	}
+	return nil
+}
+
+// For is the policy of a profile without changes to the set that waives
+// the guarantees in waive: waiving no-git-persistence reports the git set
+// instead of refusing it, as Tier 2 does.
 func For(waive []string) Policy {
-	return Policy{gitWaived: slices.Contains(waive, spec.GGitPersistence)}
+	return Policy{gitWaived: slices.Contains(waive, GitWaiver)}
+}
+
+// Classify returns the row the path rel beneath root falls under: Set's
+// first match for the whole path (a root inside a .git counts), else the
+// first of the profile's added rows for rel (their patterns are relative
+// to the root: a writable root in Tier 2, the operation's root in Tier 1).
+func (p Policy) Classify(root, rel string) (Entry, bool) {
+	if e, ok := Classify(filepath.Join(root, rel)); ok {
+		return e, ok
+	}
+	return classify(p.added, rel)
 }
 
 // Action is what p does with a write to e.
 func (p Policy) Action(e Entry) Action {
+	if a, ok := p.moved[e.Name]; ok {
+		return a
+	}
 	if e.Class == Git && p.gitWaived && e.Default == Refuse {
 		return Report
 	}
 	return e.Default
 }
 
+// GitReported says some git row is reported, not refused: the profile
+// moved one, or waives no-git-persistence. The guarantee does not hold
+// then, and a run's result says it is waived.
+func (p Policy) GitReported() bool {
+	for _, e := range Rows() {
+		if e.Class == Git && p.Action(e) != Refuse {
+			return true
+		}
+	}
+	return false
+}
+
+// Refused are the rows besides git's that p refuses (an editor row moved
+// there, the profile's own refused rows): Tier 2 keeps what matches them
+// read-only.
+func (p Policy) Refused() []Entry {
+	var out []Entry
+	for _, e := range append(Rows(), p.added...) {
+		if e.Class != Git && p.Action(e) == Refuse {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Reported are the rows besides git's that p reports: the persistence
+// report watches what matches them.
+func (p Policy) Reported() []Entry {
+	var out []Entry
+	for _, e := range append(Rows(), p.added...) {
+		if e.Class != Git && p.Action(e) == Report {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Match says path matches e's pattern (Classify's matching, for one row).
+func Match(e Entry, path string) bool {
+	return e.Pattern != "" && match(components(e.Pattern), components(path))
+}
+
 // Refusal is the error for a refused write to path under e; it wraps
 // ErrProtected.
 func Refusal(path string, e Entry) error {
-	return fmt.Errorf("%s: %w (%s: %s); %s is refused by default, waive %s in the profile to allow it (the write is then reported)",
-		path, ErrProtected, e.Name, e.Why, e.Class, spec.GGitPersistence)
+	how := "list it in guard.report in the profile to allow it (the write is then reported)"
+	switch e.Class {
+	case Profile:
+		how = "the profile's [guard.add." + e.Name + "] refuses it; action = \"report\" there allows it (the write is then reported)"
+	case Git:
+		how = fmt.Sprintf("waive %s, or list it in guard.report, in the profile to allow it (the write is then reported)", GitWaiver)
+	}
+	return fmt.Errorf("%s: %w (%s: %s); %s is refused, %s",
+		path, ErrProtected, e.Name, e.Why, e.Name, how)
 }
 
 // GitDirNames are the entries whose presence makes a directory a git
@@ -202,4 +434,27 @@ func ParseGitfile(b []byte) (string, error) {
 		return "", errors.New("an empty gitdir: line")
 	}
 	return p, nil
+}
+
+// maxGitfile bounds what ReadGitfile reads: git reads a gitfile's first
+// line only.
+const maxGitfile = 4096
+
+// ReadGitfile reads a gitfile from r (its first 4 KiB) and returns the
+// path it names, absolute (a relative one is taken from dir, the
+// gitfile's directory) and clean, not resolved: Tier 2's guard (the root
+// package) and Tier 1's (hostop) both read gitfiles with it.
+func ReadGitfile(r io.Reader, dir string) (string, error) {
+	b, err := io.ReadAll(io.LimitReader(r, maxGitfile))
+	if err != nil {
+		return "", err
+	}
+	p, err := ParseGitfile(b)
+	if err != nil {
+		return "", err
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(dir, p)
+	}
+	return filepath.Clean(p), nil
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -47,10 +48,41 @@ var ErrNoMemoryCgroup = errors.New("no writable memory cgroup")
 // memoryCgroup finds where this launcher can make its runs' memory
 // cgroups (see MemoryCgroup).
 func memoryCgroup() (MemoryCgroup, error) {
-	return findMemoryCgroup("/proc/self/cgroup", "/proc/self/mountinfo", swapActive("/proc/swaps"), func(p string) bool {
+	v, err := selfView()
+	if err != nil {
+		return MemoryCgroup{}, err
+	}
+	return v.memoryCgroup(swapActive("/proc/swaps"), func(p string) bool {
 		return unix.Access(p, unix.W_OK) == nil
 	})
 }
+
+// cgroupView is a process's cgroups (controller -> path, "" for v2) and
+// the cgroup mounts of its mount table.
+type cgroupView struct {
+	own    map[string]string
+	mounts []cgroupMount
+}
+
+func readView(cgroupFile, mountinfo string) (cgroupView, error) {
+	own, err := ownCgroups(cgroupFile)
+	if err != nil {
+		return cgroupView{}, err
+	}
+	mounts, err := cgroupMounts(mountinfo)
+	if err != nil {
+		return cgroupView{}, err
+	}
+	return cgroupView{own: own, mounts: mounts}, nil
+}
+
+// selfView is this process's cgroupView, read once per process (as the
+// probe's memory cgroup is): /proc/self/mountinfo is the costly read of a
+// launch's host facts (0.3 ms and more with many mounts). What the
+// cgroups allow (their limit files) is read at every use.
+var selfView = sync.OnceValues(func() (cgroupView, error) {
+	return readView("/proc/self/cgroup", "/proc/self/mountinfo")
+})
 
 // findMemoryCgroup is memoryCgroup over the given files: the process's
 // cgroup file, its mountinfo, whether the host has swap in use, and
@@ -67,15 +99,16 @@ func memoryCgroup() (MemoryCgroup, error) {
 // user@UID.service, all owned by the user, with memory enabled down to
 // the scopes.
 func findMemoryCgroup(cgroupFile, mountinfo string, swap bool, writable func(string) bool) (MemoryCgroup, error) {
-	own, err := ownCgroups(cgroupFile)
+	v, err := readView(cgroupFile, mountinfo)
 	if err != nil {
 		return MemoryCgroup{}, err
 	}
-	mounts, err := cgroupMounts(mountinfo)
-	if err != nil {
-		return MemoryCgroup{}, err
-	}
-	for _, m := range mounts {
+	return v.memoryCgroup(swap, writable)
+}
+
+func (v cgroupView) memoryCgroup(swap bool, writable func(string) bool) (MemoryCgroup, error) {
+	own := v.own
+	for _, m := range v.mounts {
 		var rel string
 		var ok bool
 		switch {
@@ -366,17 +399,33 @@ const DefaultMemoryShare = 2
 // caller's own memory cgroups allow (a run bounded above its caller would
 // be OOM-killed with the caller, rather than stopped at its own bound).
 // fallback is returned where MemTotal cannot be read.
+//
+// MemTotal and where the caller's cgroups are (selfView) are read once per
+// process; their limits at every call.
 func DefaultMemoryBound(fallback int64) int64 {
-	return defaultMemoryBound("/proc/meminfo", "/proc/self/cgroup", "/proc/self/mountinfo", fallback)
+	var files []string
+	if v, err := selfView(); err == nil {
+		files = v.limitFiles()
+	}
+	return boundOf(selfMemTotal(), readLimits(files), fallback)
 }
 
+// selfMemTotal is this machine's MemTotal, read once per process.
+var selfMemTotal = sync.OnceValue(func() int64 { return memTotal("/proc/meminfo") })
+
 func defaultMemoryBound(meminfo, cgroupFile, mountinfo string, fallback int64) int64 {
+	return boundOf(memTotal(meminfo), CallerMemoryLimit(cgroupFile, mountinfo), fallback)
+}
+
+// boundOf is the default bound from MemTotal (0: unknown) and the
+// caller's cgroup limit (0: none).
+func boundOf(total, limit, fallback int64) int64 {
 	b := fallback
-	if total := memTotal(meminfo); total > 0 {
+	if total > 0 {
 		b = total / DefaultMemoryShare
 	}
-	if c := CallerMemoryLimit(cgroupFile, mountinfo); c > 0 && c < b {
-		b = c
+	if limit > 0 && limit < b {
+		b = limit
 	}
 	return b
 }
@@ -409,21 +458,24 @@ const unboundedMemory = 1 << 62
 // container with its own cgroup namespace that root is the container's
 // cgroup, whose limit is the container's.
 func CallerMemoryLimit(cgroupFile, mountinfo string) int64 {
-	own, err := ownCgroups(cgroupFile)
+	v, err := readView(cgroupFile, mountinfo)
 	if err != nil {
 		return 0
 	}
-	mounts, err := cgroupMounts(mountinfo)
-	if err != nil {
-		return 0
-	}
-	var limit int64
-	for _, m := range mounts {
+	return readLimits(v.limitFiles())
+}
+
+// limitFiles are the memory limit files of v's cgroups, from each own
+// cgroup up to the root its mount shows (memory.max on v2,
+// memory.limit_in_bytes on v1, on every mount of either).
+func (v cgroupView) limitFiles() []string {
+	var out []string
+	for _, m := range v.mounts {
 		key, file := "memory", "memory.limit_in_bytes"
 		if m.v2 {
 			key, file = "", "memory.max"
 		}
-		rel, ok := own[key]
+		rel, ok := v.own[key]
 		if !ok {
 			continue
 		}
@@ -432,14 +484,24 @@ func CallerMemoryLimit(cgroupFile, mountinfo string) int64 {
 			continue
 		}
 		for d := filepath.Join(m.point, sub); ; d = filepath.Dir(d) {
-			if b, err := os.ReadFile(filepath.Join(d, file)); err == nil {
-				v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-				if err == nil && v > 0 && v < unboundedMemory && (limit == 0 || v < limit) {
-					limit = v
-				}
-			}
+			out = append(out, filepath.Join(d, file))
 			if d == m.point || !strings.HasPrefix(d, m.point+"/") {
 				break
+			}
+		}
+	}
+	return out
+}
+
+// readLimits is the smallest limit the files hold (0: none is bounded
+// or none can be read).
+func readLimits(files []string) int64 {
+	var limit int64
+	for _, f := range files {
+		if b, err := os.ReadFile(f); err == nil {
+			v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+			if err == nil && v > 0 && v < unboundedMemory && (limit == 0 || v < limit) {
+				limit = v
 			}
 		}
 	}

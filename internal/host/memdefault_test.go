@@ -96,5 +96,28 @@ func TestDefaultMemoryBoundHere(t *testing.T) {
 	if got <= 0 || total > 0 && got > total/DefaultMemoryShare {
 		t.Fatalf("DefaultMemoryBound = %d with MemTotal %d", got, total)
 	}
+	// The per-process cache (selfView, selfMemTotal) answers as a fresh
+	// read of the same files does, also on a second call.
+	for i := 0; i < 2; i++ {
+		if fresh := defaultMemoryBound("/proc/meminfo", "/proc/self/cgroup", "/proc/self/mountinfo", 8<<30); DefaultMemoryBound(8<<30) != fresh {
+			t.Fatalf("call %d: DefaultMemoryBound = %d, a fresh read gives %d", i, DefaultMemoryBound(8<<30), fresh)
+		}
+	}
 	t.Logf("default memory bound here: %d MiB (MemTotal %d MiB, caller's cgroup limit %d MiB)", got>>20, total>>20, CallerMemoryLimit("/proc/self/cgroup", "/proc/self/mountinfo")>>20)
+}
+
+// BenchmarkDefaultMemoryBound is a run's cost of the default bound
+// (docs/performance-launch.md).
+func BenchmarkDefaultMemoryBound(b *testing.B) {
+	for b.Loop() {
+		DefaultMemoryBound(8 << 30)
+	}
+}
+
+// BenchmarkDefaultMemoryBoundFresh is the same with every file read and
+// parsed again, as before the per-process cache.
+func BenchmarkDefaultMemoryBoundFresh(b *testing.B) {
+	for b.Loop() {
+		defaultMemoryBound("/proc/meminfo", "/proc/self/cgroup", "/proc/self/mountinfo", 8<<30)
+	}
 }

@@ -192,6 +192,12 @@ func (t *task) renameLink(kind sysKind) result {
 	if !ok {
 		return cont()
 	}
+	// With the command's own mount namespace and root, its paths are
+	// resolved in its tree (inroot.go): there its guarded .git is a
+	// read-only mount, which the checks below see as the kernel does.
+	if r, ok := t.ownTree(oldPath); !ok {
+		return r
+	}
 	op, e := t.acquireDir(&ts, oldDir, oldParent)
 	if e != 0 {
 		return cont()
@@ -230,7 +236,6 @@ func (t *task) renameLink(kind sysKind) result {
 	if link {
 		what = "link"
 	}
-	var reals [2]string
 	for i, fd := range []int{ofd, nfd} {
 		real, ok := fdPath(fd)
 		if !ok {
@@ -239,13 +244,9 @@ func (t *task) renameLink(kind sysKind) result {
 		if !t.h.s.pol.entryWritable(real, []string{oldLast, newLast}[i]) {
 			return deny(unix.EXDEV, what+" across directories with a side outside the writable roots (or guarded)", real)
 		}
-		reals[i] = real
 	}
-	// This emulation resolves in the supervisor's tree, where a .git the
-	// command's mount namespace binds read-only is an ordinary entry: the
-	// guarded paths are refused here by name, whatever the backend.
-	if !link && (t.h.s.pol.guardedEntry(reals[0], oldLast) || t.h.s.pol.guardedEntry(reals[1], newLast)) {
-		return refuseGit(oldPath, "a guarded .git (or the way to one), moved or replaced")
+	if !link && t.mountBusy(ofd, oldLast, nfd, newLast) {
+		return fail(unix.EBUSY)
 	}
 	if (t.h.s.creator != nil || t.h.s.pol.guarding()) && !link && (t.h.s.pol.holdsGit(ofd, oldLast) || flags&unix.RENAME_EXCHANGE != 0 && t.h.s.pol.holdsGit(nfd, newLast)) {
 		return refuseGit(oldPath, "a directory holding a repository's .git, moved")
@@ -389,9 +390,7 @@ func (t *task) renameLinkConfined(oldDir int32, oldPath string, newDir int32, ne
 		if !t.valid() {
 			return 0, unix.EACCES
 		}
-		if t.inRoot && !link && (mountedOn(src, oldLast) || mountedOn(nfd, newLast)) {
-			// The kernel checks this against the calling thread's
-			// mount namespace, which is the supervisor's here.
+		if !link && t.mountBusy(src, oldLast, nfd, newLast) {
 			return 0, unix.EBUSY
 		}
 		if !link && (t.h.s.pol.holdsGit(src, oldLast) || flags&unix.RENAME_EXCHANGE != 0 && t.h.s.pol.holdsGit(nfd, newLast)) {

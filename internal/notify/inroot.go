@@ -264,6 +264,18 @@ func mountedOn(dir int, name string) bool {
 	return !okA || !okB || a != b
 }
 
+// mountBusy says a rename the supervisor performs for a task resolved in
+// its own tree (t.inRoot) moves or replaces a mount point there: the old
+// entry oldLast of directory odir or the new one newLast of ndir. The
+// kernel refuses that (EBUSY), but checks it against the calling
+// thread's mount namespace, which is the supervisor's: the rename's
+// performer answers EBUSY itself, as the command's kernel would (the
+// persistence guard's .git is such a mount under landlock+namespaces and
+// bubblewrap).
+func (t *task) mountBusy(odir int, oldLast string, ndir int, newLast string) bool {
+	return t.inRoot && (mountedOn(odir, oldLast) || mountedOn(ndir, newLast))
+}
+
 // mountID is the mount fd lies on: statx's, else /proc/self/fdinfo's.
 func mountID(fd int) (uint64, bool) {
 	if id, e := idOf(fd); e == 0 && id.mnt != 0 {

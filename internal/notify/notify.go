@@ -534,25 +534,6 @@ func (p *policy) entryWritable(real, last string) bool {
 // guarding says the persistence guard keeps paths of this run.
 func (p *policy) guarding() bool { return len(p.guarded) > 0 }
 
-// guardedEntry says the entry last (one component, trailing slashes
-// allowed) of directory real is a guarded path, lies inside one, or is a
-// directory on the way to one. Names are compared without regard to case
-// (a casefolded directory resolves any spelling to the guarded entry).
-func (p *policy) guardedEntry(real, last string) bool {
-	name := strings.TrimRight(last, "/")
-	if name == "" || name == "." || name == ".." {
-		return false
-	}
-	e := strings.ToLower(filepath.Join(real, name))
-	for _, g := range p.guarded {
-		g = strings.ToLower(g)
-		if beneath(e, g) || beneath(g, e) {
-			return true
-		}
-	}
-	return false
-}
-
 // holdsGit says the entry name of directory dir (a descriptor) is a
 // directory holding a .git of its own, or one of the guarded paths: moved,
 // it would carry a repository git did not see there before (into a

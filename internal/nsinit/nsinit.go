@@ -20,6 +20,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -65,7 +66,9 @@ func PidMax(procs int) int {
 }
 
 // perNamespacePidMax: kernel.pid_max is per PID namespace since 6.14.
-func perNamespacePidMax() bool {
+// The kernel's release does not change while it runs: asked once per
+// process.
+var perNamespacePidMax = sync.OnceValue(func() bool {
 	var u unix.Utsname
 	if unix.Uname(&u) != nil {
 		return false
@@ -75,7 +78,7 @@ func perNamespacePidMax() bool {
 		return false
 	}
 	return major > 6 || major == 6 && minor >= 14
-}
+})
 
 // MaxTmpfsBytes caps each private tmpfs (it is memory, which RLIMIT_DATA
 // does not count).

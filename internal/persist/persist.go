@@ -95,10 +95,22 @@ var repoWatched = []watch{
 	{"commondir", "git directory pointer", false},
 }
 
+// Watch is a path a caller adds to the table (TakeWith): relative to the
+// work tree, with what it is; a directory's entries are watched too.
+type Watch struct {
+	Path, What string
+}
+
 // Take records the watched paths of worktree (absolute), and those of the
 // git directories repos (absolute, a nested .git, a gitfile or the
 // directory one names; those outside worktree are left out).
 func Take(worktree string, repos ...string) Snapshot {
+	return TakeWith(worktree, nil, repos...)
+}
+
+// TakeWith is Take with the paths extra watched too (a profile's rows of
+// the persistence guard; those not local to worktree are left out).
+func TakeWith(worktree string, extra []Watch, repos ...string) Snapshot {
 	s := Snapshot{}
 	stat := func(rel, what string) bool {
 		var st unix.Stat_t
@@ -148,6 +160,16 @@ func Take(worktree string, repos ...string) Snapshot {
 	}
 	for _, n := range names(filepath.Join(worktree, ".idea", "runConfigurations")) {
 		stat(filepath.Join(".idea", "runConfigurations", n), "editor run configuration")
+	}
+	for _, w := range extra {
+		if !filepath.IsLocal(w.Path) {
+			continue
+		}
+		if stat(w.Path, w.What) {
+			for _, n := range names(filepath.Join(worktree, w.Path)) {
+				stat(filepath.Join(w.Path, n), w.What)
+			}
+		}
 	}
 	return s
 }

@@ -97,3 +97,30 @@ def test_server_bytes_check_and_no_live_output(confine_bin, server, workdir):
     assert ei.value.exit_status == 4
     with pytest.raises(ValueError):
         c.run(["true"], workdir=workdir, on_output=lambda s, b: None)
+
+
+def test_guard_profile_as_direct(confine_bin, server, workdir, tmp_path):
+    """A profile file's [guard] (docs/guard.md) holds through the client,
+    direct and through the server: its refused entries stay unchanged,
+    its reported ones are written and in the result's persistence list,
+    and no-git-persistence is waived where it moves a git row."""
+    prof = tmp_path / "guard.toml"
+    prof.write_text('name = "guard-changes"\n[guard]\nrefuse = ["envrc"]\nreport = ["git-hooks"]\n'
+                    '[guard.add.makefile]\npattern = "**/Makefile"\naction = "refuse"\n')
+    argv = ["sh", "-c", "echo x >> src/Makefile; echo x >> .envrc; echo h > .git/hooks/post-checkout; cat src/Makefile .envrc"]
+    results = []
+    for c in (confine.Client(confine_bin, server=False), confine.Client(confine_bin, server=server)):
+        (workdir / ".git" / "hooks").mkdir(parents=True, exist_ok=True)
+        (workdir / ".git" / "HEAD").write_text("ref\n")
+        (workdir / "src").mkdir(exist_ok=True)
+        (workdir / "src" / "Makefile").write_text("m\n")
+        (workdir / ".envrc").write_text("e\n")
+        hook = workdir / ".git" / "hooks" / "post-checkout"
+        if hook.exists():
+            hook.unlink()
+        r = c.run(argv, workdir=workdir, profile=str(prof), event_log="off")
+        assert str(r.stdout) == "m\ne\n" and r.exit_code == 0
+        assert [(p.kind, p.path) for p in r.persistence] == [("created", ".git/hooks/post-checkout")]
+        assert [g.waived for g in r.guarantees if g.name == "no-git-persistence"] == [True]
+        results.append(comparable(r))
+    assert results[0] == results[1]
