@@ -502,12 +502,13 @@ func (s *Server) refuseNow(c *net.UnixConn, kind, msg string) {
 	})
 }
 
-// reserveRequest is readRequest's reserve for a request of the client
-// process pid: its bytes paced per process and, when large, with every
-// process's, then its turn to be read (one large one at a time) and its
-// memory. *endTurn is set to what ends the turn once the request is read.
-func (s *Server) reserveRequest(ctx context.Context, pid int, deadline time.Time, endTurn *func()) func(n int64) (func(), error) {
-	return func(n int64) (func(), error) {
+// handle serves one admitted connection (admitConn); the caller releases
+// it from the caps and closes it.
+func (s *Server) handle(ctx context.Context, pc *conn) {
+	c, pid := pc.c, pc.pid
+	deadline := pc.deadline
+	endTurn := func() {}
+	req, files, release, err := readRequest(c, func(n int64) (func(), error) {
 		if err := s.rate.take(ctx, pid, n, deadline); err != nil {
 			return nil, err
 		}
@@ -522,7 +523,7 @@ func (s *Server) reserveRequest(ctx context.Context, pid int, deadline time.Time
 		if err != nil {
 			return nil, err
 		}
-		*endTurn = turn
+		endTurn = turn
 		if n > largeRequest {
 			// Decoding a large request takes a core for a while (about
 			// 40 ns a byte): one at a time, so that floods of them
@@ -532,19 +533,10 @@ func (s *Server) reserveRequest(ctx context.Context, pid int, deadline time.Time
 				turn()
 				return nil, err
 			}
-			*endTurn = func() { large(); turn() }
+			endTurn = func() { large(); turn() }
 		}
 		return s.mem.acquire(ctx, n, deadline)
-	}
-}
-
-// handle serves one admitted connection (admitConn); the caller releases
-// it from the caps and closes it.
-func (s *Server) handle(ctx context.Context, pc *conn) {
-	c, pid := pc.c, pc.pid
-	deadline := pc.deadline
-	endTurn := func() {}
-	req, files, release, err := readRequest(c, s.reserveRequest(ctx, pid, deadline, &endTurn))
+	})
 	endTurn()
 	if !s.doneReading(pc) {
 		if err == nil {
