@@ -25,6 +25,7 @@ var pendingSplit = map[string]string{
 	"internal/notify/create.go (*task).openCreate":   "the persistence guard's open(O_CREAT) (guard work in progress)",
 	"internal/notify/inroot.go (*task).walk":         "the supervisor's in-root walk (guard work in progress)",
 	"internal/mcpserver/tools.go (*Server).addTier1": "the MCP tools (MCP work in progress)",
+	"internal/serve/server.go (*Server).handle":      "the server's admission and request budget (server hardening in progress)",
 }
 
 // funcLength is one function's length.
