@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/confine-sandbox/confine/internal/credpath"
 	"github.com/confine-sandbox/confine/internal/ctlpaths"
 	"github.com/confine-sandbox/confine/internal/host"
 	"github.com/confine-sandbox/confine/internal/landlock"
@@ -123,7 +124,7 @@ func validate(s *spec.CommandSpec, prof policy.Profile, h host.Info, limits spec
 	if err := in.roots(s, prof, worktree); err != nil {
 		return nil, err
 	}
-	in.pidsOptional = slices.Contains(prof.Waives(), policy.GProcesses)
+	in.pidsOptional = slices.Contains(prof.Waives(), spec.GProcesses)
 	in.wantPidsGroup = in.runAsRoot && limits.MaxProcs > 0 && h.PidsCgroupRoot != ""
 
 	if err := in.environment(s, prof); err != nil {
@@ -179,7 +180,7 @@ func (in *inputs) roots(s *spec.CommandSpec, prof policy.Profile, worktree strin
 			}
 			inControl = append(inControl, p.Path)
 		}
-		grants, excluded, err := policy.SplitReadGrant(c, inControl...)
+		grants, excluded, err := credpath.SplitReadGrant(c, inControl...)
 		if err != nil {
 			return fmt.Errorf("%w: read-only root: %v", spec.ErrInvalidSpec, err)
 		}
@@ -301,11 +302,11 @@ func (in *inputs) inferDenials(res *spec.CommandResult) {
 }
 
 // credentialLike reports whether p is, or lies in, one of the paths that
-// hold credentials (policy.CredentialPathsUnder: a home's .ssh, .netrc,
+// hold credentials (credpath.Under: a home's .ssh, .netrc,
 // ..., a cargo home's credentials) wherever it is: never a grant to
 // suggest.
 func credentialLike(p string) bool {
-	return slices.ContainsFunc(policy.CredentialPathsUnder(filepath.Dir(p)), func(c string) bool {
+	return slices.ContainsFunc(credpath.Under(filepath.Dir(p)), func(c string) bool {
 		return strings.Contains(p+"/", "/"+c+"/")
 	})
 }

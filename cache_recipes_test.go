@@ -188,7 +188,7 @@ func TestRustCacheWarmAndUnpoisoned(t *testing.T) {
 	if err != nil {
 		t.Skipf("not applicable here: the rust recipe: %v", err)
 	}
-	prof, err := policy.Lookup("rust")
+	prof, err := policy.ResolveProfile("rust")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +311,7 @@ func TestNodeCacheWarmAndUnpoisoned(t *testing.T) {
 	if err != nil {
 		t.Skipf("not applicable here: the node recipe: %v", err)
 	}
-	prof, err := policy.Lookup("node")
+	prof, err := policy.ResolveProfile("node")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -376,7 +376,7 @@ func TestGoCacheReadThrough(t *testing.T) {
 	if err != nil {
 		t.Skipf("not applicable here: the go recipe: %v", err)
 	}
-	prof, err := policy.Lookup("go")
+	prof, err := policy.ResolveProfile("go")
 	if err != nil {
 		t.Fatal(err)
 	}

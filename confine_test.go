@@ -65,7 +65,7 @@ func TestRunCommand(t *testing.T) {
 	if res.ExitCode != 7 || string(res.Stdout.Head) != "hello\n" || string(res.Stderr.Head) != "oops\n" {
 		t.Fatalf("unexpected result: %+v", res)
 	}
-	if res.Backend != confine.Backend && res.Backend != confine.BackendNamespaces || len(res.Guarantees) != len(policy.Guarantees()) {
+	if res.Backend != confine.Backend && res.Backend != confine.BackendNamespaces || len(res.Guarantees) != len(spec.Guarantees()) {
 		t.Fatalf("backend %q, %d guarantees", res.Backend, len(res.Guarantees))
 	}
 	for _, g := range res.Guarantees {

@@ -41,7 +41,7 @@ func newEgressFixture(t *testing.T) *egressFixture {
 	if err := os.WriteFile(f.caFile, srv.CAPEM, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	prof, err := policy.ParseProfile([]byte(fmt.Sprintf(`name = "egress-test"
+	prof, err := profileFromTOML(t, []byte(fmt.Sprintf(`name = "egress-test"
 network = "allowlist"
 [allowlist]
 hosts = ["allowed.test:%d"]
@@ -102,8 +102,8 @@ func TestEgressCurl(t *testing.T) {
 	if res.ExitCode != 0 || string(res.Stdout.Head) != "hello from allowed.test\n" {
 		t.Fatalf("allowed: exit %d, stdout %q, stderr %q", res.ExitCode, res.Stdout.Head, res.Stderr.Head)
 	}
-	if !strings.Contains(guarantee(res, policy.GNoNetwork), "egress proxy") {
-		t.Fatalf("no-network mechanism %q does not name the egress proxy", guarantee(res, policy.GNoNetwork))
+	if !strings.Contains(guarantee(res, spec.GNoNetwork), "egress proxy") {
+		t.Fatalf("no-network mechanism %q does not name the egress proxy", guarantee(res, spec.GNoNetwork))
 	}
 	if len(res.Connections) != 1 {
 		t.Fatalf("connections %+v", res.Connections)
@@ -183,4 +183,14 @@ func guarantee(res spec.CommandResult, name string) string {
 		}
 	}
 	return ""
+}
+
+// profileFromTOML loads the profile text data as the file name would be.
+func profileFromTOML(t *testing.T, data []byte, name string) (policy.Profile, error) {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return policy.ResolveProfile(p)
 }

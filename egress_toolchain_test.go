@@ -103,7 +103,7 @@ func newRegistry(t *testing.T) *registry {
 	if err := os.WriteFile(r.caFile, caPEM, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	prof, err := policy.ParseProfile([]byte(fmt.Sprintf(`name = "registry-test"
+	prof, err := profileFromTOML(t, []byte(fmt.Sprintf(`name = "registry-test"
 network = "allowlist"
 [allowlist]
 hosts = ["registry.test:%d"]

@@ -11,7 +11,6 @@ import (
 	"slices"
 
 	"github.com/confine-sandbox/confine/internal/guardset"
-	"github.com/confine-sandbox/confine/policy"
 	"github.com/confine-sandbox/confine/spec"
 )
 
@@ -24,7 +23,7 @@ import (
 // a .git that is a symlink or a special file, a gitfile naming a directory
 // inside another writable root, and a writable root inside a guarded path.
 func gitGuard(rw []string, waive []string) ([]string, error) {
-	if slices.Contains(waive, policy.GGitPersistence) {
+	if slices.Contains(waive, spec.GGitPersistence) {
 		return nil, nil
 	}
 	refuse := func(why string) ([]string, error) {
@@ -67,7 +66,7 @@ func gitGuard(rw []string, waive []string) ([]string, error) {
 // guardRefusal is the error of a run the guard cannot keep.
 func guardRefusal(why string) error {
 	return fmt.Errorf("%w: %w: %s: %s; waive %s in the profile to let the command write it (its changes are then reported)",
-		spec.ErrUnavailable, ErrGuard, policy.GGitPersistence, why, policy.GGitPersistence)
+		spec.ErrUnavailable, ErrGuard, spec.GGitPersistence, why, spec.GGitPersistence)
 }
 
 // guardRoot is gitGuard for one writable root.

@@ -13,7 +13,6 @@ import (
 	"syscall"
 
 	"github.com/confine-sandbox/confine/internal/guardset"
-	"github.com/confine-sandbox/confine/policy"
 	"github.com/confine-sandbox/confine/spec"
 )
 
@@ -148,7 +147,7 @@ func readDirEntries(dir string) ([]fs.DirEntry, error) {
 // guard, the work tree's nested repositories all the same (the report is
 // then all there is), as far as nestedGit finds them.
 func reportedRepos(worktree string, guarded, waive []string) []string {
-	if !slices.Contains(waive, policy.GGitPersistence) {
+	if !slices.Contains(waive, spec.GGitPersistence) {
 		return guarded
 	}
 	budget := maxGuardWalk

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/confine-sandbox/confine/policy"
 	"github.com/confine-sandbox/confine/spec"
 )
 
@@ -104,12 +103,12 @@ func TestGitGuard(t *testing.T) {
 			}
 			var waive []string
 			if tt.waive {
-				waive = []string{policy.GGitPersistence}
+				waive = []string{spec.GGitPersistence}
 			}
 			got, err := gitGuard(rw, waive)
 			if tt.refused != "" {
 				if !errors.Is(err, spec.ErrUnavailable) || !errors.Is(err, ErrGuard) || !strings.Contains(err.Error(), tt.refused) ||
-					!strings.Contains(err.Error(), "waive "+policy.GGitPersistence) {
+					!strings.Contains(err.Error(), "waive "+spec.GGitPersistence) {
 					t.Fatalf("err = %v, want a guard refusal saying %q and how to waive it", err, tt.refused)
 				}
 				return

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/confine-sandbox/confine/internal/credpath"
 	"github.com/confine-sandbox/confine/internal/ledger"
 	"github.com/confine-sandbox/confine/internal/seatbelt"
 	"github.com/confine-sandbox/confine/internal/tmpdir"
@@ -64,7 +65,7 @@ func (l *Launcher) launch(ctx context.Context, c *policy.Cap, prof policy.Profil
 	}
 	dir, ro, rw := lay.Dir, lay.ReadExec, lay.Writable
 	for _, r := range ro[len(seatbelt.SystemReadExec()):] {
-		res.HiddenCredentials = append(res.HiddenCredentials, policy.FindCredentials(r)...)
+		res.HiddenCredentials = append(res.HiddenCredentials, credpath.Find(r)...)
 	}
 	getenv := os.LookupEnv
 	if l.CallerEnv != nil {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/confine-sandbox/confine/internal/credpath"
 	"github.com/confine-sandbox/confine/policy"
 	"github.com/confine-sandbox/confine/spec"
 )
@@ -21,18 +22,18 @@ import (
 // read access cannot be taken back from part of a directory the command
 // may write, so the secret could not be hidden.
 func checkWritableRoots(rw, waive []string) error {
-	if !slices.Contains(waive, policy.GFSWrite) {
+	if !slices.Contains(waive, spec.GFSWrite) {
 		for _, r := range rw {
 			if err := policy.CheckWritableRoot(r); err != nil {
 				return err
 			}
 		}
 	}
-	if !slices.Contains(waive, policy.GCredentials) {
+	if !slices.Contains(waive, spec.GCredentials) {
 		for _, r := range rw {
-			if found := policy.FindCredentials(r); len(found) > 0 {
+			if found := credpath.Find(r); len(found) > 0 {
 				return fmt.Errorf("%w: %s: %s is inside writable root %s, where it cannot be hidden from the command; move it out or waive %s in the profile",
-					spec.ErrUnavailable, policy.GCredentials, strings.Join(found, ", "), r, policy.GCredentials)
+					spec.ErrUnavailable, spec.GCredentials, strings.Join(found, ", "), r, spec.GCredentials)
 			}
 		}
 	}

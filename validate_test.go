@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/confine-sandbox/confine/policy"
 	"github.com/confine-sandbox/confine/spec"
 )
 
@@ -40,10 +39,10 @@ func TestSharedValidation(t *testing.T) {
 	}{
 		{name: "plain work tree", rw: []string{work}, prog: "sh"},
 		{name: "system directory writable", rw: []string{work, "/usr"}, prog: "sh", wantIs: spec.ErrInvalidSpec, want: "writable root"},
-		{name: "system directory writable, waived", rw: []string{work, "/usr"}, waive: []string{policy.GFSWrite}, prog: "sh"},
+		{name: "system directory writable, waived", rw: []string{work, "/usr"}, waive: []string{spec.GFSWrite}, prog: "sh"},
 		{name: "credential in a writable root", rw: []string{work, secret}, prog: "sh", wantIs: spec.ErrUnavailable,
 			want: filepath.Join(secret, ".netrc") + " is inside writable root " + secret + ", where it cannot be hidden from the command"},
-		{name: "credential in a writable root, waived", rw: []string{work, secret}, waive: []string{policy.GCredentials}, prog: "sh"},
+		{name: "credential in a writable root, waived", rw: []string{work, secret}, waive: []string{spec.GCredentials}, prog: "sh"},
 		{name: "refused variable", rw: []string{work}, env: []string{"LD_PRELOAD=/tmp/x.so"}, prog: "sh", wantIs: spec.ErrInvalidSpec, want: "LD_PRELOAD"},
 		{name: "path list outside the roots", rw: []string{work}, env: []string{"PYTHONPATH=/nonexistent/lib"}, prog: "sh", wantIs: spec.ErrInvalidSpec, want: "PYTHONPATH"},
 		{name: "program not on the run's PATH", rw: []string{work}, prog: "confine-no-such-program", wantIs: spec.ErrNotFound, want: "not found in PATH"},

@@ -78,7 +78,7 @@ func (p ConfinedWritePath) guardStart() (*guardWalk, error) {
 			real = r
 		}
 		if spec.Within(filepath.Join(real, p.rel), t) {
-			if err := g.act(p.rel, guardset.GitfileTargetRow); err != nil {
+			if err := g.act(p.rel, guardset.GitfileTargetRow()); err != nil {
 				return nil, err
 			}
 		}
@@ -103,7 +103,7 @@ func (g *guardWalk) dir(dirfd int, show, next string) error {
 		if show == "" {
 			show = "."
 		}
-		return g.act(show, guardset.GitDirRow)
+		return g.act(show, guardset.GitDirRow())
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/confine-sandbox/confine/internal/eventlog"
 	"github.com/confine-sandbox/confine/internal/guardset"
 	"github.com/confine-sandbox/confine/policy"
+	"github.com/confine-sandbox/confine/spec"
 )
 
 // gitTree is a work tree with the git shapes the guard keeps: its own
@@ -86,7 +87,7 @@ func TestGuardWrites(t *testing.T) {
 				must(t, err)
 				defer rt.Close()
 				if waived {
-					rt.SetGuard(guardset.For([]string{policy.GGitPersistence}))
+					rt.SetGuard(guardset.For([]string{spec.GGitPersistence}))
 				}
 				before, _ := os.ReadFile(filepath.Join(root, r.path))
 				guard, err := guardOp(rt, r.op, r.path)
@@ -206,7 +207,7 @@ func TestHostGuardProfile(t *testing.T) {
 	e, err := policy.NewEngine()
 	must(t, err)
 	must(t, e.Register(policy.Profile{Name: "host-waive-git", Tier: policy.TierStructured,
-		HostOps: []string{string(policy.OpWriteFile), string(policy.OpApplyPatch)}, Waive: []string{policy.GGitPersistence}}))
+		HostOps: []string{string(policy.OpWriteFile), string(policy.OpApplyPatch)}, Waive: []string{spec.GGitPersistence}}))
 	logPath := filepath.Join(t.TempDir(), "events.jsonl")
 	for _, c := range []struct {
 		profile string
@@ -260,7 +261,8 @@ const fsmonitorConfig = "[core]\n\tfsmonitor = touch PWNED\n"
 func TestHostGuardProfileChanges(t *testing.T) {
 	e, err := policy.NewEngine()
 	must(t, err)
-	p, err := policy.ParseProfile([]byte(`name = "host-guard"
+	pf := filepath.Join(t.TempDir(), "host-guard.toml")
+	must(t, os.WriteFile(pf, []byte(`name = "host-guard"
 tier = 1
 host_ops = ["write_file", "apply_patch"]
 [guard]
@@ -273,7 +275,8 @@ why = "make runs it"
 [guard.add.ci]
 pattern = "ci/run.sh"
 action = "report"
-`), "host-guard.toml")
+`), 0o600))
+	p, err := policy.ResolveProfile(pf)
 	must(t, err)
 	must(t, e.Register(p))
 	for _, c := range []struct {

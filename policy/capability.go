@@ -75,7 +75,7 @@ func (e *Engine) lookup(name string) (Profile, error) {
 	e.mu.Lock()
 	environ := e.environ
 	e.mu.Unlock()
-	lookup := Lookup
+	lookup := lookupProfile
 	if environ != nil {
 		lookup = func(name string) (Profile, error) { return LookupIn(name, environ) }
 	}
@@ -131,19 +131,19 @@ func (c *Cap) ProfileDigest() string { return c.digest }
 // Expires is when the capability stops being accepted; zero means never.
 func (c *Cap) Expires() time.Time { return c.expires }
 
-// MaxTTL is the longest life of anything the capability key signs: a
+// maxTTL is the longest life of anything the capability key signs: a
 // capability token (Mint, confine cap mint --ttl) and an egress grant
 // (confine approve --ttl). 30 days: a leaked token stops working within
 // a month whatever its holder asked for.
-const MaxTTL = 30 * 24 * time.Hour
+const maxTTL = 30 * 24 * time.Hour
 
 // Mint issues a capability for a built-in or registered profile, bound to
 // the profile's current Digest. ttl <= 0 means no expiry (an in-process
-// capability, which Token refuses to serialise); a ttl over MaxTTL is
+// capability, which Token refuses to serialise); a ttl over maxTTL is
 // refused (spec.ErrInvalidSpec).
 func (e *Engine) Mint(profile, scope string, ttl time.Duration) (*Cap, error) {
-	if ttl > MaxTTL {
-		return nil, fmt.Errorf("%w: capability ttl %v is over the maximum of %v", spec.ErrInvalidSpec, ttl, MaxTTL)
+	if ttl > maxTTL {
+		return nil, fmt.Errorf("%w: capability ttl %v is over the maximum of %v", spec.ErrInvalidSpec, ttl, maxTTL)
 	}
 	p, err := e.lookup(profile)
 	if err != nil {

@@ -343,3 +343,12 @@ func upperASCII(s string) string {
 	}
 	return string(b)
 }
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -14,7 +14,7 @@ import (
 )
 
 // FuzzLoadProfile: any file content either loads into a profile that
-// satisfies every rule loadProfile promises, or fails with a *ProfileError
+// satisfies every rule loadProfile promises, or fails with a *profileError
 // naming the file and a line.
 func FuzzLoadProfile(f *testing.F) {
 	f.Add([]byte(fullProfile))
@@ -40,12 +40,12 @@ func FuzzLoadProfile(f *testing.F) {
 		fh.Close()
 		p, err := loadProfile(path)
 		if err != nil {
-			var pe *ProfileError
+			var pe *profileError
 			if len(data) > maxProfileSize {
 				return
 			}
 			if !errors.As(err, &pe) || !errors.Is(err, spec.ErrInvalidSpec) || pe.Line < 1 || pe.File != path {
-				t.Fatalf("error %v (%T) is not a located ProfileError", err, err)
+				t.Fatalf("error %v (%T) is not a located profileError", err, err)
 			}
 			if !strings.Contains(err.Error(), fmt.Sprintf("%s:%d: ", path, pe.Line)) {
 				t.Fatalf("error %q does not name file:line", err)
@@ -85,7 +85,7 @@ func checkProfile(t *testing.T, p Profile) {
 		}
 	}
 	for _, w := range p.Writable {
-		if systemOverlap(w) != "" && !contains(p.Waive, GFSWrite) {
+		if systemOverlap(w) != "" && !contains(p.Waive, spec.GFSWrite) {
 			t.Fatalf("writable %q overlaps a system root", w)
 		}
 		for _, r := range p.ReadExec {
@@ -100,7 +100,7 @@ func checkProfile(t *testing.T, p Profile) {
 		}
 	}
 	for _, g := range p.Waive {
-		if !knownGuarantee(g) {
+		if !spec.KnownGuarantee(g) {
 			t.Fatalf("waive %q", g)
 		}
 	}

@@ -32,8 +32,8 @@ type EgressGrant struct {
 }
 
 // maxGrantTTL bounds a grant's life: approvals are for the work at hand.
-// It is MaxTTL, the one bound on every signed credential.
-const maxGrantTTL = MaxTTL
+// It is maxTTL, the one bound on every signed credential.
+const maxGrantTTL = maxTTL
 
 // grantNow is the clock grants are checked against (tests move it).
 var grantNow = time.Now

@@ -73,7 +73,7 @@ func (h *HostOpCap) Profile() string { return h.c.profile }
 func (h *HostOpCap) Scope() string { return h.c.scope }
 
 // Guard is the persistence guard's policy under the capability's profile
-// (Profile.GuardPolicy: its waiver of GGitPersistence and its [guard]);
+// (Profile.GuardPolicy: its waiver of spec.GGitPersistence and its [guard]);
 // an error where the profile cannot be looked up (operations are refused
 // then).
 func (h *HostOpCap) Guard() (guardset.Policy, error) {

@@ -40,19 +40,19 @@ type Allowlist struct {
 	Credentials map[string]CredentialRoute `json:"credentials,omitempty"`
 }
 
-// HostRule is one parsed allowlist entry.
-type HostRule struct {
+// hostRule is one parsed allowlist entry.
+type hostRule struct {
 	// Pattern is a lower-case name, "*.domain", "*" or an IP literal
 	// (without brackets).
 	Pattern string
-	// Port is the port allowed; AnyPort allows every port.
+	// Port is the port allowed; anyPort allows every port.
 	Port int
 	// Entry is the entry as the profile wrote it (or "group:NAME").
 	Entry string
 }
 
-// AnyPort in a HostRule allows every port.
-const AnyPort = -1
+// anyPort in a hostRule allows every port.
+const anyPort = -1
 
 // defaultAllowPort is the port of an entry that names none.
 const defaultAllowPort = 443
@@ -125,8 +125,8 @@ func NormalizeHost(h string) (string, error) {
 }
 
 // parseHostEntry parses one Hosts entry.
-func parseHostEntry(e string) (HostRule, error) {
-	r := HostRule{Entry: e, Port: defaultAllowPort}
+func parseHostEntry(e string) (hostRule, error) {
+	r := hostRule{Entry: e, Port: defaultAllowPort}
 	host, port := e, ""
 	switch {
 	case strings.HasPrefix(e, "["):
@@ -149,7 +149,7 @@ func parseHostEntry(e string) (HostRule, error) {
 	switch port {
 	case "":
 	case "*":
-		r.Port = AnyPort
+		r.Port = anyPort
 	default:
 		n, err := strconv.Atoi(port)
 		if err != nil || n < 1 || n > 65535 || strconv.Itoa(n) != port {
@@ -186,7 +186,7 @@ func parseHostEntry(e string) (HostRule, error) {
 
 // CompiledAllowlist is an Allowlist parsed and expanded, ready to match.
 type CompiledAllowlist struct {
-	rules   []HostRule
+	rules   []hostRule
 	special []netip.Prefix
 	resolve map[string][]netip.Addr
 	creds   map[string]CredentialRoute
@@ -218,7 +218,7 @@ func (a Allowlist) Compile() (*CompiledAllowlist, error) {
 			return nil, fmt.Errorf("%w: allowlist: unknown registry group %q (known: %s)", spec.ErrInvalidSpec, g, strings.Join(registryGroupNames(), ", "))
 		}
 		for _, h := range hosts {
-			c.rules = append(c.rules, HostRule{Pattern: h, Port: defaultAllowPort, Entry: "group:" + g})
+			c.rules = append(c.rules, hostRule{Pattern: h, Port: defaultAllowPort, Entry: "group:" + g})
 		}
 	}
 	for _, s := range a.Special {
@@ -283,7 +283,7 @@ func (c *CompiledAllowlist) Match(host string, port int) (entry string, ok bool)
 		return "", false
 	}
 	for _, r := range c.rules {
-		if r.Port != AnyPort && r.Port != port {
+		if r.Port != anyPort && r.Port != port {
 			continue
 		}
 		switch {
@@ -309,12 +309,4 @@ func (c *CompiledAllowlist) Names(ip netip.Addr) bool {
 		}
 	}
 	return false
-}
-
-// Rules returns the expanded rules, for display.
-func (c *CompiledAllowlist) Rules() []HostRule {
-	if c == nil {
-		return nil
-	}
-	return slices.Clone(c.rules)
 }

@@ -20,10 +20,10 @@ func TestParseHostEntry(t *testing.T) {
 		{"allowed.test", "allowed.test", 443, ""},
 		{"Allowed.Test.", "allowed.test", 443, ""},
 		{"allowed.test:8443", "allowed.test", 8443, ""},
-		{"allowed.test:*", "allowed.test", AnyPort, ""},
+		{"allowed.test:*", "allowed.test", anyPort, ""},
 		{"*.example.com", "*.example.com", 443, ""},
 		{"*", "*", 443, ""},
-		{"*:*", "*", AnyPort, ""},
+		{"*:*", "*", anyPort, ""},
 		{"127.0.0.1:8080", "127.0.0.1", 8080, ""},
 		{"[::1]:443", "::1", 443, ""},
 		{"[::1]", "::1", 443, ""},
@@ -189,7 +189,7 @@ func TestRegistryGroups(t *testing.T) {
 }
 
 func TestProfileAllowlist(t *testing.T) {
-	p, err := ParseProfile([]byte("name = \"net\"\nnetwork = \"allowlist\"\n[allowlist]\nhosts = [\"allowed.test\", \"127.0.0.1:*\"]\ngroups = [\"go\", \"npm\"]\nspecial_addresses = [\"10.1.0.0/16\"]\n"), "net.toml")
+	p, err := parseProfile([]byte("name = \"net\"\nnetwork = \"allowlist\"\n[allowlist]\nhosts = [\"allowed.test\", \"127.0.0.1:*\"]\ngroups = [\"go\", \"npm\"]\nspecial_addresses = [\"10.1.0.0/16\"]\n"), "net.toml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,13 +197,13 @@ func TestProfileAllowlist(t *testing.T) {
 		t.Fatalf("profile = %+v, allowlist %+v", p, p.Allowlist)
 	}
 	// network = "allowlist" alone is an empty allowlist: deny all.
-	p, err = ParseProfile([]byte("name = \"net\"\nnetwork = \"allowlist\"\n"), "net.toml")
+	p, err = parseProfile([]byte("name = \"net\"\nnetwork = \"allowlist\"\n"), "net.toml")
 	if err != nil || p.Allowlist == nil || len(p.Allowlist.Hosts)+len(p.Allowlist.Groups) != 0 {
 		t.Fatalf("bare allowlist: %+v, %v", p.Allowlist, err)
 	}
 	// The digest of a deny-all profile does not change with the new
 	// field (capabilities minted before stay valid).
-	d, _ := Lookup("default")
+	d, _ := lookupProfile("default")
 	if strings.Contains(mustJSON(t, d), "Allowlist") {
 		t.Fatal("a deny-all profile's canonical form mentions Allowlist")
 	}
@@ -240,12 +240,12 @@ func TestAllowlistResolve(t *testing.T) {
 			t.Errorf("resolve %v: %v", bad, err)
 		}
 	}
-	p, err := ParseProfile([]byte("name = \"n\"\nnetwork = \"allowlist\"\n[allowlist]\nhosts = [\"a.test\"]\n[allowlist.resolve]\n\"a.test\" = [\"127.0.0.1\"]\n"), "n.toml")
+	p, err := parseProfile([]byte("name = \"n\"\nnetwork = \"allowlist\"\n[allowlist]\nhosts = [\"a.test\"]\n[allowlist.resolve]\n\"a.test\" = [\"127.0.0.1\"]\n"), "n.toml")
 	if err != nil || len(p.Allowlist.Resolve["a.test"]) != 1 {
 		t.Fatalf("%+v %v", p.Allowlist, err)
 	}
-	_, err = ParseProfile([]byte("name = \"n\"\nnetwork = \"allowlist\"\n[allowlist.resolve]\n\"a.test\" = [\"x\"]\n"), "n.toml")
-	var pe *ProfileError
+	_, err = parseProfile([]byte("name = \"n\"\nnetwork = \"allowlist\"\n[allowlist.resolve]\n\"a.test\" = [\"x\"]\n"), "n.toml")
+	var pe *profileError
 	if !errors.As(err, &pe) || pe.Key != `allowlist.resolve."a.test"` || pe.Line != 4 {
 		t.Fatalf("bad resolve: %v (%+v)", err, pe)
 	}
@@ -280,12 +280,12 @@ func TestAllowlistCredentials(t *testing.T) {
 			}
 		})
 	}
-	p, err := ParseProfile([]byte("name = \"n\"\nnetwork = \"allowlist\"\n[allowlist]\nhosts = [\"api.test\"]\n[allowlist.credentials.\"api.test\"]\nheader = \"Authorization\"\nenv = \"API_TOKEN\"\nprefix = \"Bearer \"\n"), "n.toml")
+	p, err := parseProfile([]byte("name = \"n\"\nnetwork = \"allowlist\"\n[allowlist]\nhosts = [\"api.test\"]\n[allowlist.credentials.\"api.test\"]\nheader = \"Authorization\"\nenv = \"API_TOKEN\"\nprefix = \"Bearer \"\n"), "n.toml")
 	if err != nil || p.Allowlist.Credentials["api.test"] != ok {
 		t.Fatalf("%+v %v", p.Allowlist, err)
 	}
-	_, err = ParseProfile([]byte("name = \"n\"\nnetwork = \"allowlist\"\n[allowlist]\nhosts = [\"api.test\"]\n[allowlist.credentials.\"api.test\"]\nheader = \"Authorization\"\nenv = \"X\"\nenvv = \"X\"\n"), "n.toml")
-	var pe *ProfileError
+	_, err = parseProfile([]byte("name = \"n\"\nnetwork = \"allowlist\"\n[allowlist]\nhosts = [\"api.test\"]\n[allowlist.credentials.\"api.test\"]\nheader = \"Authorization\"\nenv = \"X\"\nenvv = \"X\"\n"), "n.toml")
+	var pe *profileError
 	if !errors.As(err, &pe) || !strings.Contains(pe.Key, "envv") {
 		t.Fatalf("unknown key: %v", err)
 	}

@@ -28,7 +28,7 @@ const (
 	TierHostile Tier = 3
 )
 
-// Profile fixes what a command may do: a built-in one (Lookup) or one
+// Profile fixes what a command may do: a built-in one (ResolveProfile by name) or one
 // loaded from a TOML file (loadProfile, ResolveProfile).
 //
 // Precedence, lowest first: built-in defaults (the system read roots,
@@ -106,10 +106,10 @@ type GuardEntry struct {
 var guardActions = map[string]guardset.Action{"refuse": guardset.Refuse, "report": guardset.Report}
 
 // GuardPolicy is the persistence guard's policy under p: the defaults,
-// p's waiver of GGitPersistence and p's [guard] changes, which a loaded
+// p's waiver of spec.GGitPersistence and p's [guard] changes, which a loaded
 // profile has had validated (an error wraps guardset.ErrChange).
 func (p Profile) GuardPolicy() (guardset.Policy, error) {
-	waived := slices.Contains(p.Waive, GGitPersistence)
+	waived := slices.Contains(p.Waive, spec.GGitPersistence)
 	if p.Guard == nil {
 		return guardset.New(waived, guardset.Changes{})
 	}
@@ -125,19 +125,19 @@ func (p Profile) GuardPolicy() (guardset.Policy, error) {
 }
 
 // Waives are the guarantees a run under p gives up: Waive, and
-// GGitPersistence where the profile's [guard] reports a git row (moved to
+// spec.GGitPersistence where the profile's [guard] reports a git row (moved to
 // guard.report): the guarantee no longer holds, and Tier 2 keeps .git as
 // one (docs/guard.md), so the run's guarantees, result and ledger say it
 // is waived, as if the profile had waived it.
 func (p Profile) Waives() []string {
 	w := slices.Clone(p.Waive)
-	if slices.Contains(w, GGitPersistence) || p.Guard == nil {
+	if slices.Contains(w, spec.GGitPersistence) || p.Guard == nil {
 		return w
 	}
 	if g, err := p.GuardPolicy(); err != nil || g.GitReported() {
 		// An invalid [guard] never gets this far (loadProfile); were
 		// it to, the guarantee is not claimed.
-		w = append(w, GGitPersistence)
+		w = append(w, spec.GGitPersistence)
 	}
 	return w
 }
@@ -186,7 +186,7 @@ var builtins = map[string]Profile{
 // ("go", "rust", "node", "python", "c"; see recipes), which is discovered
 // on first use in the process and fails, wrapping spec.ErrUnavailable,
 // when its toolchain is missing.
-func Lookup(name string) (Profile, error) {
+func lookupProfile(name string) (Profile, error) {
 	if p, ok, err := lookupRecipe(name); ok {
 		return p, err
 	}

@@ -21,9 +21,9 @@ import (
 // maxProfileSize bounds what loadProfile reads.
 const maxProfileSize = 1 << 20
 
-// ProfileError is a problem in a profile file, located by file, line and
+// profileError is a problem in a profile file, located by file, line and
 // key. It wraps spec.ErrInvalidSpec.
-type ProfileError struct {
+type profileError struct {
 	File string
 	// Line is 1-based.
 	Line int
@@ -35,7 +35,7 @@ type ProfileError struct {
 	More int
 }
 
-func (e *ProfileError) Error() string {
+func (e *profileError) Error() string {
 	key := e.Key
 	if key == "" {
 		key = "(syntax)"
@@ -51,14 +51,14 @@ func (e *ProfileError) Error() string {
 }
 
 // Unwrap returns spec.ErrInvalidSpec.
-func (e *ProfileError) Unwrap() error { return spec.ErrInvalidSpec }
+func (e *profileError) Unwrap() error { return spec.ErrInvalidSpec }
 
 // ResolveProfile returns the profile --profile names: a name without '/'
-// is a built-in (Lookup); anything with a '/' is a profile file
+// is a built-in; anything with a '/' is a profile file
 // (loadProfile), so "./ci.toml" loads a file in the current directory.
 func ResolveProfile(nameOrPath string) (Profile, error) {
 	if !strings.Contains(nameOrPath, "/") {
-		p, err := Lookup(nameOrPath)
+		p, err := lookupProfile(nameOrPath)
 		if err != nil && strings.HasSuffix(nameOrPath, ".toml") {
 			return p, fmt.Errorf("%w (a profile file needs a path with a '/', e.g. ./%s)", err, nameOrPath)
 		}
@@ -78,7 +78,7 @@ func ResolveProfile(nameOrPath string) (Profile, error) {
 //	writable    = ["/var/cache/ci"]   # writable roots beyond workdir and temp
 //	devices     = ["/dev/kvm"]        # device nodes beyond DefaultDevices()
 //	network     = "deny-all"          # or "allowlist" (with [allowlist])
-//	waive       = ["no-foreign-signals"]  # guarantee names (Guarantees())
+//	waive       = ["no-foreign-signals"]  # guarantee names (spec.Guarantees())
 //	require_namespaces = true         # refuse where user namespaces do not work
 //	host_ops    = ["read_file", "git_read"]  # tier 1 only: the Tier 1 operations
 //
@@ -122,7 +122,7 @@ func ResolveProfile(nameOrPath string) (Profile, error) {
 // writable by every user (anyone could then rewrite the sandbox's policy).
 // The durations and sizes take what ParseDuration and ParseSize take, but
 // a duration must be a string. Every
-// problem is a *ProfileError naming the file, line and key, wrapping
+// problem is a *profileError naming the file, line and key, wrapping
 // spec.ErrInvalidSpec; when there are several, the first by line is
 // returned and counts the rest:
 //
@@ -182,15 +182,15 @@ func loadProfile(path string) (Profile, error) {
 	if len(data) > maxProfileSize {
 		return Profile{}, fmt.Errorf("%w: profile %s: larger than %d bytes", spec.ErrInvalidSpec, path, maxProfileSize)
 	}
-	return ParseProfile(data, path)
+	return parseProfile(data, path)
 }
 
-// ParseProfile validates profile TOML read from file (used for messages and
+// parseProfile validates profile TOML read from file (used for messages and
 // for the default name); see loadProfile.
-func ParseProfile(data []byte, file string) (Profile, error) {
+func parseProfile(data []byte, file string) (Profile, error) {
 	root, err := parseTree(data)
 	if err != nil {
-		pe := &ProfileError{File: file, Line: 1, Msg: err.Error()}
+		pe := &profileError{File: file, Line: 1, Msg: err.Error()}
 		var te toml.ParseError
 		if errors.As(err, &te) {
 			pe.Msg = te.Message
@@ -295,14 +295,14 @@ func buildNode(md *toml.MetaData, p toml.Primitive) *node {
 // decoder walks the tree against the schema and collects every problem.
 type decoder struct {
 	file string
-	errs []*ProfileError
+	errs []*profileError
 }
 
 func (d *decoder) fail(line int, key, format string, args ...any) {
 	if line <= 0 {
 		line = 1
 	}
-	d.errs = append(d.errs, &ProfileError{File: d.file, Line: line, Key: key, Msg: fmt.Sprintf(format, args...)})
+	d.errs = append(d.errs, &profileError{File: d.file, Line: line, Key: key, Msg: fmt.Sprintf(format, args...)})
 }
 
 // validProfileName: 1 to 64 of [A-Za-z0-9._-], starting with a letter or
@@ -347,8 +347,8 @@ func (d *decoder) profile(root *node) Profile {
 	if n := k["waive"]; n != nil {
 		p.Waive = d.strings(n, "waive")
 		for i, w := range p.Waive {
-			if !knownGuarantee(w) {
-				d.fail(n.line, fmt.Sprintf("waive[%d]", i), "unknown guarantee %q (known: %s)", w, strings.Join(Guarantees(), ", "))
+			if !spec.KnownGuarantee(w) {
+				d.fail(n.line, fmt.Sprintf("waive[%d]", i), "unknown guarantee %q (known: %s)", w, strings.Join(spec.Guarantees(), ", "))
 			}
 		}
 	}
@@ -508,8 +508,8 @@ func (d *decoder) roots(p *Profile, k map[string]*node) {
 	if n := k["read_exec"]; n != nil {
 		p.ReadExec = d.paths(n, "read_exec")
 		for i, r := range p.ReadExec {
-			if r == "/" && !contains(p.Waive, GFSRead) {
-				d.fail(n.line, fmt.Sprintf("read_exec[%d]", i), "\"/\" would make every file readable; waive %s to allow it", GFSRead)
+			if r == "/" && !contains(p.Waive, spec.GFSRead) {
+				d.fail(n.line, fmt.Sprintf("read_exec[%d]", i), "\"/\" would make every file readable; waive %s to allow it", spec.GFSRead)
 			}
 		}
 	}
@@ -517,8 +517,8 @@ func (d *decoder) roots(p *Profile, k map[string]*node) {
 		p.Writable = d.paths(n, "writable")
 		for i, w := range p.Writable {
 			key := fmt.Sprintf("writable[%d]", i)
-			if msg := systemOverlap(w); msg != "" && !contains(p.Waive, GFSWrite) {
-				d.fail(n.line, key, "%s; waive %s to allow it", msg, GFSWrite)
+			if msg := systemOverlap(w); msg != "" && !contains(p.Waive, spec.GFSWrite) {
+				d.fail(n.line, key, "%s; waive %s to allow it", msg, spec.GFSWrite)
 			}
 			for j, r := range p.ReadExec {
 				switch {
@@ -595,7 +595,7 @@ func (d *decoder) checkName(line int, key, name string) {
 // caller. Only a waiver of fs-write-confined lifts it.
 func CheckWritableRoot(w string) error {
 	if msg := systemOverlap(w); msg != "" {
-		return fmt.Errorf("%w: writable root %s; waive %s to allow it", spec.ErrInvalidSpec, msg, GFSWrite)
+		return fmt.Errorf("%w: writable root %s; waive %s to allow it", spec.ErrInvalidSpec, msg, spec.GFSWrite)
 	}
 	return nil
 }
@@ -824,7 +824,7 @@ func (d *decoder) limits(n *node) spec.Limits {
 				d.fail(v.line, key, "negative duration %q", s)
 				continue
 			}
-			dur, err := ParseDuration(s)
+			dur, err := spec.ParseDuration(s)
 			if err != nil {
 				d.fail(v.line, key, "%v", err)
 				continue
@@ -843,7 +843,7 @@ func (d *decoder) limits(n *node) spec.Limits {
 					d.fail(v.line, key, "negative size %q", x)
 					continue
 				}
-				sz, err := ParseSize(x)
+				sz, err := spec.ParseSize(x)
 				if err != nil {
 					d.fail(v.line, key, "%v", err)
 					continue

@@ -70,7 +70,7 @@ func TestLoadProfile(t *testing.T) {
 		Writable:          []string{"/var/tmp/ci", "/opt/toolchain/cache"},
 		Devices:           append(append([]string(nil), DefaultDevices()...), "/dev/kvm"),
 		Network:           spec.DenyAll,
-		Waive:             []string{GSignals},
+		Waive:             []string{spec.GSignals},
 		RequireNamespaces: true,
 		Env: EnvPolicy{
 			Passthrough: []string{"GOFLAGS", "CI_*"},
@@ -209,9 +209,9 @@ func TestLoadProfileErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			path := writeProfile(t, "p.toml", tt.content)
 			_, err := loadProfile(path)
-			var pe *ProfileError
+			var pe *profileError
 			if !errors.As(err, &pe) || !errors.Is(err, spec.ErrInvalidSpec) {
-				t.Fatalf("err = %v, want a *ProfileError wrapping ErrInvalidSpec", err)
+				t.Fatalf("err = %v, want a *profileError wrapping ErrInvalidSpec", err)
 			}
 			if pe.File != path || pe.Line != tt.line || pe.Key != tt.key || !strings.Contains(err.Error(), tt.msg) {
 				t.Fatalf("got %s:%d key %q: %v; want line %d key %q containing %q", pe.File, pe.Line, pe.Key, err, tt.line, tt.key, tt.msg)
@@ -298,9 +298,9 @@ func TestParseSizeDuration(t *testing.T) {
 		{"1GB", 1e9, true}, {"3M", 3 << 20, true}, {"-1", 0, false}, {"x", 0, false}, {"9999999999TiB", 0, false},
 	}
 	for _, s := range sizes {
-		got, err := ParseSize(s.in)
+		got, err := spec.ParseSize(s.in)
 		if (err == nil) != s.ok || got != s.want {
-			t.Errorf("ParseSize(%q) = %d, %v", s.in, got, err)
+			t.Errorf("spec.ParseSize(%q) = %d, %v", s.in, got, err)
 		}
 	}
 	durs := []struct {
@@ -312,9 +312,9 @@ func TestParseSizeDuration(t *testing.T) {
 		{"-5m", 0, false}, {"soon", 0, false}, {"99999999999999", 0, false},
 	}
 	for _, d := range durs {
-		got, err := ParseDuration(d.in)
+		got, err := spec.ParseDuration(d.in)
 		if (err == nil) != d.ok || got != d.want {
-			t.Errorf("ParseDuration(%q) = %v, %v", d.in, got, err)
+			t.Errorf("spec.ParseDuration(%q) = %v, %v", d.in, got, err)
 		}
 	}
 }
@@ -323,8 +323,8 @@ func TestParseSizeDuration(t *testing.T) {
 // follows it, and a git row moved to report waives no-git-persistence in
 // the run's guarantees (Waives) while an editor row does not.
 func TestProfileGuard(t *testing.T) {
-	if guardset.GitWaiver != GGitPersistence {
-		t.Fatalf("guardset.GitWaiver %q is not GGitPersistence %q", guardset.GitWaiver, GGitPersistence)
+	if guardset.GitWaiver != spec.GGitPersistence {
+		t.Fatalf("guardset.GitWaiver %q is not spec.GGitPersistence %q", guardset.GitWaiver, spec.GGitPersistence)
 	}
 	for _, c := range []struct {
 		name, content string
@@ -344,7 +344,7 @@ func TestProfileGuard(t *testing.T) {
 			map[string]guardset.Action{"src/Makefile": guardset.Refuse, "justfile": guardset.Report, "sub/justfile": guardset.Allow}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			p, err := ParseProfile([]byte(c.content), "p.toml")
+			p, err := parseProfile([]byte(c.content), "p.toml")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -364,17 +364,17 @@ func TestProfileGuard(t *testing.T) {
 					t.Errorf("%s: %v, want %v", path, got, want)
 				}
 			}
-			if w := slices.Contains(p.Waives(), GGitPersistence); w != c.gitWaived {
+			if w := slices.Contains(p.Waives(), spec.GGitPersistence); w != c.gitWaived {
 				t.Errorf("Waives() = %v: no-git-persistence waived %v, want %v", p.Waives(), w, c.gitWaived)
 			}
-			if slices.Contains(p.Waive, GGitPersistence) {
+			if slices.Contains(p.Waive, spec.GGitPersistence) {
 				t.Errorf("Waive = %v: the profile's own list changed", p.Waive)
 			}
 		})
 	}
 	// A profile without [guard] keeps its digest (capabilities minted
 	// before stay valid): the field is left out of its form.
-	a, _ := ParseProfile([]byte("name = \"x\"\n"), "x.toml")
+	a, _ := parseProfile([]byte("name = \"x\"\n"), "x.toml")
 	if b, _ := json.Marshal(a); strings.Contains(string(b), "Guard") {
 		t.Errorf("a profile without [guard] has it in its digested form: %s", b)
 	}

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"path/filepath"
@@ -45,4 +46,58 @@ func TestPolicyImportsNoHostProgramsOrCryptography(t *testing.T) {
 	if checked == 0 {
 		t.Fatal("no source files found")
 	}
+}
+
+// policy exports what its users need and no more (issue 25: at most 45
+// names): every exported constant, variable, type and function at top
+// level counts, methods do not.
+func TestPolicyExportsFewNames(t *testing.T) {
+	const most = 45
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(token.NewFileSet(), f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range file.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				if d.Recv == nil && d.Name.IsExported() {
+					names = append(names, d.Name.Name)
+				}
+			case *ast.GenDecl:
+				for _, s := range d.Specs {
+					switch s := s.(type) {
+					case *ast.TypeSpec:
+						if s.Name.IsExported() {
+							names = append(names, s.Name.Name)
+						}
+					case *ast.ValueSpec:
+						for _, n := range s.Names {
+							if n.IsExported() {
+								names = append(names, n.Name)
+								if d.Tok == token.VAR {
+									t.Errorf("%s: exported variable %s (a caller could change it; export a function returning a copy)", f, n.Name)
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	if len(names) == 0 {
+		t.Fatal("no exported names found")
+	}
+	if len(names) > most {
+		t.Errorf("policy exports %d names, at most %d: %v", len(names), most, names)
+	}
+	t.Logf("policy exports %d names", len(names))
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/confine-sandbox/confine/internal/credpath"
 	"github.com/confine-sandbox/confine/internal/toolhost"
 	"github.com/confine-sandbox/confine/spec"
 )
@@ -394,7 +395,7 @@ func grantAround(dirs, secrets []string) ([]string, error) {
 			grants = append(grants, d)
 			continue
 		}
-		_, excluded, err := SplitReadGrant(d)
+		_, excluded, err := credpath.SplitReadGrant(d)
 		if err != nil {
 			return nil, err
 		}
@@ -407,7 +408,7 @@ func grantAround(dirs, secrets []string) ([]string, error) {
 			continue
 		}
 		sort.Strings(in)
-		sub, err := split(d, in)
+		sub, err := credpath.Split(d, in)
 		if err != nil {
 			return nil, fmt.Errorf("re-deny credentials under %s: %w", d, err)
 		}

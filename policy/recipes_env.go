@@ -14,7 +14,7 @@ import (
 func LookupIn(name string, environ []string) (Profile, error) {
 	r, ok := recipes[name]
 	if !ok {
-		return Lookup(name)
+		return lookupProfile(name)
 	}
 	sorted := slices.Clone(environ)
 	slices.Sort(sorted)

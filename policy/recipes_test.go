@@ -397,7 +397,7 @@ func TestRecipeBuiltins(t *testing.T) {
 			t.Errorf("%s: not a built-in (Names %v)", n, names)
 		}
 	}
-	if _, err := ParseProfile([]byte(`name = "go"`), "x.toml"); err == nil || !strings.Contains(err.Error(), "built-in") {
+	if _, err := parseProfile([]byte(`name = "go"`), "x.toml"); err == nil || !strings.Contains(err.Error(), "built-in") {
 		t.Errorf("a profile file named go: %v", err)
 	}
 	eng, err := NewEngine()
@@ -417,7 +417,7 @@ func TestRecipeBuiltins(t *testing.T) {
 	_, _ = missing.resolve((&fakeHost{}).host())
 	for what, f := range map[string]func() error{
 		"ResolveProfile": func() error { _, err := ResolveProfile("go"); return err },
-		"Lookup":         func() error { _, err := Lookup("go"); return err },
+		"Lookup":         func() error { _, err := lookupProfile("go"); return err },
 		"Mint":           func() error { _, err := eng.Mint("go", "test", 0); return err },
 	} {
 		if err := f(); !errors.Is(err, spec.ErrUnavailable) || !strings.Contains(err.Error(), "recipe go: go not found on PATH") {

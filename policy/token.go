@@ -10,17 +10,14 @@ import (
 	"github.com/confine-sandbox/confine/spec"
 )
 
-// MinKeySize is the smallest engine key NewEngineWithKey and LoadKey
-// accept, in bytes.
-const MinKeySize = token.MinKeySize
-
 // tokenSkew is the clock difference between minting and checking hosts
-// that ParseToken tolerates on top of MaxTTL.
+// that ParseToken tolerates on top of maxTTL.
 const tokenSkew = 5 * time.Minute
 
-// NewEngineWithKey returns an engine whose key is key (at least MinKeySize
-// bytes, copied), so that engines in several processes sharing the key
-// accept each other's tokens. Errors wrap spec.ErrCapability.
+// NewEngineWithKey returns an engine whose key is key (at least 32 bytes,
+// internal/token.MinKeySize; copied), so that engines in several processes
+// sharing the key accept each other's tokens. The CLI reads the key from
+// a file with internal/token.LoadKey. Errors wrap spec.ErrCapability.
 func NewEngineWithKey(key []byte) (*Engine, error) {
 	k, err := token.NewKey(key)
 	if err != nil {
@@ -28,16 +25,6 @@ func NewEngineWithKey(key []byte) (*Engine, error) {
 	}
 	return &Engine{key: k, revoked: map[string]bool{}}, nil
 }
-
-// LoadKey reads an engine key from a file that only its owner can read:
-// a regular file (not a symlink), owned by the calling user (effective
-// uid), mode 0600 or stricter, at most 4 KiB. Content that is entirely hex
-// digits (surrounding whitespace ignored) is hex-decoded; anything else is
-// taken as raw bytes, exactly as stored. Either way the key must be at
-// least MinKeySize bytes. Errors wrap spec.ErrCapability.
-//
-// Generate one with: head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > key; chmod 600 key
-func LoadKey(path string) ([]byte, error) { return token.LoadKey(path) }
 
 // Token serialises c for a caller in another process (confine run --cap):
 // "cfn1." + base64url(fields) + "." + base64url(HMAC-SHA256), where the
@@ -86,10 +73,10 @@ func (e *Engine) ParseToken(tok string) (*Cap, error) {
 		return nil, token.Malformed("no expiry")
 	case time.Now().After(c.expires):
 		return nil, fmt.Errorf("%w: capability %s expired at %s", spec.ErrCapability, c.id, c.expires.Format(time.RFC3339))
-	case c.expires.After(time.Now().Add(MaxTTL + tokenSkew)):
+	case c.expires.After(time.Now().Add(maxTTL + tokenSkew)):
 		// Signed by a confine without the bound, or by a key holder
 		// that skipped Mint: still refused.
-		return nil, fmt.Errorf("%w: capability %s expires at %s, more than the maximum of %v from now", spec.ErrCapability, c.id, c.expires.Format(time.RFC3339), MaxTTL)
+		return nil, fmt.Errorf("%w: capability %s expires at %s, more than the maximum of %v from now", spec.ErrCapability, c.id, c.expires.Format(time.RFC3339), maxTTL)
 	case e.isRevoked(c.id):
 		return nil, fmt.Errorf("%w: capability %s was revoked", spec.ErrCapability, c.id)
 	}

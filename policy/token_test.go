@@ -12,7 +12,7 @@ import (
 )
 
 func testKey(b byte) []byte {
-	k := make([]byte, MinKeySize)
+	k := make([]byte, token.MinKeySize)
 	for i := range k {
 		k[i] = b + byte(i)
 	}
@@ -161,7 +161,7 @@ func TestTokenMinting(t *testing.T) {
 	if _, err := e.Token(c); !errors.Is(err, spec.ErrCapability) {
 		t.Fatalf("revoked: %v", err)
 	}
-	if _, err := NewEngineWithKey(make([]byte, MinKeySize-1)); !errors.Is(err, spec.ErrCapability) {
+	if _, err := NewEngineWithKey(make([]byte, token.MinKeySize-1)); !errors.Is(err, spec.ErrCapability) {
 		t.Fatalf("short key: %v", err)
 	}
 }
@@ -265,15 +265,15 @@ func TestApprovals(t *testing.T) {
 	}
 }
 
-// TestTokenMaxTTL: a ttl over MaxTTL is refused at minting, and a token
+// TestTokenMaxTTL: a ttl over maxTTL is refused at minting, and a token
 // signed with the right key but a later expiry (minted without the bound)
-// is refused when parsed; MaxTTL itself is accepted.
+// is refused when parsed; maxTTL itself is accepted.
 func TestTokenMaxTTL(t *testing.T) {
 	e := keyedEngine(t, 1)
 	for _, tt := range []struct {
 		ttl time.Duration
 		ok  bool
-	}{{time.Hour, true}, {MaxTTL, true}, {MaxTTL + time.Second, false}, {100000 * time.Hour, false}} {
+	}{{time.Hour, true}, {maxTTL, true}, {maxTTL + time.Second, false}, {100000 * time.Hour, false}} {
 		c, err := e.Mint("default", "s", tt.ttl)
 		if tt.ok != (err == nil) || (err != nil && !errors.Is(err, spec.ErrInvalidSpec)) {
 			t.Fatalf("Mint(ttl %v) = %v, %v; want ok %v", tt.ttl, c, err, tt.ok)

@@ -118,7 +118,7 @@ func (r *Repo) runGit(ctx context.Context, sub string, args []string, stdin []by
 // tier1GitProfile is the default profile with the persistence guard
 // waived (see Run).
 var tier1GitProfile = policy.Profile{Name: "tier1-git", Tier: policy.TierSandboxed, Devices: policy.DefaultDevices(),
-	Network: spec.DenyAll, Waive: []string{policy.GGitPersistence}}
+	Network: spec.DenyAll, Waive: []string{spec.GGitPersistence}}
 
 func lastLine(s string) string {
 	s = strings.TrimRight(s, "\n")

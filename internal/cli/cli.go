@@ -30,6 +30,7 @@ import (
 	"github.com/confine-sandbox/confine/internal/esc"
 	"github.com/confine-sandbox/confine/internal/eventlog"
 	"github.com/confine-sandbox/confine/internal/serve"
+	"github.com/confine-sandbox/confine/internal/token"
 	"github.com/confine-sandbox/confine/policy"
 	"github.com/confine-sandbox/confine/spec"
 )
@@ -715,7 +716,7 @@ func engineFromKey(path string) (*policy.Engine, error) {
 			return nil, err
 		}
 	}
-	key, err := policy.LoadKey(path)
+	key, err := token.LoadKey(path)
 	if err != nil {
 		return nil, err
 	}
@@ -743,7 +744,7 @@ func newCap(stdout io.Writer) *cobra.Command {
 			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 				return confineFailed(err)
 			}
-			key := make([]byte, policy.MinKeySize)
+			key := make([]byte, token.MinKeySize)
 			if _, err := rand.Read(key); err != nil {
 				return confineFailed(err)
 			}
@@ -1036,7 +1037,7 @@ func refusalObject(err error, code int, msg string) serve.Refusal {
 func namedGuarantees(msg string) []string {
 	var out []string
 	word := func(b byte) bool { return b == '-' || b >= 'a' && b <= 'z' || b >= '0' && b <= '9' }
-	for _, g := range policy.Guarantees() {
+	for _, g := range spec.Guarantees() {
 		for i := 0; ; {
 			j := strings.Index(msg[i:], g)
 			if j < 0 {

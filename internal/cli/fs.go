@@ -175,6 +175,13 @@ on success (search: 1 when nothing matched), 121 when the persistence guard
 refuses a write, 125 when the operation is otherwise refused or fails.`,
 	}
 	o.flags(c)
+	c.AddCommand(fsRead(o, stdout, stderr), fsWrite(o, stdout, stderr), fsPatch(o, stdout, stderr),
+		fsSearch(o, stdout, stderr), fsList(o, stdout, stderr))
+	return c
+}
+
+// fsRead is `confine fs read`.
+func fsRead(o *hostOpts, stdout, stderr io.Writer) *cobra.Command {
 	var limit int64
 	read := &cobra.Command{
 		Use:   "read PATH",
@@ -190,6 +197,11 @@ refuses a write, 125 when the operation is otherwise refused or fails.`,
 		},
 	}
 	read.Flags().Var(sizeFlag{&limit}, "limit", "bytes returned at most, half head and half tail (default 1MiB)")
+	return read
+}
+
+// fsWrite is `confine fs write`.
+func fsWrite(o *hostOpts, stdout, stderr io.Writer) *cobra.Command {
 	var wlimit int64
 	write := &cobra.Command{
 		Use:   "write PATH",
@@ -212,6 +224,11 @@ refuses a write, 125 when the operation is otherwise refused or fails.`,
 		},
 	}
 	write.Flags().Var(sizeFlag{&wlimit}, "limit", "largest content accepted (default 64MiB)")
+	return write
+}
+
+// fsPatch is `confine fs patch`.
+func fsPatch(o *hostOpts, stdout, stderr io.Writer) *cobra.Command {
 	patch := &cobra.Command{
 		Use:   "patch",
 		Short: "Apply a unified diff from standard input, all or nothing",
@@ -232,6 +249,11 @@ refuses a write, 125 when the operation is otherwise refused or fails.`,
 			})
 		},
 	}
+	return patch
+}
+
+// fsSearch is `confine fs search`.
+func fsSearch(o *hostOpts, stdout, stderr io.Writer) *cobra.Command {
 	var so hostop.SearchOptions
 	search := &cobra.Command{
 		Use:   "search PATTERN [PATH]",
@@ -276,6 +298,11 @@ refuses a write, 125 when the operation is otherwise refused or fails.`,
 	search.Flags().IntVar(&so.MaxMatches, "max-matches", 0, "stop after this many matching lines (default 1000)")
 	search.Flags().Var(sizeFlag{&so.MaxFileSize}, "max-file-size", "skip larger files (default 8MiB)")
 	search.Flags().IntVar(&so.MaxFiles, "max-files", 0, "stop after this many files (default 200000)")
+	return search
+}
+
+// fsList is `confine fs ls`.
+func fsList(o *hostOpts, stdout, stderr io.Writer) *cobra.Command {
 	var llimit int
 	ls := &cobra.Command{
 		Use:   "ls [PATH]",
@@ -301,6 +328,5 @@ refuses a write, 125 when the operation is otherwise refused or fails.`,
 		},
 	}
 	ls.Flags().IntVar(&llimit, "limit", 0, "entries listed at most (default 10000)")
-	c.AddCommand(read, write, patch, search, ls)
-	return c
+	return ls
 }

@@ -29,57 +29,7 @@ the operation is refused.`,
 	o.flags(c)
 	c.PersistentFlags().StringVar(&author, "author", "", `commit identity "Name <email>" (default: user.name and user.email of the repository)`)
 	do := func(cmd *cobra.Command, f func(ctx context.Context, r *git.Repo) (git.Result, error)) error {
-		h, err := o.host(stderr)
-		if err != nil {
-			return o.fail(stdout, err)
-		}
-		defer h.Close()
-		r := git.New(h)
-		r.Author = author
-		res, err := f(cmd.Context(), r)
-		if err != nil && !errors.Is(err, git.ErrGit) {
-			return o.fail(stdout, err)
-		}
-		if o.json {
-			// A failing git keeps its output; "error" has the shape of
-			// run's refusal object, kind "git".
-			type gitError struct {
-				Kind       string `json:"kind"`
-				Message    string `json:"message"`
-				ExitStatus int    `json:"exit_status"`
-			}
-			v := struct {
-				JSONAPI int `json:"json_api"`
-				git.Result
-				Error *gitError `json:"error,omitempty"`
-			}{JSONAPI: JSONAPI, Result: res}
-			if err != nil {
-				v.Error = &gitError{"git", err.Error(), 1}
-			}
-			if werr := writeJSON(stdout, v); werr != nil {
-				return werr
-			}
-		} else {
-			switch {
-			case res.Subcommand == "status" && err == nil:
-				for _, e := range res.Status {
-					fmt.Fprintf(stdout, "%s%s %s\n", e.X, e.Y, e.Path)
-				}
-			case res.Subcommand == "log" && err == nil:
-				for _, e := range res.Log {
-					fmt.Fprintf(stdout, "%.12s %s\n", e.Hash, e.Subject)
-				}
-			default:
-				_, _ = io.WriteString(stdout, res.Stdout.Text())
-			}
-			if err != nil {
-				_, _ = io.WriteString(stderr, res.Stderr.Text())
-			}
-		}
-		if err != nil {
-			return &exitError{1, err.Error()}
-		}
-		return nil
+		return runGit(cmd.Context(), o, author, stdout, stderr, f)
 	}
 	status := &cobra.Command{
 		Use: "status", Short: "Changed, staged and untracked paths", Args: cobra.NoArgs,
@@ -136,4 +86,60 @@ the operation is refused.`,
 	commit.Flags().StringVarP(&msg, "message", "m", "", "the commit message")
 	c.AddCommand(status, diff, log, show, add, commit)
 	return c
+}
+
+// runGit runs one Tier 1 git operation f on the repository at o's root as
+// author, and prints its result.
+func runGit(ctx context.Context, o *hostOpts, author string, stdout, stderr io.Writer, f func(ctx context.Context, r *git.Repo) (git.Result, error)) error {
+	h, err := o.host(stderr)
+	if err != nil {
+		return o.fail(stdout, err)
+	}
+	defer h.Close()
+	r := git.New(h)
+	r.Author = author
+	res, err := f(ctx, r)
+	if err != nil && !errors.Is(err, git.ErrGit) {
+		return o.fail(stdout, err)
+	}
+	if o.json {
+		// A failing git keeps its output; "error" has the shape of
+		// run's refusal object, kind "git".
+		type gitError struct {
+			Kind       string `json:"kind"`
+			Message    string `json:"message"`
+			ExitStatus int    `json:"exit_status"`
+		}
+		v := struct {
+			JSONAPI int `json:"json_api"`
+			git.Result
+			Error *gitError `json:"error,omitempty"`
+		}{JSONAPI: JSONAPI, Result: res}
+		if err != nil {
+			v.Error = &gitError{"git", err.Error(), 1}
+		}
+		if werr := writeJSON(stdout, v); werr != nil {
+			return werr
+		}
+	} else {
+		switch {
+		case res.Subcommand == "status" && err == nil:
+			for _, e := range res.Status {
+				fmt.Fprintf(stdout, "%s%s %s\n", e.X, e.Y, e.Path)
+			}
+		case res.Subcommand == "log" && err == nil:
+			for _, e := range res.Log {
+				fmt.Fprintf(stdout, "%.12s %s\n", e.Hash, e.Subject)
+			}
+		default:
+			_, _ = io.WriteString(stdout, res.Stdout.Text())
+		}
+		if err != nil {
+			_, _ = io.WriteString(stderr, res.Stderr.Text())
+		}
+	}
+	if err != nil {
+		return &exitError{1, err.Error()}
+	}
+	return nil
 }

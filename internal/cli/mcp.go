@@ -223,11 +223,11 @@ func (o *mcpOpts) serveHTTP(ctx context.Context, srv MCPServer, stderr io.Writer
 	}
 	token, err := mcpToken(o.tokenFile)
 	if err != nil {
-		return &exitError{ExitConfine, err.Error()}
+		return confineFailed(err)
 	}
 	h, err := srv.HTTPHandler(token)
 	if err != nil {
-		return &exitError{ExitConfine, err.Error()}
+		return confineFailed(err)
 	}
 	if st, err := os.Lstat(o.listen); err == nil {
 		if st.Mode()&os.ModeSocket == 0 {

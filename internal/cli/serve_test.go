@@ -309,7 +309,7 @@ func TestServeSocketDirRefused(t *testing.T) {
 // TestRequireCap: with a capability required (run --require-cap,
 // $CONFINE_REQUIRE_CAP, serve's environment), a run without --cap is
 // refused before anything runs, and one with a valid token runs; a token
-// asked for longer than policy.MaxTTL is never minted.
+// asked for longer than the maximum lifetime is never minted.
 func TestRequireCap(t *testing.T) {
 	u := testutil.Users(t)[0]
 	wd := testutil.Workdir(t, u.UID)

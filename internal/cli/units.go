@@ -3,10 +3,9 @@
 package cli
 
 import (
+	"github.com/confine-sandbox/confine/spec"
 	"strconv"
 	"time"
-
-	"github.com/confine-sandbox/confine/policy"
 )
 
 // Size and duration flags parse with the same rules as profile files.
@@ -20,7 +19,7 @@ func (f sizeFlag) String() string {
 	return strconv.FormatInt(*f.v, 10)
 }
 func (f sizeFlag) Set(s string) error {
-	n, err := policy.ParseSize(s)
+	n, err := spec.ParseSize(s)
 	if err != nil {
 		return err
 	}
@@ -38,7 +37,7 @@ func (f durFlag) String() string {
 	return f.v.String()
 }
 func (f durFlag) Set(s string) error {
-	d, err := policy.ParseDuration(s)
+	d, err := spec.ParseDuration(s)
 	if err != nil {
 		return err
 	}

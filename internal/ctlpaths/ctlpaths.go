@@ -30,9 +30,9 @@ type Rule struct {
 	IfExists bool
 }
 
-// Rules are confine's control surfaces, one row each (the same defaults
+// rules are confine's control surfaces, one row each (the same defaults
 // internal/cli, internal/eventlog and internal/serve use).
-var Rules = []Rule{
+var rules = []Rule{
 	{Name: "config directory (capability and approval key)", Path: func(getenv func(string) string, home string, _ int) string {
 		if d := getenv("XDG_CONFIG_HOME"); filepath.IsAbs(d) {
 			return filepath.Join(d, "confine")
@@ -151,7 +151,7 @@ func FindAll(srcs ...Source) []Path {
 			homes = append(homes, h)
 		}
 		for _, home := range homes {
-			for _, r := range Rules {
+			for _, r := range rules {
 				c := candidate{what: r.Name, path: r.Path(getenv, home, src.UID), ifExists: r.IfExists, log: r.Name == eventLog}
 				if c.path != "" && !slices.Contains(cands, c) {
 					cands = append(cands, c)

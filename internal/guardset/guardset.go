@@ -10,7 +10,7 @@
 //     directory or gitfile itself (creating, replacing or removing one),
 //     its config, hooks, info/, modules/ (absorbed submodules), worktrees/
 //     and everything else under it. Refused by default; waiving
-//     policy.GGitPersistence in the profile turns the refusal into a
+//     spec.GGitPersistence in the profile turns the refusal into a
 //     report, as in Tier 2.
 //   - editor: files editors and shells run on their own when a directory
 //     is opened or entered: .envrc (direnv), .vscode/tasks.json and
@@ -89,9 +89,9 @@ type Entry struct {
 	Why string
 }
 
-// Set is the protected set, most specific row first: Classify returns the
+// protectedSet is the protected set, most specific row first: Classify returns the
 // first row that matches.
-var Set = []Entry{
+var protectedSet = []Entry{
 	{Name: "git-dir", Class: Git, Pattern: "**/.git", Default: Refuse, Why: "a .git directory or gitfile: creating, replacing or removing one changes which repository git obeys"},
 	{Name: "git-hooks", Class: Git, Pattern: "**/.git/hooks/**", Default: Refuse, Why: "git runs hooks on commit, checkout, merge, push"},
 	{Name: "git-config", Class: Git, Pattern: "**/.git/config", Default: Refuse, Why: "names programs git runs (core.fsmonitor, core.pager, hooksPath, filters, aliases)"},
@@ -108,18 +108,22 @@ var Set = []Entry{
 
 // GitDirRow is the row a directory GitDir recognises (by content, where no
 // component is named .git) is reported under.
-var GitDirRow = Entry{Name: "git-directory", Class: Git, Default: Refuse,
+func GitDirRow() Entry { return gitDirRow }
+
+var gitDirRow = Entry{Name: "git-directory", Class: Git, Default: Refuse,
 	Why: "a directory git takes as a git directory (a bare repository, a gitfile's target)"}
 
 // GitfileTargetRow is the row the directory a work tree's gitfile names is
 // reported under.
-var GitfileTargetRow = Entry{Name: "gitfile-target", Class: Git, Default: Refuse,
+func GitfileTargetRow() Entry { return gitfileTargetRow }
+
+var gitfileTargetRow = Entry{Name: "gitfile-target", Class: Git, Default: Refuse,
 	Why: "the git directory a gitfile (a linked worktree, a submodule) names"}
 
-// Classify returns the first row of Set whose pattern matches path (slash
+// Classify returns the first row of protectedSet whose pattern matches path (slash
 // separated, relative or absolute; "." and empty components are ignored).
 func Classify(path string) (Entry, bool) {
-	return classify(Set, path)
+	return classify(protectedSet, path)
 }
 
 func classify(rows []Entry, path string) (Entry, bool) {
@@ -170,7 +174,7 @@ type Policy struct {
 }
 
 // GitWaiver is the guarantee whose waiver reports the whole git set
-// (policy.GGitPersistence; policy's tests check they agree).
+// (spec.GGitPersistence; policy's tests check they agree).
 const GitWaiver = "no-git-persistence"
 
 // Changes are a profile's changes to the set (its [guard] table): rows
@@ -180,9 +184,9 @@ type Changes struct {
 	Add            []Entry
 }
 
-// Rows are the rows a profile can move: Set's and the two rows of git
+// Rows are the rows a profile can move: protectedSet's and the two rows of git
 // directories recognised by content.
-func Rows() []Entry { return append(slices.Clone(Set), GitDirRow, GitfileTargetRow) }
+func Rows() []Entry { return append(slices.Clone(protectedSet), gitDirRow, gitfileTargetRow) }
 
 func row(name string) (Entry, bool) {
 	for _, e := range Rows() {
@@ -331,7 +335,7 @@ func For(waive []string) Policy {
 	return Policy{gitWaived: slices.Contains(waive, GitWaiver)}
 }
 
-// Classify returns the row the path rel beneath root falls under: Set's
+// Classify returns the row the path rel beneath root falls under: protectedSet's
 // first match for the whole path (a root inside a .git counts), else the
 // first of the profile's added rows for rel (their patterns are relative
 // to the root: a writable root in Tier 2, the operation's root in Tier 1).
@@ -409,13 +413,9 @@ func Refusal(path string, e Entry) error {
 		path, ErrProtected, e.Name, e.Why, e.Name, how)
 }
 
-// GitDirNames are the entries whose presence makes a directory a git
-// directory to git (setup.c, is_git_directory): HEAD, and objects/ with
-// refs/, or commondir (a linked worktree's git directory).
-var GitDirNames = []string{"HEAD", "objects", "refs", "commondir"}
-
-// GitDir says whether a directory is a git directory, given which of
-// GitDirNames it holds. A writer asks it with the name it is about to
+// GitDir says whether a directory is a git directory to git (setup.c,
+// is_git_directory), given which entries it holds: HEAD, and objects/ with
+// refs/, or commondir (a linked worktree's git directory). A writer asks it with the name it is about to
 // create counted as present, so that no write completes one.
 func GitDir(has func(name string) bool) bool {
 	return has("HEAD") && ((has("objects") && has("refs")) || has("commondir"))

@@ -31,7 +31,6 @@ import (
 	"github.com/confine-sandbox/confine/internal/host"
 	"github.com/confine-sandbox/confine/internal/plan"
 	"github.com/confine-sandbox/confine/internal/reaper"
-	"github.com/confine-sandbox/confine/policy"
 	"github.com/confine-sandbox/confine/spec"
 )
 
@@ -188,7 +187,7 @@ func pidsCgroup(p *plan.Plan) (bool, error) {
 	case p.PidsOptional:
 		return false, nil
 	}
-	return false, fmt.Errorf("%w: %s: cannot create a pids cgroup: %v", spec.ErrUnavailable, policy.GProcesses, err)
+	return false, fmt.Errorf("%w: %s: cannot create a pids cgroup: %v", spec.ErrUnavailable, spec.GProcesses, err)
 }
 
 // runSupervised runs p under a supervisor process.

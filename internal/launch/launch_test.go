@@ -168,7 +168,7 @@ func TestRunLeavesThePlanAlone(t *testing.T) {
 			}
 			fb := testPlan(t, "echo fallback ran")
 			fb.Backend, fb.Namespaces = plan.BackendCore, nil
-			before, beforeFB := mustJSON(t, p), mustJSON(t, fb)
+			before, beforeFB := deepCopy(p), deepCopy(fb)
 			out, err := Run(context.Background(), p, Fallback{Plan: fb}, IO{OutputLimit: 1 << 10})
 			if err != nil {
 				t.Fatal(err)
@@ -176,14 +176,84 @@ func TestRunLeavesThePlanAlone(t *testing.T) {
 			if string(out.Stdout.Head) != "ran\n" || out.Ran != p {
 				t.Fatalf("stdout %q (start %q), ran the fallback: %v", out.Stdout.Head, out.Report.StartErr, out.Ran == fb)
 			}
-			if after := mustJSON(t, p); after != before {
-				t.Errorf("the plan changed during the run:\nbefore %s\nafter  %s", before, after)
+			if !reflect.DeepEqual(p, before) {
+				t.Errorf("the plan changed during the run:\nbefore %s\nafter  %s", mustJSON(t, before), mustJSON(t, p))
 			}
-			if after := mustJSON(t, fb); after != beforeFB {
-				t.Errorf("the fallback plan changed during the run:\nbefore %s\nafter  %s", beforeFB, after)
+			if !reflect.DeepEqual(fb, beforeFB) {
+				t.Errorf("the fallback plan changed during the run:\nbefore %s\nafter  %s", mustJSON(t, beforeFB), mustJSON(t, fb))
 			}
 		})
 	}
+}
+
+// The comparison above sees a write through any alias: a copy shares no
+// slice, map or pointer with the plan it was taken from.
+func TestDeepCopyIsDeep(t *testing.T) {
+	for name, write := range map[string]func(p *plan.Plan){
+		"slice element":  func(p *plan.Plan) { p.Landlock.ReadWrite[0] = "/elsewhere" },
+		"pointed struct": func(p *plan.Plan) { p.Namespaces.Hostname = "other" },
+		"nested slice":   func(p *plan.Plan) { p.Argv[0] = "bash" },
+	} {
+		p := testPlan(t, "true")
+		c := deepCopy(p)
+		if !reflect.DeepEqual(p, c) {
+			t.Fatalf("%s: the copy differs before any write", name)
+		}
+		write(p)
+		if reflect.DeepEqual(p, c) {
+			t.Errorf("%s: a write to the plan shows in its copy", name)
+		}
+	}
+}
+
+// deepCopy copies p and everything it reaches (pointers, slices, maps),
+// so that a write through any alias the run holds shows as a difference.
+func deepCopy(p *plan.Plan) *plan.Plan {
+	return copyValue(reflect.ValueOf(p)).Interface().(*plan.Plan)
+}
+
+func copyValue(v reflect.Value) reflect.Value {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			return v
+		}
+		c := reflect.New(v.Elem().Type())
+		c.Elem().Set(copyValue(v.Elem()))
+		return c
+	case reflect.Struct:
+		c := reflect.New(v.Type()).Elem()
+		for i := range v.NumField() {
+			if !c.Field(i).CanSet() {
+				panic("plan has an unexported field " + v.Type().Field(i).Name + ": copy it here")
+			}
+			c.Field(i).Set(copyValue(v.Field(i)))
+		}
+		return c
+	case reflect.Slice:
+		if v.IsNil() {
+			return v
+		}
+		c := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
+		for i := range v.Len() {
+			c.Index(i).Set(copyValue(v.Index(i)))
+		}
+		return c
+	case reflect.Map:
+		if v.IsNil() {
+			return v
+		}
+		c := reflect.MakeMapWithSize(v.Type(), v.Len())
+		for it := v.MapRange(); it.Next(); {
+			c.SetMapIndex(it.Key(), copyValue(it.Value()))
+		}
+		return c
+	case reflect.Interface, reflect.Func, reflect.Chan, reflect.UnsafePointer:
+		if !v.IsNil() {
+			panic("plan holds a " + v.Kind().String() + ": deepCopy cannot copy it")
+		}
+	}
+	return v
 }
 
 func mustJSON(t *testing.T, p *plan.Plan) string {

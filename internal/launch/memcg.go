@@ -10,7 +10,6 @@ import (
 
 	"github.com/confine-sandbox/confine/internal/host"
 	"github.com/confine-sandbox/confine/internal/plan"
-	"github.com/confine-sandbox/confine/policy"
 	"github.com/confine-sandbox/confine/spec"
 )
 
@@ -37,7 +36,7 @@ func createMemoryCgroup(p *plan.Plan) error {
 		// Exists: created for a namespaces attempt this run fell back from.
 		return nil
 	}
-	return fmt.Errorf("%w: %s: cannot create a memory cgroup: %v", spec.ErrUnavailable, policy.GResources, err)
+	return fmt.Errorf("%w: %s: cannot create a memory cgroup: %v", spec.ErrUnavailable, spec.GResources, err)
 }
 
 // memoryStats reads what p's memory cgroup recorded, once the tree is gone.

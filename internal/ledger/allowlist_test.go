@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/confine-sandbox/confine/policy"
+	"github.com/confine-sandbox/confine/spec"
 )
 
 // TestAllowlistNetwork: the no-network row names the egress proxy for an
@@ -31,7 +31,7 @@ func TestAllowlistNetwork(t *testing.T) {
 			f.Allowlist = tt.allowlist
 			var d Decision
 			for _, x := range Decide(tt.layers, f) {
-				if x.Name == policy.GNoNetwork {
+				if x.Name == spec.GNoNetwork {
 					d = x
 				}
 			}
@@ -49,7 +49,7 @@ func TestAllowlistNetwork(t *testing.T) {
 	// Without seccomp notification nothing enforces an allowlist.
 	f = Facts{LandlockABI: 6, Allowlist: true}
 	for _, d := range Decide([]Layer{Core}, f) {
-		if d.Name == policy.GNoNetwork && (d.Mechanism != "" || !strings.Contains(d.Missing, "seccomp")) {
+		if d.Name == spec.GNoNetwork && (d.Mechanism != "" || !strings.Contains(d.Missing, "seccomp")) {
 			t.Fatalf("allowlist without seccomp: %+v", d)
 		}
 	}

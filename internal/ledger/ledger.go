@@ -14,7 +14,6 @@ import (
 	"strings"
 
 	"github.com/confine-sandbox/confine/internal/landlock"
-	"github.com/confine-sandbox/confine/policy"
 	"github.com/confine-sandbox/confine/spec"
 )
 
@@ -392,10 +391,10 @@ func network(m Mechanism, n spec.NetworkPolicy) Mechanism {
 	return m
 }
 
-// table is the ledger. Order is report order (policy.Guarantees).
+// table is the ledger. Order is report order (spec.Guarantees).
 var table = []Guarantee{
 	{
-		Name:    policy.GNoNetwork,
+		Name:    spec.GNoNetwork,
 		Promise: "no socket of any network family, TCP or UDP (so no DNS), by any system call ABI or io_uring",
 		Mechanisms: []Mechanism{
 			network(coreSC("seccomp: socket() limited to AF_UNIX, io_uring denied, {foreign}"), spec.DenyAll),
@@ -409,13 +408,13 @@ var table = []Guarantee{
 		Vectors: []string{"tcp-connect", "tcp6-connect", "udp-send", "tcp-listen", "mptcp-connect", "netlink", "vsock", "packet", "iouring-socket", "socketcall32", "x32-syscall", "egress-*"},
 	},
 	{
-		Name:       policy.GCleanEnv,
+		Name:       spec.GCleanEnv,
 		Promise:    "the environment holds no secret of the caller's: built from scratch, path lists checked",
 		Mechanisms: []Mechanism{{Layer: Core, Sufficient: true, Text: "launcher: environment built from scratch"}, sb("launcher: environment built from scratch")},
 		Vectors:    []string{"env-dump-canaries", "r11-caller-ldpreload-and-path", "r11-env-flag-*"},
 	},
 	{
-		Name:    policy.GCredentials,
+		Name:    spec.GCredentials,
 		Promise: "credential files inside granted directories stay unreadable",
 		Mechanisms: []Mechanism{
 			core("{landlock}: credential files inside read-only roots are left out of the grant; a writable root holding one is refused; confine's own control plane (its config and state directories with the capability key and the event log, the default server socket directories, the run's event log and key file, a server's own socket directory), resolved from the caller's and the launcher's environment and the user database, is never granted: left out of read-only roots, a writable root covering or inside it refused, whatever the profile waives"),
@@ -425,14 +424,14 @@ var table = []Guarantee{
 			"ctl-read-*", "ctl-write-*", "ctl-plant-*"},
 	},
 	{
-		Name:    policy.GNoInheritedFDs,
+		Name:    spec.GNoInheritedFDs,
 		Promise: "no descriptor of the caller's reaches the command",
 		Mechanisms: []Mechanism{{Layer: Core, Sufficient: true, Text: "the command marks every descriptor >= 3 close-on-exec (close_range) right before execve; stdio are fresh pipes"},
 			sb("the launcher marks every descriptor >= 3 of its own close-on-exec right before it starts sandbox-exec; stdio are fresh pipes")},
 		Vectors: []string{"inherited-fd-*"},
 	},
 	{
-		Name:    policy.GFSWrite,
+		Name:    spec.GFSWrite,
 		Promise: "writes, creates, renames, links and truncations only in the workdir, the private temp dir and granted roots",
 		Mechanisms: []Mechanism{
 			feat(core("{landlock}: writes only in the workdir, the private temp dir and granted roots"), landlock.FeatTruncate),
@@ -450,7 +449,7 @@ var table = []Guarantee{
 			"rename-out", "rename-in", "rename-exchange-out", "link-out", "link-in-then-write", "link-in-follow-then-write", "symlink-write*", "mknod-*", "tmp-write", "shm-write"},
 	},
 	{
-		Name:    policy.GFSRead,
+		Name:    spec.GFSRead,
 		Promise: "reads and exec only in declared roots; never /dev wholesale",
 		Mechanisms: []Mechanism{
 			core("{landlock}: reads only in declared roots; /proc limited to non-process entries"),
@@ -461,7 +460,7 @@ var table = []Guarantee{
 		Vectors: []string{"read-file-shadow", "read-file-outside", "iouring-openat-*", "open-by-handle", "block-device"},
 	},
 	{
-		Name:    policy.GFSMetadata,
+		Name:    spec.GFSMetadata,
 		Promise: "chmod, chown, utimes and xattrs only inside writable roots",
 		Mechanisms: []Mechanism{
 			coreSC("seccomp user notification: chmod/chown/utimes/xattr resolved and performed by the launcher (the supervisor under bubblewrap) only inside writable roots (a task's descriptor reached through pidfd_getfd, or /proc/<tid>/fd where that is refused)"),
@@ -473,7 +472,7 @@ var table = []Guarantee{
 		// The persistence guard (issue 12): git on the host later runs
 		// hooks and configured programs from .git, so a command that may
 		// write the work tree must not write its .git.
-		Name:    policy.GGitPersistence,
+		Name:    spec.GGitPersistence,
 		Promise: "the .git of the work tree and of every writable root (hooks, config, attributes, objects, refs) cannot be changed, renamed or replaced; where the mechanism says so, no new .git can be created anywhere the command writes; other persistence paths are reported",
 		Mechanisms: []Mechanism{
 			{Layer: Core, Sufficient: true, NoGitDir: true,
@@ -499,7 +498,7 @@ var table = []Guarantee{
 		Vectors: []string{"git-*"},
 	},
 	{
-		Name:    policy.GUnixSockets,
+		Name:    spec.GUnixSockets,
 		Promise: "no connection to a unix socket outside the run (pathname or abstract) unless granted",
 		Mechanisms: []Mechanism{
 			// connect() is the only way to address a stream or
@@ -516,7 +515,7 @@ var table = []Guarantee{
 		Vectors: []string{"abstract-unix", "unix-connect-outside", "unix-dgram-outside", "ctl-serve-*"},
 	},
 	{
-		Name:    policy.GSignals,
+		Name:    spec.GSignals,
 		Promise: "no signal, and no other call that acts on a process by pid or pidfd (resource limits, CPU affinity, scheduling, priority, I/O priority, memory placement, F_SETOWN), reaches a process outside the run",
 		Mechanisms: []Mechanism{
 			// Landlock's scope covers signals only; the other calls
@@ -531,7 +530,7 @@ var table = []Guarantee{
 			"prlimit-foreign*", "setaffinity-foreign*", "setpriority-foreign*", "setpriority-user*", "ioprio-foreign*", "fcntl-setown-foreign"},
 	},
 	{
-		Name:    policy.GProcInspect,
+		Name:    spec.GProcInspect,
 		Promise: "no ptrace, process memory access, or reading of other processes' /proc entries",
 		Mechanisms: []Mechanism{
 			coreSC("seccomp denies ptrace/process_vm_*/pidfd_getfd; {landlock} keeps other processes' /proc entries unreadable"),
@@ -541,20 +540,20 @@ var table = []Guarantee{
 		Vectors: []string{"ptrace", "process-vm-readv", "proc-read-*"},
 	},
 	{
-		Name:    policy.GTerminal,
+		Name:    spec.GTerminal,
 		Promise: "no input pushed into the caller's terminal",
 		Mechanisms: []Mechanism{coreSC("setsid (no controlling terminal) + seccomp denies TIOCSTI/TIOCLINUX"),
 			sb("setsid (no controlling terminal: /dev/tty opens fail, and macOS refuses TIOCSTI on a terminal that is not the caller's controlling one to non-root); stdio are fresh pipes; Seatbelt grants no other terminal device")},
 		Vectors: []string{"tiocsti-*", "tioclinux-pts-path"},
 	},
 	{
-		Name:       policy.GKernelSurface,
+		Name:       spec.GKernelSurface,
 		Promise:    "none of the kernel attack surface a build never needs: bpf, perf, userfaultfd, keyrings, mounts, namespaces, modules",
 		Mechanisms: []Mechanism{coreSC("seccomp denies bpf, perf_event_open, userfaultfd, keyctl, mount, namespaces, module/kexec and similar")},
 		Vectors:    []string{"userns", "clone-newuser", "clone3-newuser", "mount", "keyctl", "bpf", "perf", "userfaultfd"},
 	},
 	{
-		Name:    policy.GResources,
+		Name:    spec.GResources,
 		Promise: "bounded wall time, CPU time, memory, file size, open files and output",
 		Mechanisms: []Mechanism{
 			// Where no cgroup can be made the launcher bounds the tree by
@@ -565,7 +564,7 @@ var table = []Guarantee{
 		Vectors: []string{"memory-bomb-*"},
 	},
 	{
-		Name:    policy.GProcesses,
+		Name:    spec.GProcesses,
 		Promise: "a bounded number of processes",
 		Mechanisms: []Mechanism{
 			who(core("RLIMIT_NPROC (per uid)"), NonRoot),
@@ -581,7 +580,7 @@ var table = []Guarantee{
 		Vectors: []string{"fork-bomb", "fork-bomb-no-pids-cgroup", "fork-race-no-pids-cgroup", "fork-race-core"},
 	},
 	{
-		Name:    policy.GTreeKill,
+		Name:    spec.GTreeKill,
 		Promise: "on exit, timeout, cancel or launcher death every descendant is gone",
 		Mechanisms: []Mechanism{
 			{Layer: Core, Sufficient: true, Text: "the run's init is a child subreaper: every descendant is killed and reaped, also on launcher death (the init then becomes the reaper)"},
@@ -592,7 +591,7 @@ var table = []Guarantee{
 		Vectors: []string{"setsid-daemon"},
 	},
 	{
-		Name:    policy.GNoPrivilege,
+		Name:    spec.GNoPrivilege,
 		Promise: "no privilege: no_new_privs, every capability dropped, and no set-user-ID or set-group-ID file left behind",
 		Mechanisms: []Mechanism{
 			coreSC("no_new_privs; no capability in the effective, permitted, inheritable or ambient set; launched as root, the bounding set emptied and securebits locked (an unprivileged launcher cannot empty the bounding set, which grants nothing under no_new_privs); seccomp: set-ID modes refused in open, openat, creat, mknod and mknodat, openat2 ENOSYS, and the launcher refuses S_ISUID (S_ISGID on non-directories) in the chmod family"),

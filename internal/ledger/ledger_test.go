@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/confine-sandbox/confine/internal/landlock"
-	"github.com/confine-sandbox/confine/policy"
 	"github.com/confine-sandbox/confine/spec"
 )
 
@@ -22,7 +21,7 @@ var (
 // (every backend has the core, so every guarantee must be enforceable
 // without namespaces on some kernel), vectors, and known features.
 func TestTableComplete(t *testing.T) {
-	if got, want := Names(), policy.Guarantees(); !slices.Equal(got, want) {
+	if got, want := Names(), spec.Guarantees(); !slices.Equal(got, want) {
 		t.Fatalf("ledger names %v, policy names %v", got, want)
 	}
 	for _, g := range Entries() {
@@ -76,58 +75,58 @@ func TestDecide(t *testing.T) {
 		nomech    map[string]string // text the mechanism must not have
 	}{
 		{name: "everything, core", layers: coreOnly, f: full,
-			mech: map[string]string{policy.GSignals: "landlock abi 7 signal scope", policy.GNoNetwork: "denies TCP"}},
+			mech: map[string]string{spec.GSignals: "landlock abi 7 signal scope", spec.GNoNetwork: "denies TCP"}},
 		{name: "no landlock", layers: coreOnly, f: Facts{Seccomp: true},
-			refused: []string{policy.GFSWrite, policy.GFSRead, policy.GSignals, policy.GNoNetwork}, mentioned: "Landlock"},
+			refused: []string{spec.GFSWrite, spec.GFSRead, spec.GSignals, spec.GNoNetwork}, mentioned: "Landlock"},
 		{name: "no seccomp", layers: coreOnly, f: Facts{LandlockABI: 7},
-			refused: []string{policy.GNoNetwork, policy.GFSMetadata, policy.GTerminal}, mentioned: "seccomp"},
+			refused: []string{spec.GNoNetwork, spec.GFSMetadata, spec.GTerminal}, mentioned: "seccomp"},
 		// Kernel 6.1 (ABI 2) without namespaces: every guarantee holds,
 		// signals and truncation through the launcher.
 		{name: "abi 2 core", layers: coreOnly, f: abi2,
-			mech:   map[string]string{policy.GSignals: "the launcher sends kill", policy.GFSWrite: "truncate(2) resolved once"},
-			nomech: map[string]string{policy.GSignals: "signal scope", policy.GFSWrite: "renames and links"}},
+			mech:   map[string]string{spec.GSignals: "the launcher sends kill", spec.GFSWrite: "truncate(2) resolved once"},
+			nomech: map[string]string{spec.GSignals: "signal scope", spec.GFSWrite: "renames and links"}},
 		{name: "abi 1 core", layers: coreOnly, f: Facts{LandlockABI: 1, Seccomp: true},
-			mech: map[string]string{policy.GFSWrite: "renames and links across directories"}},
+			mech: map[string]string{spec.GFSWrite: "renames and links across directories"}},
 		{name: "abi 3 core: Landlock truncates", layers: coreOnly, f: Facts{LandlockABI: 3, Seccomp: true},
-			nomech: map[string]string{policy.GFSWrite: "truncate(2) resolved once"}},
+			nomech: map[string]string{spec.GFSWrite: "truncate(2) resolved once"}},
 		{name: "abi 2 without seccomp", layers: coreOnly, f: Facts{LandlockABI: 2},
-			refused: []string{policy.GFSWrite, policy.GSignals}, mentioned: "seccomp"},
+			refused: []string{spec.GFSWrite, spec.GSignals}, mentioned: "seccomp"},
 		{name: "abi 6 core: scope, not the launcher", layers: coreOnly, f: Facts{LandlockABI: 6, Seccomp: true},
-			mech: map[string]string{policy.GSignals: "signal scope"}, nomech: map[string]string{policy.GSignals: "the launcher sends kill"}},
+			mech: map[string]string{spec.GSignals: "signal scope"}, nomech: map[string]string{spec.GSignals: "the launcher sends kill"}},
 		// Kernel 6.1 with user namespaces: the PID namespace keeps
 		// signals in; truncation still needs ABI 3 or a waiver.
 		{name: "abi 2 namespaces", layers: withNS, f: abi2,
-			mech: map[string]string{policy.GSignals: "PID namespace", policy.GFSWrite: "truncate(2) resolved once"}},
+			mech: map[string]string{spec.GSignals: "PID namespace", spec.GFSWrite: "truncate(2) resolved once"}},
 		{name: "abi 3 namespaces", layers: withNS, f: Facts{LandlockABI: 3, Seccomp: true},
-			mech: map[string]string{policy.GSignals: "PID namespace", policy.GUnixSockets: "refuses every abstract address"}},
+			mech: map[string]string{spec.GSignals: "PID namespace", spec.GUnixSockets: "refuses every abstract address"}},
 		{name: "abi 3 bwrap", layers: withBwrap, f: Facts{LandlockABI: 3, Seccomp: true},
-			mech: map[string]string{policy.GSignals: "bubblewrap PID namespace"}},
+			mech: map[string]string{spec.GSignals: "bubblewrap PID namespace"}},
 		{name: "root without pids cgroup, core", layers: coreOnly, f: Facts{LandlockABI: 7, Seccomp: true, RootCommand: true},
-			mech: map[string]string{policy.GProcesses: "counts the run's tasks"}},
+			mech: map[string]string{spec.GProcesses: "counts the run's tasks"}},
 		{name: "root without pids cgroup, namespaces without pid_max", layers: withNS, f: Facts{LandlockABI: 7, Seccomp: true, RootCommand: true},
-			mech: map[string]string{policy.GProcesses: "counts the run's tasks"}},
+			mech: map[string]string{spec.GProcesses: "counts the run's tasks"}},
 		{name: "root without pids cgroup or seccomp", layers: coreOnly, f: Facts{LandlockABI: 7, RootCommand: true},
-			refused: []string{policy.GProcesses}, mentioned: "pids cgroup"},
+			refused: []string{spec.GProcesses}, mentioned: "pids cgroup"},
 		{name: "root with pids cgroup", layers: coreOnly, f: Facts{LandlockABI: 7, Seccomp: true, RootCommand: true, PidsCgroup: true},
-			mech: map[string]string{policy.GProcesses: "pids cgroup"}, nomech: map[string]string{policy.GProcesses: "counts"}},
+			mech: map[string]string{spec.GProcesses: "pids cgroup"}, nomech: map[string]string{spec.GProcesses: "counts"}},
 		{name: "root with pid_max", layers: withNS, f: Facts{LandlockABI: 7, Seccomp: true, RootCommand: true, PidMax: true, PidsCgroup: true},
-			mech: map[string]string{policy.GProcesses: "pid_max"}, nomech: map[string]string{policy.GProcesses: "cgroup"}},
+			mech: map[string]string{spec.GProcesses: "pid_max"}, nomech: map[string]string{spec.GProcesses: "cgroup"}},
 		{name: "root with pid_max, no pids cgroup", layers: withNS, f: Facts{LandlockABI: 7, Seccomp: true, RootCommand: true, PidMax: true},
-			mech: map[string]string{policy.GProcesses: "pid_max"}, nomech: map[string]string{policy.GProcesses: "counts"}},
+			mech: map[string]string{spec.GProcesses: "pid_max"}, nomech: map[string]string{spec.GProcesses: "counts"}},
 		{name: "pid_max is not the core's", layers: coreOnly, f: Facts{LandlockABI: 7, Seccomp: true, RootCommand: true, PidMax: true},
-			refused: []string{policy.GProcesses}, mentioned: "landlock+namespaces"},
+			refused: []string{spec.GProcesses}, mentioned: "landlock+namespaces"},
 		// The persistence guard: the core grants around .git on its own;
 		// with namespaces the mount layout keeps it read-only instead.
 		{name: "git dir, core", layers: coreOnly, f: Facts{LandlockABI: 7, Seccomp: true, GitDir: true},
-			mech: map[string]string{policy.GGitPersistence: "granted one by one, and the .git only read"}, nomech: map[string]string{policy.GGitPersistence: "nothing to keep"}},
+			mech: map[string]string{spec.GGitPersistence: "granted one by one, and the .git only read"}, nomech: map[string]string{spec.GGitPersistence: "nothing to keep"}},
 		{name: "git dir, namespaces", layers: withNS, f: Facts{LandlockABI: 2, Seccomp: true, GitDir: true},
-			mech: map[string]string{policy.GGitPersistence: "bound read-only"}, nomech: map[string]string{policy.GGitPersistence: "one by one"}},
+			mech: map[string]string{spec.GGitPersistence: "bound read-only"}, nomech: map[string]string{spec.GGitPersistence: "one by one"}},
 		{name: "git dir, bwrap", layers: withBwrap, f: Facts{LandlockABI: 2, Seccomp: true, GitDir: true},
-			mech: map[string]string{policy.GGitPersistence: "bubblewrap mount namespace"}, nomech: map[string]string{policy.GGitPersistence: "one by one"}},
+			mech: map[string]string{spec.GGitPersistence: "bubblewrap mount namespace"}, nomech: map[string]string{spec.GGitPersistence: "one by one"}},
 		{name: "no git dir", layers: withNS, f: full,
-			mech: map[string]string{policy.GGitPersistence: "nothing to keep"}, nomech: map[string]string{policy.GGitPersistence: "read-only"}},
+			mech: map[string]string{spec.GGitPersistence: "nothing to keep"}, nomech: map[string]string{spec.GGitPersistence: "read-only"}},
 		{name: "namespaces add, core does not", layers: withNS, f: full,
-			mech: map[string]string{policy.GNoNetwork: "+ empty network namespace", policy.GTreeKill: "+ PID namespace"}},
+			mech: map[string]string{spec.GNoNetwork: "+ empty network namespace", spec.GTreeKill: "+ PID namespace"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -149,8 +148,8 @@ func TestDecide(t *testing.T) {
 			if err != nil {
 				t.Fatalf("refused: %v", err)
 			}
-			if len(gs) != len(policy.Guarantees()) {
-				t.Fatalf("%d guarantees, want %d", len(gs), len(policy.Guarantees()))
+			if len(gs) != len(spec.Guarantees()) {
+				t.Fatalf("%d guarantees, want %d", len(gs), len(spec.Guarantees()))
 			}
 			for _, g := range gs {
 				if g.Waived != slices.Contains(tt.waive, g.Name) || (!g.Waived && g.Mechanism == "") {

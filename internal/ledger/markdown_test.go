@@ -1,9 +1,9 @@
 package ledger
 
 import (
-	"os"
-	"strings"
 	"testing"
+
+	"github.com/confine-sandbox/confine/internal/docsection"
 )
 
 const (
@@ -16,24 +16,6 @@ const (
 // from it, and this test fails when they differ (CONFINE_UPDATE_DOCS=1
 // rewrites it).
 func TestGuaranteesTable(t *testing.T) {
-	b, err := os.ReadFile(guaranteesDoc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(b)
-	i, j := strings.Index(s, beginTable), strings.Index(s, endTable)
-	if i < 0 || j < i {
-		t.Fatalf("%s lacks the ledger table markers %q ... %q", guaranteesDoc, beginTable, endTable)
-	}
-	want := s[:i+len(beginTable)] + Markdown() + s[j:]
-	if want == s {
-		return
-	}
-	if os.Getenv("CONFINE_UPDATE_DOCS") == "1" {
-		if err := os.WriteFile(guaranteesDoc, []byte(want), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	t.Fatalf("the guarantee table in %s differs from the ledger: run CONFINE_UPDATE_DOCS=1 go test ./internal/ledger", guaranteesDoc)
+	docsection.Check(t, guaranteesDoc, beginTable, endTable, Markdown(), "the guarantee table",
+		"CONFINE_UPDATE_DOCS=1 go test ./internal/ledger")
 }

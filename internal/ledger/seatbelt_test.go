@@ -5,15 +5,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/confine-sandbox/confine/policy"
+	"github.com/confine-sandbox/confine/spec"
 )
 
 // TestSeatbelt: on macOS the seatbelt layer stands alone. What it
 // enforces, and what it cannot (refused by name unless waived), is this
 // table; without sandbox-exec nothing is enforced.
 func TestSeatbelt(t *testing.T) {
-	enforced := []string{policy.GNoNetwork, policy.GCleanEnv, policy.GCredentials, policy.GNoInheritedFDs,
-		policy.GFSWrite, policy.GFSRead, policy.GFSMetadata, policy.GGitPersistence, policy.GUnixSockets, policy.GTerminal}
+	enforced := []string{spec.GNoNetwork, spec.GCleanEnv, spec.GCredentials, spec.GNoInheritedFDs,
+		spec.GFSWrite, spec.GFSRead, spec.GFSMetadata, spec.GGitPersistence, spec.GUnixSockets, spec.GTerminal}
 	ds := Decide([]Layer{Seatbelt}, Facts{SandboxExec: true})
 	for _, d := range ds {
 		want := slices.Contains(enforced, d.Name)
@@ -24,8 +24,8 @@ func TestSeatbelt(t *testing.T) {
 			t.Errorf("%s: a Linux mechanism claimed on macOS: %s", d.Name, d.Mechanism)
 		}
 	}
-	if _, err := Resolve(ds, nil); err == nil || !strings.Contains(err.Error(), policy.GSignals) {
-		t.Errorf("Resolve without waivers = %v, want a refusal naming %s", err, policy.GSignals)
+	if _, err := Resolve(ds, nil); err == nil || !strings.Contains(err.Error(), spec.GSignals) {
+		t.Errorf("Resolve without waivers = %v, want a refusal naming %s", err, spec.GSignals)
 	}
 	var waive []string
 	for _, d := range ds {

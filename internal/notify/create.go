@@ -382,33 +382,11 @@ func (t *task) createCall(kind sysKind) result {
 		kind == sysOpenat && args[2]&unix.O_CREAT == 0:
 		return t.openWrite(kind)
 	}
-	dirfd := int32(unix.AT_FDCWD)
-	var pathAddr, targetAddr uint64
-	var mode uint32
-	var dev uint64
-	flags := -1 // an open's flags; -1 for the other calls
-	switch kind {
-	case sysMkdir:
-		pathAddr, mode = args[0], uint32(args[1])
-	case sysMkdirat:
-		dirfd, pathAddr, mode = int32(args[0]), args[1], uint32(args[2])
-	case sysSymlink:
-		targetAddr, pathAddr = args[0], args[1]
-	case sysSymlinkat:
-		targetAddr, dirfd, pathAddr = args[0], int32(args[1]), args[2]
-	case sysMknod:
-		pathAddr, mode, dev = args[0], uint32(args[1]), args[2]
-	case sysMknodat:
-		dirfd, pathAddr, mode, dev = int32(args[0]), args[1], uint32(args[2]), args[3]
-	case sysOpen:
-		pathAddr, flags, mode = args[0], int(int32(args[1])), uint32(args[2])
-	case sysOpenat:
-		dirfd, pathAddr, flags, mode = int32(args[0]), args[1], int(int32(args[2])), uint32(args[3])
-	case sysCreat:
-		pathAddr, flags, mode = args[0], unix.O_CREAT|unix.O_WRONLY|unix.O_TRUNC, uint32(args[1])
-	default:
+	ca, ok := createArgsOf(kind, args)
+	if !ok {
 		return deny(unix.EACCES, "system call not handled by the supervisor", "")
 	}
+	dirfd, pathAddr, targetAddr, mode, dev, flags := ca.dirfd, ca.path, ca.target, ca.mode, ca.dev, ca.flags
 	var target string
 	if kind == sysSymlink || kind == sysSymlinkat {
 		var e unix.Errno
@@ -493,6 +471,44 @@ func (t *task) createCall(kind sysKind) result {
 		return r
 	}
 	return fail(en)
+}
+
+// createArgs are a creating call's arguments, decoded by createArgsOf.
+type createArgs struct {
+	dirfd        int32
+	path, target uint64 // addresses in the caller's memory
+	mode         uint32
+	dev          uint64
+	flags        int // an open's flags; -1 for the other calls
+}
+
+// createArgsOf decodes the arguments of the creating call kind; false for
+// a call createCall does not handle.
+func createArgsOf(kind sysKind, args [6]uint64) (createArgs, bool) {
+	a := createArgs{dirfd: unix.AT_FDCWD, flags: -1}
+	switch kind {
+	case sysMkdir:
+		a.path, a.mode = args[0], uint32(args[1])
+	case sysMkdirat:
+		a.dirfd, a.path, a.mode = int32(args[0]), args[1], uint32(args[2])
+	case sysSymlink:
+		a.target, a.path = args[0], args[1]
+	case sysSymlinkat:
+		a.target, a.dirfd, a.path = args[0], int32(args[1]), args[2]
+	case sysMknod:
+		a.path, a.mode, a.dev = args[0], uint32(args[1]), args[2]
+	case sysMknodat:
+		a.dirfd, a.path, a.mode, a.dev = int32(args[0]), args[1], uint32(args[2]), args[3]
+	case sysOpen:
+		a.path, a.flags, a.mode = args[0], int(int32(args[1])), uint32(args[2])
+	case sysOpenat:
+		a.dirfd, a.path, a.flags, a.mode = int32(args[0]), args[1], int(int32(args[2])), uint32(args[3])
+	case sysCreat:
+		a.path, a.flags, a.mode = args[0], unix.O_CREAT|unix.O_WRONLY|unix.O_TRUNC, uint32(args[1])
+	default:
+		return a, false
+	}
+	return a, true
 }
 
 // openFlags are the flags openat2 accepts (it refuses unknown bits, which

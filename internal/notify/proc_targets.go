@@ -154,6 +154,15 @@ func (t *task) procCall(kind sysKind) result {
 	case !ok:
 		return deny(unix.EACCES, "cannot read the caller's status", "")
 	}
+	return t.procDecide(kind, pid, &st)
+}
+
+// procDecide is procCall's decision once the caller's status st is read:
+// a call naming the caller itself runs, a signal goes to signalProcess,
+// signalThread or signalRun, anything else naming another process is
+// refused. pid is what procCall found the call names.
+func (t *task) procDecide(kind sysKind, pid int32, st *taskStatus) result {
+	args := t.n.Data.Args
 	self := func(p int32) bool { return p == int32(t.tid) || p == int32(st.tgid) }
 	switch kind {
 	case sysPrlimit, sysSchedPid, sysMemPid, sysSetpriority, sysIoprioSet:
@@ -176,13 +185,13 @@ func (t *task) procCall(kind sysKind) result {
 		case pid > 0 && self(pid):
 			return cont()
 		case pid > 0:
-			return t.signalProcess(&st, int(pid), sig, nil, 0)
+			return t.signalProcess(st, int(pid), sig, nil, 0)
 		case pid == -1:
-			return t.signalRun(&st, sig, -1)
+			return t.signalRun(st, sig, -1)
 		case pid == -1<<31:
 			return fail(unix.ESRCH)
 		default:
-			return t.signalRun(&st, sig, int(-pid))
+			return t.signalRun(st, sig, int(-pid))
 		}
 	case sysTkill:
 		tid, sig := int32(args[0]), int32(args[1])
@@ -192,7 +201,7 @@ func (t *task) procCall(kind sysKind) result {
 		if tid == int32(t.tid) {
 			return cont()
 		}
-		return t.signalThread(&st, 0, int(tid), sig, nil)
+		return t.signalThread(st, 0, int(tid), sig, nil)
 	case sysTgkill, sysRtTgsigqueueinfo:
 		tgid, tid, sig := int32(args[0]), int32(args[1]), int32(args[2])
 		if tgid <= 0 || tid <= 0 {
@@ -210,7 +219,7 @@ func (t *task) procCall(kind sysKind) result {
 				return fail(e)
 			}
 		}
-		return t.signalThread(&st, int(tgid), int(tid), sig, info)
+		return t.signalThread(st, int(tgid), int(tid), sig, info)
 	case sysRtSigqueueinfo:
 		tgid, sig := int32(args[0]), int32(args[1])
 		if tgid > 0 && self(tgid) {
@@ -224,9 +233,9 @@ func (t *task) procCall(kind sysKind) result {
 		if e != 0 {
 			return fail(e)
 		}
-		return t.signalProcess(&st, int(tgid), sig, info, 0)
+		return t.signalProcess(st, int(tgid), sig, info, 0)
 	case sysPidfdSendSignal:
-		return t.pidfdSendSignal(&st)
+		return t.pidfdSendSignal(st)
 	}
 	return deny(unix.EACCES, "system call not handled by the supervisor", "")
 }

@@ -140,7 +140,7 @@ func TestLedgerLayersAndEnforce(t *testing.T) {
 	}
 	h := host.Info{LandlockABI: 2, Seccomp: true, UserNS: true}
 	enforce := func(p Provider) error {
-		_, err := ledger.Resolve(ledger.Decide(p.Ledger(), Facts(h, p, false, 100)), []string{policy.GFSWrite})
+		_, err := ledger.Resolve(ledger.Decide(p.Ledger(), Facts(h, p, false, 100)), []string{spec.GFSWrite})
 		return err
 	}
 	sel, err := Select(h, Request{Tier: policy.TierSandboxed, Enforce: enforce})
@@ -156,12 +156,12 @@ func TestLedgerLayersAndEnforce(t *testing.T) {
 	// what it lacks as the reason.
 	lacks := func(p Provider) error {
 		if p.Name() == Core {
-			return fmt.Errorf("%w: %s needs X%s", spec.ErrUnavailable, policy.GFSWrite, ledger.WaiveHint)
+			return fmt.Errorf("%w: %s needs X%s", spec.ErrUnavailable, spec.GFSWrite, ledger.WaiveHint)
 		}
 		return nil
 	}
 	sel, err = Select(h, Request{Tier: policy.TierSandboxed, Enforce: lacks})
-	if !errors.Is(err, spec.ErrUnavailable) || !strings.Contains(err.Error(), policy.GFSWrite+" needs X") || strings.Contains(names(sel.Skipped), "waive") {
+	if !errors.Is(err, spec.ErrUnavailable) || !strings.Contains(err.Error(), spec.GFSWrite+" needs X") || strings.Contains(names(sel.Skipped), "waive") {
 		t.Fatalf("core lacking a guarantee: %v (skipped %s)", err, names(sel.Skipped))
 	}
 }

@@ -3,10 +3,9 @@ package seatbelt
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
-
-	"github.com/confine-sandbox/confine/policy"
+	"github.com/confine-sandbox/confine/internal/credpath"
 	"github.com/confine-sandbox/confine/spec"
+	"path/filepath"
 )
 
 // ErrCanonical is returned for a path that cannot be canonicalised. The run
@@ -19,9 +18,9 @@ var ErrCanonical = errors.New("cannot canonicalise path")
 // grants nothing.
 type Rewrite struct{ Link, Target string }
 
-// Rewrites are the symlinks every macOS has from / into /private. Canon
+// rewrites are the symlinks every macOS has from / into /private. Canon
 // refuses a result still under a Link: the resolver did not resolve it.
-var Rewrites = []Rewrite{
+var rewrites = []Rewrite{
 	{"/tmp", "/private/tmp"},
 	{"/var", "/private/var"},
 	{"/etc", "/private/etc"},
@@ -53,7 +52,7 @@ func (c Canon) Path(p string) (string, error) {
 	if !filepath.IsAbs(r) || filepath.Clean(r) != r {
 		return "", fmt.Errorf("%w: %s resolved to %q", ErrCanonical, p, r)
 	}
-	for _, rw := range Rewrites {
+	for _, rw := range rewrites {
 		if spec.Within(r, rw.Link) {
 			return "", fmt.Errorf("%w: %s resolved to %s, still under %s (macOS resolves it to %s)", ErrCanonical, p, r, rw.Link, rw.Target)
 		}
@@ -70,7 +69,7 @@ func (c Canon) Path(p string) (string, error) {
 // canonical target too (a dotfile manager's link; the bytes live there).
 func (c Canon) CredentialDenies(root string) []string {
 	var out []string
-	for _, rel := range policy.CredentialPathsUnder(root) {
+	for _, rel := range credpath.Under(root) {
 		p := filepath.Join(root, rel)
 		out = append(out, p)
 		if t, err := c.Path(p); err == nil && t != p {

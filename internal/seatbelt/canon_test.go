@@ -33,7 +33,7 @@ func macTree(t *testing.T) Canon {
 		"Users/dev/loop":               "loop",
 		"private/var/folders/x1/abc/u": "../../../../../etc",
 	}
-	for _, rw := range Rewrites {
+	for _, rw := range rewrites {
 		links[strings.TrimPrefix(rw.Link, "/")] = strings.TrimPrefix(rw.Target, "/")
 	}
 	for l, target := range links {
@@ -95,7 +95,7 @@ func TestCanonPath(t *testing.T) {
 // profile: every Rewrite is refused, never embedded unresolved.
 func TestRewritesFailClosed(t *testing.T) {
 	ident := Canon{Eval: func(p string) (string, error) { return p, nil }}
-	for _, rw := range Rewrites {
+	for _, rw := range rewrites {
 		for _, p := range []string{rw.Link, rw.Link + "/x"} {
 			if got, err := ident.Path(p); !errors.Is(err, ErrCanonical) {
 				t.Errorf("Path(%s) with an identity resolver = %q, %v; want ErrCanonical", p, got, err)

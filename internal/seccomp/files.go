@@ -2,12 +2,7 @@
 
 package seccomp
 
-import (
-	"slices"
-
-	"golang.org/x/net/bpf"
-	"golang.org/x/sys/unix"
-)
+import "golang.org/x/sys/unix"
 
 // Rules on how files are created, truncated, renamed and linked: what
 // Landlock does not govern at all (the mode of a new file) or not on old
@@ -43,57 +38,25 @@ var renameCalls = []string{"rename", "renameat", "renameat2", "link", "linkat"}
 // libraries) fall back to openat, whose arguments are checked. Go's os
 // package never calls it.
 func fileRules(cfg Config) []entry {
-	eperm := errno(unix.EPERM)
-	modeThen := func(arg int, then uint32) func(a *assembler, _ Config) {
-		return func(a *assembler, _ Config) {
-			a.loadWord(argLow(arg))
-			a.jumpIf(bpf.JumpBitsSet, setIDBits, a.ret(eperm), a.ret(then))
-		}
-	}
+	allow := uint32(unix.SECCOMP_RET_ALLOW)
+	setID := named{setIDBits, "(S_ISUID|S_ISGID)"}
 	// mode-checked calls that create an entry: sent on under NotifyCreate.
-	created := uint32(unix.SECCOMP_RET_ALLOW)
+	created := allow
 	if cfg.NotifyCreate {
 		created = unix.SECCOMP_RET_USER_NOTIF
 	}
-	modeDoc := []Rule{{When: "mode & (S_ISUID|S_ISGID)", Errno: unix.EPERM}}
-	openDoc := []Rule{{When: "flags & (O_CREAT|O_TMPFILE) && mode & (S_ISUID|S_ISGID)", Errno: unix.EPERM}}
-	if cfg.NotifyTruncate {
-		openDoc = append(openDoc, Rule{When: "flags & O_TRUNC && (flags & O_ACCMODE) not O_WRONLY or O_RDWR", Errno: unix.EACCES})
-	}
-	if cfg.NotifyCreate {
-		openDoc = append(openDoc, Rule{When: "flags & O_CREAT", Notify: true})
-		modeDoc = append(slices.Clone(modeDoc), Rule{When: "otherwise", Notify: true})
-	}
-	if cfg.NotifyGuardTree {
-		openDoc = append(openDoc, Rule{When: "flags & (O_ACCMODE|O_TRUNC)", Notify: true})
+	modeAt := func(i int) []argRule {
+		return []argRule{when(errno(unix.EPERM), anySet(arg{i: i, name: "mode"}, setID))}
 	}
 	es := []entry{
-		{name: "open", block: openBlock(1, 2), doc: openDoc},
-		{name: "openat", block: openBlock(2, 3), doc: openDoc},
+		{name: "open", rules: openRules(cfg, 1, 2), ret: allow},
+		{name: "openat", rules: openRules(cfg, 2, 3), ret: allow},
 		// creat() is open(O_CREAT|O_WRONLY|O_TRUNC): write access, which
 		// Landlock checks at every ABI, so only its mode matters.
-		{name: "creat", block: modeThen(1, created), doc: modeDoc},
-		{name: "mknod", block: modeThen(1, created), doc: modeDoc},
-		{name: "mknodat", block: modeThen(2, created), doc: modeDoc},
-		{name: "openat2", ret: errno(unix.ENOSYS), doc: []Rule{{Errno: unix.ENOSYS}}},
-	}
-	if cfg.NotifyTruncate || cfg.NotifyGuardTree {
-		es = append(es, entry{name: "truncate", ret: unix.SECCOMP_RET_USER_NOTIF, doc: []Rule{{Notify: true}}})
-	}
-	if cfg.NotifyRename || cfg.NotifyCreate {
-		for _, n := range renameCalls {
-			es = append(es, entry{name: n, ret: unix.SECCOMP_RET_USER_NOTIF, doc: []Rule{{Notify: true}}})
-		}
-	}
-	if cfg.NotifyCreate {
-		for _, n := range slices.Concat(createCalls, credCalls) {
-			es = append(es, entry{name: n, ret: unix.SECCOMP_RET_USER_NOTIF, doc: []Rule{{Notify: true}}})
-		}
-	}
-	if cfg.NotifyGuardTree {
-		for _, n := range removeCalls {
-			es = append(es, entry{name: n, ret: unix.SECCOMP_RET_USER_NOTIF, doc: []Rule{{Notify: true}}})
-		}
+		{name: "creat", rules: modeAt(1), ret: created},
+		{name: "mknod", rules: modeAt(1), ret: created},
+		{name: "mknodat", rules: modeAt(2), ret: created},
+		{name: "openat2", ret: errno(unix.ENOSYS)},
 	}
 	return es
 }
@@ -118,8 +81,8 @@ var credCalls = []string{"setgroups"}
 // entry (see notify's guard tree).
 var removeCalls = []string{"unlink", "unlinkat", "rmdir"}
 
-// openBlock checks open-style calls whose flags are argument flags and
-// mode argument mode, in this order:
+// openRules are those of open-style calls whose flags are argument flags
+// and mode argument mode, in this order:
 //
 //   - O_CREAT or O_TMPFILE with a set-ID mode bit: EPERM;
 //   - under NotifyTruncate (Landlock ABI < 3), O_TRUNC unless the file is
@@ -133,34 +96,23 @@ var removeCalls = []string{"unlink", "unlinkat", "rmdir"}
 //   - under NotifyGuardTree, any access mode but O_RDONLY, or O_TRUNC:
 //     notify;
 //   - else allow.
-func openBlock(flags, mode int) func(a *assembler, cfg Config) {
-	return func(a *assembler, cfg Config) {
-		notif := a.ret(unix.SECCOMP_RET_USER_NOTIF)
-		checks := a.newLabel()
-		creates := a.newLabel()
-		a.loadWord(argLow(flags))
-		a.jumpIf(bpf.JumpBitsSet, oCreat|oTmpfile, creates, checks)
-		a.mark(creates)
-		a.loadWord(argLow(mode))
-		a.jumpIf(bpf.JumpBitsSet, setIDBits, a.ret(errno(unix.EPERM)), next)
-		a.loadWord(argLow(flags))
-		a.mark(checks) // A holds flags on both paths here
-		if cfg.NotifyTruncate {
-			after, ok := a.newLabel(), a.newLabel()
-			a.jumpIf(bpf.JumpBitsSet, oTrunc, next, after)
-			a.insn(bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: oAccmode})
-			a.jumpIf(bpf.JumpEqual, oWronly, ok, next)
-			a.jumpIf(bpf.JumpEqual, oRdwr, ok, a.ret(errno(unix.EACCES)))
-			a.mark(ok)
-			a.loadWord(argLow(flags))
-			a.mark(after)
-		}
-		if cfg.NotifyCreate {
-			a.jumpIf(bpf.JumpBitsSet, oCreat, notif, next)
-		}
-		if cfg.NotifyGuardTree {
-			a.jumpIf(bpf.JumpBitsSet, oAccmode|oTrunc, notif, next)
-		}
-		a.jump(a.ret(unix.SECCOMP_RET_ALLOW))
+func openRules(cfg Config, flags, mode int) []argRule {
+	notify := uint32(unix.SECCOMP_RET_USER_NOTIF)
+	f := arg{i: flags, name: "flags"}
+	creat := named{oCreat, "O_CREAT"}
+	rs := []argRule{when(errno(unix.EPERM),
+		anySet(f, named{oCreat | oTmpfile, "(O_CREAT|O_TMPFILE)"}),
+		anySet(arg{i: mode, name: "mode"}, named{setIDBits, "(S_ISUID|S_ISGID)"}))}
+	if cfg.NotifyTruncate {
+		rs = append(rs, when(errno(unix.EACCES),
+			anySet(f, named{oTrunc, "O_TRUNC"}),
+			isNot(arg{i: flags, name: "flags", mask: named{oAccmode, "O_ACCMODE"}}, named{oWronly, "O_WRONLY"}, named{oRdwr, "O_RDWR"})))
 	}
+	if cfg.NotifyCreate {
+		rs = append(rs, when(notify, anySet(f, creat)))
+	}
+	if cfg.NotifyGuardTree {
+		rs = append(rs, when(notify, anySet(f, named{oAccmode | oTrunc, "(O_ACCMODE|O_TRUNC)"})))
+	}
+	return rs
 }

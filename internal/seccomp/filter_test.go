@@ -96,7 +96,13 @@ type vm struct {
 
 func newVM(t testing.TB, cfg Config) *vm {
 	t.Helper()
-	raw, err := Build(cfg)
+	return newVMOf(t, builtin, cfg)
+}
+
+// newVMOf runs the filter built from the tables tb.
+func newVMOf(t testing.TB, tb tables, cfg Config) *vm {
+	t.Helper()
+	raw, err := tb.build(cfg)
 	if err != nil {
 		t.Fatalf("Build(%+v): %v", cfg, err)
 	}
@@ -108,11 +114,11 @@ func newVM(t testing.TB, cfg Config) *vm {
 	if err != nil {
 		t.Fatalf("NewVM: %v", err)
 	}
-	audit, table, err := archInfo(cfg.Arch)
+	audit, _, err := archInfo(cfg.Arch)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &vm{cfg.Arch, audit, table, m}
+	return &vm{cfg.Arch, audit, numbers(tb.nums, cfg.Arch), m}
 }
 
 func (v *vm) runArch(t testing.TB, arch, nr uint32, args ...uint64) uint32 {
@@ -698,14 +704,14 @@ func TestMissingNames(t *testing.T) {
 	var all []string
 	all = append(all, epermCalls...)
 	all = append(all, enosysCalls...)
-	all = append(all, metadataCalls...)
-	all = append(all, "connect")
+	for _, c := range notifiedCalls {
+		all = append(all, c.names...)
+	}
 	for _, c := range procCalls {
 		if c.action != procNone {
 			all = append(all, c.name)
 		}
 	}
-	all = append(all, forkCalls...)
 	all = append(all, sigchldEntry().name)
 	for _, e := range argRules(Config{}) {
 		all = append(all, e.name)

@@ -4,7 +4,7 @@ package seccomp
 
 import "golang.org/x/sys/unix"
 
-// filesWant checks nr_files.go's amd64 numbers.
+// filesWant checks nr.go's amd64 numbers.
 var filesWant = map[string]uint32{
 	"open": unix.SYS_OPEN, "creat": unix.SYS_CREAT, "link": unix.SYS_LINK, "rename": unix.SYS_RENAME,
 	"truncate": unix.SYS_TRUNCATE, "mknod": unix.SYS_MKNOD, "openat": unix.SYS_OPENAT,

@@ -3,7 +3,6 @@
 package seccomp
 
 import (
-	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
 
@@ -92,114 +91,74 @@ const (
 	sockSeqpacket   = unix.SOCK_SEQPACKET
 )
 
-func cloneDoc(cfg Config) []Rule {
-	rs := []Rule{{When: "flags & CLONE_NEW* != 0", Errno: unix.EPERM}}
-	if cfg.NotifyFork {
-		rs = append(rs, Rule{When: "flags & CLONE_NEW* == 0", Notify: true})
+// The words the argument rules read, and the constants they compare with.
+var (
+	sockDomain   = arg{i: 0, name: "domain"}
+	sockType     = arg{i: 1, name: "type", mask: named{sockTypeMask, "0xf"}}
+	sockProtocol = arg{i: 2, name: "protocol"}
+	ioctlCmd     = arg{i: 1, name: "cmd"}
+	cloneFlags   = arg{i: 0, name: "flags"}
+	persona      = arg{i: 0, name: "persona"}
+
+	namedAFUnix    = named{afUnix, "AF_UNIX"}
+	namedAFInet    = named{afInet, "AF_INET"}
+	namedAFInet6   = named{afInet6, "AF_INET6"}
+	namedStream    = named{sockStream, "SOCK_STREAM"}
+	namedSeqpacket = named{sockSeqpacket, "SOCK_SEQPACKET"}
+)
+
+// unixSocket are the rules of socket(domain, type, protocol) and
+// socketpair(domain, type, protocol, sv): local sockets only. Covers MPTCP
+// and every other network protocol, which all need a non-AF_UNIX domain.
+func unixSocket(cfg Config) []argRule {
+	rs := []argRule{when(errno(unix.EAFNOSUPPORT), isNot(sockDomain, namedAFUnix))}
+	if !cfg.AllowUnixDgram {
+		// An allowlist rather than "!= SOCK_DGRAM": AF_UNIX silently
+		// turns SOCK_RAW into SOCK_DGRAM.
+		rs = append(rs, when(errno(unix.EACCES), isNot(sockType, namedStream, namedSeqpacket)))
 	}
-	return rs
+	return append(rs, when(errno(unix.EPROTONOSUPPORT), isNot(sockProtocol, num(0))))
 }
 
-// argRules are the syscalls whose outcome depends on their arguments. Each
-// block starts with nr in A and only compares low argument words (argLow):
-// the kernel truncates these int arguments, so the high word is noise the
-// caller controls.
+// argRules are the syscalls whose outcome depends on their arguments.
 func argRules(cfg Config) []entry {
 	eperm := errno(unix.EPERM)
-
-	// socket(domain, type, protocol) and socketpair(domain, type,
-	// protocol, sv): local sockets only. Covers MPTCP and every other
-	// network protocol, which all need a non-AF_UNIX domain.
-	sock := func(a *assembler, cfg Config) {
-		a.loadWord(argLow(0))
-		a.jumpIf(bpf.JumpEqual, afUnix, next, a.ret(errno(unix.EAFNOSUPPORT)))
-		if !cfg.AllowUnixDgram {
-			// An allowlist rather than "!= SOCK_DGRAM": AF_UNIX
-			// silently turns SOCK_RAW into SOCK_DGRAM.
-			proto := a.newLabel()
-			a.loadWord(argLow(1))
-			a.insn(bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: sockTypeMask})
-			a.jumpIf(bpf.JumpEqual, sockStream, proto, next)
-			a.jumpIf(bpf.JumpEqual, sockSeqpacket, proto, a.ret(errno(unix.EACCES)))
-			a.mark(proto)
-		}
-		a.loadWord(argLow(2))
-		a.jumpIf(bpf.JumpEqual, 0, a.ret(unix.SECCOMP_RET_ALLOW), a.ret(errno(unix.EPROTONOSUPPORT)))
-	}
-	sockDoc := []Rule{{When: "domain != AF_UNIX", Errno: unix.EAFNOSUPPORT}}
-	if !cfg.AllowUnixDgram {
-		sockDoc = append(sockDoc, Rule{When: "(type & 0xf) not SOCK_STREAM or SOCK_SEQPACKET", Errno: unix.EACCES})
-	}
-	sockDoc = append(sockDoc, Rule{When: "protocol != 0", Errno: unix.EPROTONOSUPPORT})
-
-	ioctlDoc := []Rule{
-		{When: "cmd == TIOCSTI", Errno: unix.EPERM},
-		{When: "cmd == TIOCLINUX", Errno: unix.EPERM},
-		{When: "cmd == FS_IOC_SETFLAGS, FS_IOC32_SETFLAGS or FS_IOC_FSSETXATTR", Errno: unix.EPERM},
-	}
-	if cfg.NotifySignals {
-		ioctlDoc = append(ioctlDoc, Rule{When: "cmd == FIOSETOWN or SIOCSPGRP", Errno: unix.EPERM})
-	}
-
-	socketBlock, socketDoc := sock, sockDoc
+	allow := uint32(unix.SECCOMP_RET_ALLOW)
+	socket := unixSocket(cfg)
 	switch {
 	case cfg.NotifyInet:
-		socketBlock, socketDoc = inetSocket(sock), inetSocketDoc(sockDoc)
+		socket = append(inetSocket(), socket...)
 	case cfg.ReportInet:
-		socketBlock, socketDoc = reportInetSocket(sock), reportInetSocketDoc(sockDoc)
+		socket = append(reportInetSocket(), socket...)
+	}
+	// ioctl(fd, cmd, arg): TIOCSTI pushes input into a terminal the
+	// sandbox shares with the user (typing commands into their shell);
+	// TIOCLINUX can do the same through the console's selection paste.
+	// The FS_IOC_* ones set inode flags (chattr) on a read-only fd.
+	ioctl := []argRule{
+		when(eperm, is(ioctlCmd, named{tiocsti, "TIOCSTI"})),
+		when(eperm, is(ioctlCmd, named{tioclinux, "TIOCLINUX"})),
+		when(eperm, is(ioctlCmd, named{fsIocSetflags, "FS_IOC_SETFLAGS"}, named{fsIoc32Setflags, "FS_IOC32_SETFLAGS"}, named{fsIocFssetxattr, "FS_IOC_FSSETXATTR"})),
+	}
+	if cfg.NotifySignals {
+		// The ioctl forms of F_SETOWN (see procCalls) take the pid in
+		// memory the filter cannot read.
+		ioctl = append(ioctl, when(eperm, is(ioctlCmd, named{fioSetown, "FIOSETOWN"}, named{siocSpgrp, "SIOCSPGRP"})))
+	}
+	clonePass := allow
+	if cfg.NotifyFork {
+		clonePass = unix.SECCOMP_RET_USER_NOTIF
 	}
 	return []entry{
-		{name: "socket", block: socketBlock, doc: socketDoc},
-		{name: "socketpair", block: sock, doc: sockDoc},
-		{
-			// ioctl(fd, cmd, arg): TIOCSTI pushes input into a
-			// terminal the sandbox shares with the user (typing
-			// commands into their shell); TIOCLINUX can do the same
-			// through the console's selection paste.
-			name: "ioctl",
-			block: func(a *assembler, cfg Config) {
-				a.loadWord(argLow(1))
-				a.jumpIf(bpf.JumpEqual, tiocsti, a.ret(eperm), next)
-				a.jumpIf(bpf.JumpEqual, tioclinux, a.ret(eperm), next)
-				a.jumpIf(bpf.JumpEqual, fsIocSetflags, a.ret(eperm), next)
-				a.jumpIf(bpf.JumpEqual, fsIoc32Setflags, a.ret(eperm), next)
-				if cfg.NotifySignals {
-					// The ioctl forms of F_SETOWN (see procCalls) take
-					// the pid in memory the filter cannot read.
-					a.jumpIf(bpf.JumpEqual, fioSetown, a.ret(eperm), next)
-					a.jumpIf(bpf.JumpEqual, siocSpgrp, a.ret(eperm), next)
-				}
-				a.jumpIf(bpf.JumpEqual, fsIocFssetxattr, a.ret(eperm), a.ret(unix.SECCOMP_RET_ALLOW))
-			},
-			doc: ioctlDoc,
-		},
-		{
-			// clone(flags, ...): flags is arg0 on both amd64 and
-			// arm64 (they differ only in the tid/tls order).
-			name: "clone",
-			block: func(a *assembler, cfg Config) {
-				pass := uint32(unix.SECCOMP_RET_ALLOW)
-				if cfg.NotifyFork {
-					pass = unix.SECCOMP_RET_USER_NOTIF
-				}
-				a.loadWord(argLow(0))
-				a.jumpIf(bpf.JumpBitsSet, nsFlags, a.ret(eperm), a.ret(pass))
-			},
-			doc: cloneDoc(cfg),
-		},
-		{
-			// personality(persona): only the query and plain
-			// PER_LINUX; flags such as ADDR_NO_RANDOMIZE or
-			// READ_IMPLIES_EXEC weaken exploit mitigations for
-			// whatever the command execs next.
-			name: "personality",
-			block: func(a *assembler, _ Config) {
-				allow := a.ret(unix.SECCOMP_RET_ALLOW)
-				a.loadWord(argLow(0))
-				a.jumpIf(bpf.JumpEqual, personaQuery, allow, next)
-				a.jumpIf(bpf.JumpEqual, personaLinux, allow, a.ret(eperm))
-			},
-			doc: []Rule{{When: "persona not 0 or 0xffffffff", Errno: unix.EPERM}},
-		},
+		{name: "socket", rules: socket, ret: allow},
+		{name: "socketpair", rules: unixSocket(cfg), ret: allow},
+		{name: "ioctl", rules: ioctl, ret: allow},
+		// clone(flags, ...): flags is arg0 on both amd64 and arm64 (they
+		// differ only in the tid/tls order).
+		{name: "clone", rules: []argRule{when(eperm, anySet(cloneFlags, named{nsFlags, "CLONE_NEW*"}))}, ret: clonePass},
+		// personality(persona): only the query and plain PER_LINUX;
+		// flags such as ADDR_NO_RANDOMIZE or READ_IMPLIES_EXEC weaken
+		// exploit mitigations for whatever the command execs next.
+		{name: "personality", rules: []argRule{when(eperm, isNot(persona, num(personaLinux), num(personaQuery)))}, ret: allow},
 	}
 }

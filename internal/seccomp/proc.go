@@ -2,10 +2,7 @@
 
 package seccomp
 
-import (
-	"golang.org/x/net/bpf"
-	"golang.org/x/sys/unix"
-)
+import "golang.org/x/sys/unix"
 
 // Calls that act on another process named by a pid, a process group, a
 // uid or a pidfd. Without a PID namespace (the core backend) nothing but
@@ -118,73 +115,50 @@ const (
 func procEntries(cfg Config) []entry {
 	notify := uint32(unix.SECCOMP_RET_USER_NOTIF)
 	eperm := errno(unix.EPERM)
-	// pidZero: argument i == 0 is allowed, anything else notifies.
-	pidZero := func(i int) func(a *assembler, _ Config) {
-		return func(a *assembler, _ Config) {
-			a.loadWord(argLow(i))
-			a.jumpIf(bpf.JumpEqual, 0, a.ret(unix.SECCOMP_RET_ALLOW), a.ret(notify))
-		}
-	}
-	// which: setpriority and ioprio_set share a shape, with different
-	// numbers for the three kinds of target.
-	which := func(proc, pgrp, user uint32) func(a *assembler, _ Config) {
-		return func(a *assembler, _ Config) {
-			allow := a.ret(unix.SECCOMP_RET_ALLOW)
-			isPgrp, isProc := a.newLabel(), a.newLabel()
-			a.loadWord(argLow(0))
-			a.jumpIf(bpf.JumpEqual, user, a.ret(eperm), next)
-			a.jumpIf(bpf.JumpEqual, pgrp, isPgrp, next)
-			// Any other "which" fails with EINVAL in the kernel.
-			a.jumpIf(bpf.JumpEqual, proc, isProc, allow)
-			a.mark(isPgrp)
-			a.loadWord(argLow(1))
-			a.jumpIf(bpf.JumpEqual, 0, allow, a.ret(eperm))
-			a.mark(isProc)
-			a.loadWord(argLow(1))
-			a.jumpIf(bpf.JumpEqual, 0, allow, a.ret(notify))
-		}
-	}
+	allow := uint32(unix.SECCOMP_RET_ALLOW)
+	// pid 0 is the caller: allowed; anything else notifies.
+	pidZero := []argRule{when(notify, isNot(arg{i: 0, name: "pid"}, num(0)))}
 	var es []entry
 	for _, c := range procCalls {
 		switch {
 		case c.action == procPid && cfg.NotifyProcTargets:
-			es = append(es, entry{name: c.name, block: pidZero(0), doc: []Rule{{When: "pid != 0", Notify: true}}})
+			es = append(es, entry{name: c.name, rules: pidZero, ret: allow})
 		case c.action == procWhich && cfg.NotifyProcTargets:
-			p, g, u := uint32(prioProcess), uint32(prioPgrp), uint32(prioUser)
-			names := [3]string{"PRIO_PROCESS", "PRIO_PGRP", "PRIO_USER"}
-			if c.name == "ioprio_set" {
-				p, g, u = ioprioWhoProcess, ioprioWhoPgrp, ioprioWhoUser
-				names = [3]string{"IOPRIO_WHO_PROCESS", "IOPRIO_WHO_PGRP", "IOPRIO_WHO_USER"}
-			}
-			es = append(es, entry{name: c.name, block: which(p, g, u), doc: []Rule{
-				{When: "which == " + names[2], Errno: unix.EPERM},
-				{When: "which == " + names[1] + " && who != 0", Errno: unix.EPERM},
-				{When: "which == " + names[0] + " && who != 0", Notify: true},
-			}})
+			es = append(es, entry{name: c.name, rules: whichRules(c.name), ret: allow})
 		case c.action == procDeny && cfg.NotifyProcTargets:
-			es = append(es, entry{name: c.name, ret: eperm, doc: []Rule{{Errno: unix.EPERM}}})
+			es = append(es, entry{name: c.name, ret: eperm})
 		case c.action == procSignal && cfg.NotifySignals:
 			switch c.name {
 			case "kill":
-				es = append(es, entry{name: c.name, block: pidZero(0), doc: []Rule{{When: "pid != 0", Notify: true}}})
+				es = append(es, entry{name: c.name, rules: pidZero, ret: allow})
 			case "fcntl":
-				es = append(es, entry{name: c.name, block: func(a *assembler, _ Config) {
-					allow := a.ret(unix.SECCOMP_RET_ALLOW)
-					setown := a.newLabel()
-					a.loadWord(argLow(1))
-					a.jumpIf(bpf.JumpEqual, fSetown, setown, next)
-					a.jumpIf(bpf.JumpEqual, fSetownEx, a.ret(eperm), allow)
-					a.mark(setown)
-					a.loadWord(argLow(2))
-					a.jumpIf(bpf.JumpEqual, 0, allow, a.ret(notify))
-				}, doc: []Rule{
-					{When: "cmd == F_SETOWN && arg != 0", Notify: true},
-					{When: "cmd == F_SETOWN_EX", Errno: unix.EPERM},
-				}})
+				cmd := arg{i: 1, name: "cmd"}
+				es = append(es, entry{name: c.name, rules: []argRule{
+					when(notify, is(cmd, named{fSetown, "F_SETOWN"}), isNot(arg{i: 2, name: "arg"}, num(0))),
+					when(eperm, is(cmd, named{fSetownEx, "F_SETOWN_EX"})),
+				}, ret: allow})
 			default:
-				es = append(es, entry{name: c.name, ret: notify, doc: []Rule{{Notify: true}}})
+				es = append(es, entry{name: c.name, ret: notify})
 			}
 		}
 	}
 	return es
+}
+
+// whichRules are setpriority's and ioprio_set's (which, who, ...): a
+// process with who 0 is the caller and a process group with who 0 the
+// caller's own (allowed); another process goes to the supervisor; another
+// group and every "user" target fail with EPERM. Any other "which" fails
+// with EINVAL in the kernel.
+func whichRules(call string) []argRule {
+	p, g, u := named{prioProcess, "PRIO_PROCESS"}, named{prioPgrp, "PRIO_PGRP"}, named{prioUser, "PRIO_USER"}
+	if call == "ioprio_set" {
+		p, g, u = named{ioprioWhoProcess, "IOPRIO_WHO_PROCESS"}, named{ioprioWhoPgrp, "IOPRIO_WHO_PGRP"}, named{ioprioWhoUser, "IOPRIO_WHO_USER"}
+	}
+	which, who := arg{i: 0, name: "which"}, isNot(arg{i: 1, name: "who"}, num(0))
+	return []argRule{
+		when(errno(unix.EPERM), is(which, u)),
+		when(errno(unix.EPERM), is(which, g), who),
+		when(unix.SECCOMP_RET_USER_NOTIF, is(which, p), who),
+	}
 }

@@ -3,9 +3,10 @@
 // Package seccomp builds and installs the seccomp-BPF filter that confine
 // applies to an untrusted command right before execve.
 //
-// The filter is a denylist (everything not named is allowed), assembled by
-// hand with golang.org/x/net/bpf so that every argument comparison looks at
-// the low 32 bits only — the kernel truncates int arguments, so a check on
+// The filter is a denylist (everything not named is allowed), generated
+// from rules that are data (rule.go; docs/seccomp.md lists them) and
+// assembled with golang.org/x/net/bpf so that every argument comparison
+// looks at the low 32 bits only — the kernel truncates int arguments, so a check on
 // the full 64-bit value could be dodged by setting high bits — and so that
 // syscalls of any other ABI than the native one kill the process instead of
 // slipping past rules written for native numbers.
@@ -210,13 +211,18 @@ func (r Rule) String() string {
 // cannot drift from the filter. Besides these, every syscall of a foreign
 // ABI (and, on amd64, of the x32 ABI) kills the process.
 func Denied(cfg Config) ([]Rule, error) {
-	es, err := entries(cfg)
+	return builtin.denied(cfg)
+}
+
+// denied is Denied on the tables t.
+func (t tables) denied(cfg Config) ([]Rule, error) {
+	es, err := t.entries(cfg)
 	if err != nil {
 		return nil, err
 	}
 	var rules []Rule
 	for _, e := range es {
-		for _, r := range e.doc {
+		for _, r := range describe(e.rules, e.ret) {
 			r.Syscall, r.Nr = e.name, e.nr
 			rules = append(rules, r)
 		}
@@ -227,7 +233,12 @@ func Denied(cfg Config) ([]Rule, error) {
 
 // Build compiles the filter for cfg.
 func Build(cfg Config) ([]bpf.RawInstruction, error) {
-	prog, err := program(cfg)
+	return builtin.build(cfg)
+}
+
+// build is Build on the tables t.
+func (t tables) build(cfg Config) ([]bpf.RawInstruction, error) {
+	prog, err := t.program(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -263,12 +274,12 @@ const x32Bit = 0x40000000
 const leafSize = 3
 
 // program generates the filter as x/net/bpf instructions.
-func program(cfg Config) ([]bpf.Instruction, error) {
+func (t tables) program(cfg Config) ([]bpf.Instruction, error) {
 	audit, _, err := archInfo(cfg.Arch)
 	if err != nil {
 		return nil, err
 	}
-	es, err := entries(cfg)
+	es, err := t.entries(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -298,7 +309,7 @@ func program(cfg Config) ([]bpf.Instruction, error) {
 	var blocks []pending
 	for i := range es {
 		e := &es[i]
-		if e.block != nil {
+		if len(e.rules) > 0 {
 			l := a.newLabel()
 			blocks = append(blocks, pending{l, e})
 			segs = append(segs, segment{e.nr, e.nr, l})
@@ -347,7 +358,7 @@ func program(cfg Config) ([]bpf.Instruction, error) {
 
 	for _, b := range blocks {
 		a.mark(b.at)
-		b.e.block(a, cfg)
+		compileRules(a, b.e.rules, b.e.ret)
 	}
 	return a.program()
 }
@@ -357,28 +368,59 @@ func errno(e unix.Errno) uint32 {
 	return unix.SECCOMP_RET_ERRNO | (uint32(e) & unix.SECCOMP_RET_DATA)
 }
 
-// entry is the rule for one syscall on one arch: either a plain return
-// value or a block of argument tests (which must end in returns).
+// entry is the rule for one syscall on one arch: the argument rules tried
+// in order, and the return when none decides (for most calls, the only
+// return).
 type entry struct {
 	name  string
 	nr    uint32
+	rules []argRule
 	ret   uint32
-	block func(a *assembler, cfg Config)
-	doc   []Rule // Syscall and Nr are filled in by Denied
 }
+
+// notifiedCall is a row of notifiedCalls.
+type notifiedCall struct {
+	names []string
+	on    func(Config) bool // the Config switch that turns it on
+}
+
+// notifiedCalls are the calls handed to the supervisor whatever their
+// arguments, each with the Config switch that turns it on. A new one is a
+// row here, its numbers in sysnums, and its handler in internal/notify.
+var notifiedCalls = []notifiedCall{
+	{metadataCalls, func(c Config) bool { return c.NotifyMetadata }},
+	{[]string{"connect"}, func(c Config) bool { return c.NotifyConnect }},
+	{forkCalls, func(c Config) bool { return c.NotifyFork }},
+	{[]string{"truncate"}, func(c Config) bool { return c.NotifyTruncate || c.NotifyGuardTree }},
+	{renameCalls, func(c Config) bool { return c.NotifyRename || c.NotifyCreate }},
+	{createCalls, func(c Config) bool { return c.NotifyCreate }},
+	{credCalls, func(c Config) bool { return c.NotifyCreate }},
+	{removeCalls, func(c Config) bool { return c.NotifyGuardTree }},
+}
+
+// tables are the data a filter is built from besides its argument rules:
+// the system call numbers and the calls notified whole. builtin is the
+// filter's; a test builds from tables with one more row.
+type tables struct {
+	nums     []sysnum
+	notified []notifiedCall
+}
+
+var builtin = tables{nums: sysnums, notified: notifiedCalls}
 
 // entries lists the rules for cfg.Arch sorted by nr; names the arch lacks
 // are skipped.
-func entries(cfg Config) ([]entry, error) {
-	_, table, err := archInfo(cfg.Arch)
-	if err != nil {
+func (t tables) entries(cfg Config) ([]entry, error) {
+	if _, _, err := archInfo(cfg.Arch); err != nil {
 		return nil, err
 	}
+	table := numbers(t.nums, cfg.Arch)
 	var es []entry
 	seen := map[string]bool{}
+	var dup error
 	add := func(e entry) {
-		if seen[e.name] {
-			panic("seccomp: duplicate rule for " + e.name)
+		if seen[e.name] && dup == nil {
+			dup = errors.New("seccomp: two rules for " + e.name)
 		}
 		seen[e.name] = true
 		nr, ok := table[e.name]
@@ -389,10 +431,10 @@ func entries(cfg Config) ([]entry, error) {
 		es = append(es, e)
 	}
 	for _, n := range epermCalls {
-		add(entry{name: n, ret: errno(unix.EPERM), doc: []Rule{{Errno: unix.EPERM}}})
+		add(entry{name: n, ret: errno(unix.EPERM)})
 	}
 	for _, n := range enosysCalls {
-		add(entry{name: n, ret: errno(unix.ENOSYS), doc: []Rule{{Errno: unix.ENOSYS}}})
+		add(entry{name: n, ret: errno(unix.ENOSYS)})
 	}
 	for _, b := range argRules(cfg) {
 		add(b)
@@ -400,13 +442,12 @@ func entries(cfg Config) ([]entry, error) {
 	for _, b := range fileRules(cfg) {
 		add(b)
 	}
-	if cfg.NotifyMetadata {
-		for _, n := range metadataCalls {
-			add(entry{name: n, ret: unix.SECCOMP_RET_USER_NOTIF, doc: []Rule{{Notify: true}}})
+	for _, c := range t.notified {
+		if c.on(cfg) {
+			for _, n := range c.names {
+				add(entry{name: n, ret: unix.SECCOMP_RET_USER_NOTIF})
+			}
 		}
-	}
-	if cfg.NotifyConnect {
-		add(entry{name: "connect", ret: unix.SECCOMP_RET_USER_NOTIF, doc: []Rule{{Notify: true}}})
 	}
 	for _, e := range procEntries(cfg) {
 		add(e)
@@ -414,10 +455,8 @@ func entries(cfg Config) ([]entry, error) {
 	if restartsSigchld(cfg) {
 		add(sigchldEntry())
 	}
-	if cfg.NotifyFork {
-		for _, n := range forkCalls {
-			add(entry{name: n, ret: unix.SECCOMP_RET_USER_NOTIF, doc: []Rule{{Notify: true}}})
-		}
+	if dup != nil {
+		return nil, dup
 	}
 	sort.Slice(es, func(i, j int) bool { return es[i].nr < es[j].nr })
 	for i := 1; i < len(es); i++ {
@@ -427,3 +466,6 @@ func entries(cfg Config) ([]entry, error) {
 	}
 	return es, nil
 }
+
+// entries is builtin's.
+func entries(cfg Config) ([]entry, error) { return builtin.entries(cfg) }

@@ -2,10 +2,7 @@
 
 package seccomp
 
-import (
-	"golang.org/x/net/bpf"
-	"golang.org/x/sys/unix"
-)
+import "golang.org/x/sys/unix"
 
 // A call the supervisor decides waits for it, and a signal that arrives
 // before the supervisor has received the notification ends the wait with
@@ -32,19 +29,8 @@ func restartsSigchld(cfg Config) bool { return cfg.NotifyFork || cfg.NotifySigna
 // sigchldEntry is rt_sigaction(SIGCHLD, act != NULL, ...): notified; every
 // other rt_sigaction is allowed.
 func sigchldEntry() entry {
-	return entry{
-		name: "rt_sigaction",
-		block: func(a *assembler, _ Config) {
-			allow := a.ret(unix.SECCOMP_RET_ALLOW)
-			notify := a.ret(unix.SECCOMP_RET_USER_NOTIF)
-			a.loadWord(argLow(0))
-			a.jumpIf(bpf.JumpEqual, uint32(unix.SIGCHLD), next, allow)
-			// act is a pointer: NULL only when both words are 0.
-			a.loadWord(argLow(1))
-			a.jumpIf(bpf.JumpEqual, 0, next, notify)
-			a.loadWord(argLow(1) + 4)
-			a.jumpIf(bpf.JumpEqual, 0, allow, notify)
-		},
-		doc: []Rule{{When: "signum == SIGCHLD and act != NULL (the supervisor adds SA_RESTART)", Notify: true}},
-	}
+	r := when(unix.SECCOMP_RET_USER_NOTIF,
+		is(arg{i: 0, name: "signum"}, named{uint32(unix.SIGCHLD), "SIGCHLD"}),
+		notNil(arg{i: 1, name: "act"})).noting("the supervisor adds SA_RESTART")
+	return entry{name: "rt_sigaction", rules: []argRule{r}, ret: unix.SECCOMP_RET_ALLOW}
 }

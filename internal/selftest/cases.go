@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/confine-sandbox/confine/internal/fixture"
-	"github.com/confine-sandbox/confine/policy"
+	"github.com/confine-sandbox/confine/spec"
 )
 
 // Case is one row of the selftest: an attack on one guarantee.
@@ -67,7 +67,7 @@ var credentialFiles = []string{".npmrc", ".git-credentials", ".aws/credentials",
 // listenCase is a network vector that must not reach a loopback listener
 // of the selftest.
 func listenCase(name, vector, network, addr string) Case {
-	return Case{Guarantee: policy.GNoNetwork, Name: name, Vector: vector, Setup: func(e *Env) (Fixture, error) {
+	return Case{Guarantee: spec.GNoNetwork, Name: name, Vector: vector, Setup: func(e *Env) (Fixture, error) {
 		port, r, err := e.tcp(network, addr)
 		if err != nil {
 			return Fixture{}, errNA{fmt.Sprintf("cannot listen on %s: %v", addr, err)}
@@ -125,7 +125,7 @@ func Cases() []Case {
 		listenCase("iouring-socket", "iouring-socket", "tcp4", "127.0.0.1:0"),
 		listenCase("socketcall32", "socketcall32", "tcp4", "127.0.0.1:0"),
 		listenCase("x32-syscall", "x32-syscall", "tcp4", "127.0.0.1:0"),
-		{Guarantee: policy.GNoNetwork, Name: "udp-send", Vector: "udp-send", Setup: func(e *Env) (Fixture, error) {
+		{Guarantee: spec.GNoNetwork, Name: "udp-send", Vector: "udp-send", Setup: func(e *Env) (Fixture, error) {
 			pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
 			if err != nil {
 				return Fixture{}, errNA{fmt.Sprintf("cannot listen on udp 127.0.0.1: %v", err)}
@@ -133,10 +133,10 @@ func Cases() []Case {
 			r := fixture.PacketListener(pc, e.onCleanup)
 			return Fixture{Args: []string{strconv.Itoa(pc.LocalAddr().(*net.UDPAddr).Port)}, Effect: e.await(r)}, nil
 		}},
-		plain(policy.GNoNetwork, "netlink"),
+		plain(spec.GNoNetwork, "netlink"),
 
 		// no-inherited-env
-		{Guarantee: policy.GCleanEnv, Name: "env-dump-canaries", Vector: "env-dump", Setup: func(*Env) (Fixture, error) {
+		{Guarantee: spec.GCleanEnv, Name: "env-dump-canaries", Vector: "env-dump", Setup: func(*Env) (Fixture, error) {
 			v1, v2 := fixture.RandName("canary-"), fixture.RandName("aws-canary-")
 			return Fixture{Args: []string{v1, v2}, Env: []string{canaryName + "=" + v1, "AWS_SECRET_ACCESS_KEY=" + v2}}, nil
 		}},
@@ -144,7 +144,7 @@ func Cases() []Case {
 
 	// no-credential-files: confine's own capability key, in a home
 	// granted read-only (docs/control-plane.md).
-	cs = append(cs, Case{Guarantee: policy.GCredentials, Name: "ctl-read-cap-key-ro-home", Vector: "read-file",
+	cs = append(cs, Case{Guarantee: spec.GCredentials, Name: "ctl-read-cap-key-ro-home", Vector: "read-file",
 		Setup: func(e *Env) (Fixture, error) {
 			home, err := e.freshDir("home-")
 			if err != nil {
@@ -158,7 +158,7 @@ func Cases() []Case {
 		}})
 	// no-credential-files: inside a directory granted read-only.
 	for _, cf := range credentialFiles {
-		cs = append(cs, Case{Guarantee: policy.GCredentials, Name: "read-credential-in-ro-root/" + cf, Vector: "read-file",
+		cs = append(cs, Case{Guarantee: spec.GCredentials, Name: "read-credential-in-ro-root/" + cf, Vector: "read-file",
 			Setup: func(e *Env) (Fixture, error) {
 				ro, err := e.freshDir("ro-")
 				if err != nil {
@@ -174,7 +174,7 @@ func Cases() []Case {
 
 	// no-inherited-fds: the launching process holds a pipe's write end.
 	for _, fd := range []int{3, 9} {
-		cs = append(cs, Case{Guarantee: policy.GNoInheritedFDs, Name: fmt.Sprintf("inherited-fd-%d", fd), Vector: "inherited-fd",
+		cs = append(cs, Case{Guarantee: spec.GNoInheritedFDs, Name: fmt.Sprintf("inherited-fd-%d", fd), Vector: "inherited-fd",
 			Setup: func(e *Env) (Fixture, error) {
 				r, w, err := os.Pipe()
 				if err != nil {
@@ -214,10 +214,10 @@ func Cases() []Case {
 
 	cs = append(cs,
 		// fs-write-confined
-		outsideFileCase(policy.GFSWrite, "write-file-outside", "write-file", only, contentChanged),
-		outsideFileCase(policy.GFSWrite, "append-file-outside", "append-file", only, contentChanged),
-		outsideFileCase(policy.GFSWrite, "truncate-file-outside", "truncate-file", only, contentChanged),
-		Case{Guarantee: policy.GFSWrite, Name: "write-file-new-outside", Vector: "write-file", Setup: func(e *Env) (Fixture, error) {
+		outsideFileCase(spec.GFSWrite, "write-file-outside", "write-file", only, contentChanged),
+		outsideFileCase(spec.GFSWrite, "append-file-outside", "append-file", only, contentChanged),
+		outsideFileCase(spec.GFSWrite, "truncate-file-outside", "truncate-file", only, contentChanged),
+		Case{Guarantee: spec.GFSWrite, Name: "write-file-new-outside", Vector: "write-file", Setup: func(e *Env) (Fixture, error) {
 			d, err := e.outside()
 			if err != nil {
 				return Fixture{}, err
@@ -225,7 +225,7 @@ func Cases() []Case {
 			p := filepath.Join(d, "planted")
 			return Fixture{Args: []string{p}, Effect: fixture.Exists(p)}, nil
 		}},
-		Case{Guarantee: policy.GFSWrite, Name: "write-file-ro-root", Vector: "write-file", Setup: func(e *Env) (Fixture, error) {
+		Case{Guarantee: spec.GFSWrite, Name: "write-file-ro-root", Vector: "write-file", Setup: func(e *Env) (Fixture, error) {
 			ro, err := e.freshDir("ro-")
 			if err != nil {
 				return Fixture{}, err
@@ -236,7 +236,7 @@ func Cases() []Case {
 			}
 			return Fixture{Args: []string{p}, RunFlags: []string{"--ro", ro}, Effect: contentChanged(p)}, nil
 		}},
-		Case{Guarantee: policy.GFSWrite, Name: "rename-out", Vector: "rename-out", Setup: func(e *Env) (Fixture, error) {
+		Case{Guarantee: spec.GFSWrite, Name: "rename-out", Vector: "rename-out", Setup: func(e *Env) (Fixture, error) {
 			src, err := file(e.Workdir, "loot", 0o644)
 			if err != nil {
 				return Fixture{}, err
@@ -248,21 +248,21 @@ func Cases() []Case {
 			dst := filepath.Join(d, "loot")
 			return Fixture{Args: []string{src, dst}, Effect: fixture.Exists(dst)}, nil
 		}},
-		Case{Guarantee: policy.GFSWrite, Name: "symlink-write", Vector: "symlink-write", Setup: func(e *Env) (Fixture, error) {
+		Case{Guarantee: spec.GFSWrite, Name: "symlink-write", Vector: "symlink-write", Setup: func(e *Env) (Fixture, error) {
 			p, err := e.outsideFile("victim")
 			if err != nil {
 				return Fixture{}, err
 			}
 			return Fixture{Args: []string{filepath.Join(e.Workdir, "innocent"), p}, Effect: contentChanged(p)}, nil
 		}},
-		Case{Guarantee: policy.GFSWrite, Name: "tmp-write", Vector: "tmp-write", Setup: func(e *Env) (Fixture, error) {
+		Case{Guarantee: spec.GFSWrite, Name: "tmp-write", Vector: "tmp-write", Setup: func(e *Env) (Fixture, error) {
 			p := filepath.Join("/tmp", fixture.RandName("confine-selftest-"))
 			e.onCleanup(func() { _ = os.Remove(p) })
 			return Fixture{Args: []string{p}, Effect: fixture.Exists(p)}, nil
 		}},
 
 		// no-git-persistence: the work directory is a git work tree.
-		Case{Guarantee: policy.GGitPersistence, Name: "git-hook-write", Vector: "write-file", Setup: func(e *Env) (Fixture, error) {
+		Case{Guarantee: spec.GGitPersistence, Name: "git-hook-write", Vector: "write-file", Setup: func(e *Env) (Fixture, error) {
 			git, err := gitDir(e)
 			if err != nil {
 				return Fixture{}, err
@@ -270,7 +270,7 @@ func Cases() []Case {
 			hook := filepath.Join(git, "hooks", "pre-commit")
 			return Fixture{Args: []string{hook}, Effect: fixture.Exists(hook)}, nil
 		}},
-		Case{Guarantee: policy.GGitPersistence, Name: "git-config-write", Vector: "append-file", Setup: func(e *Env) (Fixture, error) {
+		Case{Guarantee: spec.GGitPersistence, Name: "git-config-write", Vector: "append-file", Setup: func(e *Env) (Fixture, error) {
 			git, err := gitDir(e)
 			if err != nil {
 				return Fixture{}, err
@@ -278,7 +278,7 @@ func Cases() []Case {
 			cfg := filepath.Join(git, "config")
 			return Fixture{Args: []string{cfg}, Effect: contentChanged(cfg)}, nil
 		}},
-		Case{Guarantee: policy.GGitPersistence, Name: "git-hook-rename-in", Vector: "rename-out", Setup: func(e *Env) (Fixture, error) {
+		Case{Guarantee: spec.GGitPersistence, Name: "git-hook-rename-in", Vector: "rename-out", Setup: func(e *Env) (Fixture, error) {
 			git, err := gitDir(e)
 			if err != nil {
 				return Fixture{}, err
@@ -292,16 +292,16 @@ func Cases() []Case {
 		}},
 
 		// fs-read-confined
-		outsideFileCase(policy.GFSRead, "read-file-outside", "read-file", only, nil),
-		outsideFileCase(policy.GFSRead, "iouring-openat-outside", "iouring-openat", only, nil),
-		outsideFileCase(policy.GFSRead, "open-by-handle", "open-by-handle", only, nil),
-		Case{Guarantee: policy.GFSRead, Name: "read-file-shadow", Vector: "read-file", Setup: func(*Env) (Fixture, error) {
+		outsideFileCase(spec.GFSRead, "read-file-outside", "read-file", only, nil),
+		outsideFileCase(spec.GFSRead, "iouring-openat-outside", "iouring-openat", only, nil),
+		outsideFileCase(spec.GFSRead, "open-by-handle", "open-by-handle", only, nil),
+		Case{Guarantee: spec.GFSRead, Name: "read-file-shadow", Vector: "read-file", Setup: func(*Env) (Fixture, error) {
 			return Fixture{Args: []string{"/etc/shadow"}}, nil
 		}},
 
 		// fs-metadata-confined
-		outsideFileCase(policy.GFSMetadata, "chmod-outside", "chmod", func(p string) []string { return []string{p, "4777"} }, modeChanged),
-		outsideFileCase(policy.GFSMetadata, "utimes-outside", "utimes", only, func(p string) func() (bool, string) {
+		outsideFileCase(spec.GFSMetadata, "chmod-outside", "chmod", func(p string) []string { return []string{p, "4777"} }, modeChanged),
+		outsideFileCase(spec.GFSMetadata, "utimes-outside", "utimes", only, func(p string) func() (bool, string) {
 			return func() (bool, string) {
 				var st unix.Stat_t
 				if err := unix.Lstat(p, &st); err != nil {
@@ -310,7 +310,7 @@ func Cases() []Case {
 				return st.Mtim.Sec == utimesStamp, fmt.Sprintf("%s has mtime %d", p, st.Mtim.Sec)
 			}
 		}),
-		Case{Guarantee: policy.GFSMetadata, Name: "setxattr-outside", Vector: "setxattr", Setup: func(e *Env) (Fixture, error) {
+		Case{Guarantee: spec.GFSMetadata, Name: "setxattr-outside", Vector: "setxattr", Setup: func(e *Env) (Fixture, error) {
 			p, err := e.outsideFile("victim")
 			if err != nil {
 				return Fixture{}, err
@@ -330,7 +330,7 @@ func Cases() []Case {
 		}},
 
 		// no-foreign-unix-sockets
-		Case{Guarantee: policy.GUnixSockets, Name: "abstract-unix", Vector: "abstract-unix", Setup: func(e *Env) (Fixture, error) {
+		Case{Guarantee: spec.GUnixSockets, Name: "abstract-unix", Vector: "abstract-unix", Setup: func(e *Env) (Fixture, error) {
 			name := fixture.RandName("confine-selftest-")
 			r, err := e.unixListener("@" + name)
 			if err != nil {
@@ -338,7 +338,7 @@ func Cases() []Case {
 			}
 			return Fixture{Args: []string{name}, Effect: e.await(r)}, nil
 		}},
-		Case{Guarantee: policy.GUnixSockets, Name: "unix-connect-outside", Vector: "unix-connect", Setup: func(e *Env) (Fixture, error) {
+		Case{Guarantee: spec.GUnixSockets, Name: "unix-connect-outside", Vector: "unix-connect", Setup: func(e *Env) (Fixture, error) {
 			d, err := e.outside()
 			if err != nil {
 				return Fixture{}, err
@@ -349,7 +349,7 @@ func Cases() []Case {
 			}
 			return Fixture{Args: []string{filepath.Join(d, "docker.sock")}, Effect: e.await(r)}, nil
 		}},
-		Case{Guarantee: policy.GUnixSockets, Name: "unix-dgram-outside", Vector: "unix-dgram", Setup: func(e *Env) (Fixture, error) {
+		Case{Guarantee: spec.GUnixSockets, Name: "unix-dgram-outside", Vector: "unix-dgram", Setup: func(e *Env) (Fixture, error) {
 			d, err := e.outside()
 			if err != nil {
 				return Fixture{}, err
@@ -364,7 +364,7 @@ func Cases() []Case {
 		}},
 
 		// no-foreign-signals
-		Case{Guarantee: policy.GSignals, Name: "kill", Vector: "kill", Setup: func(e *Env) (Fixture, error) {
+		Case{Guarantee: spec.GSignals, Name: "kill", Vector: "kill", Setup: func(e *Env) (Fixture, error) {
 			v, err := e.startVictim(canaryName + "=victim")
 			if err != nil {
 				return Fixture{}, err
@@ -373,21 +373,21 @@ func Cases() []Case {
 		}},
 
 		// no-process-inspection
-		Case{Guarantee: policy.GProcInspect, Name: "proc-read-environ", Vector: "proc-read", Setup: func(e *Env) (Fixture, error) {
+		Case{Guarantee: spec.GProcInspect, Name: "proc-read-environ", Vector: "proc-read", Setup: func(e *Env) (Fixture, error) {
 			v, err := e.startVictim(canaryName + "=" + fixture.RandName("victim-"))
 			if err != nil {
 				return Fixture{}, err
 			}
 			return Fixture{Args: []string{fmt.Sprintf("/proc/%d/environ", v.Pid)}, Intact: v.Check}, nil
 		}},
-		Case{Guarantee: policy.GProcInspect, Name: "ptrace", Vector: "ptrace", Setup: func(e *Env) (Fixture, error) {
+		Case{Guarantee: spec.GProcInspect, Name: "ptrace", Vector: "ptrace", Setup: func(e *Env) (Fixture, error) {
 			v, err := e.startVictim(canaryName + "=victim")
 			if err != nil {
 				return Fixture{}, err
 			}
 			return Fixture{Args: []string{strconv.Itoa(v.Pid)}, Intact: v.Check}, nil
 		}},
-		Case{Guarantee: policy.GProcInspect, Name: "process-vm-readv", Vector: "process-vm-readv", Setup: func(e *Env) (Fixture, error) {
+		Case{Guarantee: spec.GProcInspect, Name: "process-vm-readv", Vector: "process-vm-readv", Setup: func(e *Env) (Fixture, error) {
 			v, err := e.startVictim(canaryName + "=victim")
 			if err != nil {
 				return Fixture{}, err
@@ -408,7 +408,7 @@ func Cases() []Case {
 		{"tiocsti-dev-tty", "tiocsti", "/dev/tty"},
 		{"tioclinux-pts-path", "tioclinux", ""},
 	} {
-		cs = append(cs, Case{Guarantee: policy.GTerminal, Name: tc.name, Vector: tc.vector, Setup: func(e *Env) (Fixture, error) {
+		cs = append(cs, Case{Guarantee: spec.GTerminal, Name: tc.name, Vector: tc.vector, Setup: func(e *Env) (Fixture, error) {
 			p, err := e.openPTY()
 			if err != nil {
 				return Fixture{}, err
@@ -423,10 +423,10 @@ func Cases() []Case {
 
 	// reduced-kernel-surface
 	for _, v := range []string{"userns", "clone-newuser", "clone3-newuser", "bpf", "keyctl", "perf", "userfaultfd"} {
-		cs = append(cs, plain(policy.GKernelSurface, v))
+		cs = append(cs, plain(spec.GKernelSurface, v))
 	}
 	cs = append(cs,
-		Case{Guarantee: policy.GKernelSurface, Name: "mount", Vector: "mount", Setup: func(e *Env) (Fixture, error) {
+		Case{Guarantee: spec.GKernelSurface, Name: "mount", Vector: "mount", Setup: func(e *Env) (Fixture, error) {
 			d := filepath.Join(e.Workdir, "mnt")
 			if err := os.Mkdir(d, 0o755); err != nil {
 				return Fixture{}, fmt.Errorf("mount point: %w", err)
@@ -437,7 +437,7 @@ func Cases() []Case {
 		// bounded-resources: the probe asks for 2 GiB under --memory 1GiB
 		// (killed at the run's memory cgroup's bound, or refused by
 		// RLIMIT_DATA where there is none).
-		Case{Guarantee: policy.GResources, Name: "memory-bomb-1GiB", Vector: "memory-bomb", Setup: func(e *Env) (Fixture, error) {
+		Case{Guarantee: spec.GResources, Name: "memory-bomb-1GiB", Vector: "memory-bomb", Setup: func(e *Env) (Fixture, error) {
 			if e.Confined {
 				return Fixture{Args: []string{"2048"}, RunFlags: []string{"--memory", "1GiB"}, MustReport: true}, nil
 			}
@@ -448,7 +448,7 @@ func Cases() []Case {
 		// 64+300 a PID namespace's pid_max may allow (nsinit.PidMax), and
 		// a limit that does not hold costs 400 sleeping processes, never
 		// the host.
-		Case{Guarantee: policy.GProcesses, Name: "fork-bomb", Vector: "fork-bomb", Setup: func(e *Env) (Fixture, error) {
+		Case{Guarantee: spec.GProcesses, Name: "fork-bomb", Vector: "fork-bomb", Setup: func(e *Env) (Fixture, error) {
 			if e.Confined {
 				return Fixture{Args: []string{"400"}, RunFlags: []string{"--max-procs", "64"}, MustReport: true}, nil
 			}
@@ -458,7 +458,7 @@ func Cases() []Case {
 		// tree-kill: a setsid()ed, double-forked daemon must not outlive
 		// the run. It is found by its marker path on its command line (its
 		// pid inside a PID namespace is not the host's).
-		Case{Guarantee: policy.GTreeKill, Name: "setsid-daemon", Vector: "setsid-daemon", Setup: func(e *Env) (Fixture, error) {
+		Case{Guarantee: spec.GTreeKill, Name: "setsid-daemon", Vector: "setsid-daemon", Setup: func(e *Env) (Fixture, error) {
 			marker := filepath.Join(e.Workdir, "daemon.pid")
 			e.onCleanup(func() { killProcessesWith(marker) })
 			return Fixture{Args: []string{marker}, ProbeMayEscape: true, Effect: func() (bool, string) {
@@ -473,7 +473,7 @@ func Cases() []Case {
 		}},
 
 		// no-privilege
-		plain(policy.GNoPrivilege, "privilege"),
+		plain(spec.GNoPrivilege, "privilege"),
 	)
 	return append(cs, processTargetCases()...)
 }

@@ -12,7 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/confine-sandbox/confine/internal/fixture"
-	"github.com/confine-sandbox/confine/policy"
+	"github.com/confine-sandbox/confine/spec"
 )
 
 // processTargetCases attack what the core closes on every kernel (issue
@@ -22,7 +22,7 @@ import (
 func processTargetCases() []Case {
 	// attr: the victim's attribute read before the attack must not change.
 	attr := func(name, vector, what string, read func(pid int) (string, error)) Case {
-		return Case{Guarantee: policy.GSignals, Name: name, Vector: vector, Setup: func(e *Env) (Fixture, error) {
+		return Case{Guarantee: spec.GSignals, Name: name, Vector: vector, Setup: func(e *Env) (Fixture, error) {
 			v, err := e.startVictim(canaryName + "=victim")
 			if err != nil {
 				return Fixture{}, err
@@ -46,7 +46,7 @@ func processTargetCases() []Case {
 	}
 	// signal: the victim must live.
 	signal := func(name, vector string) Case {
-		return Case{Guarantee: policy.GSignals, Name: name, Vector: vector, Setup: func(e *Env) (Fixture, error) {
+		return Case{Guarantee: spec.GSignals, Name: name, Vector: vector, Setup: func(e *Env) (Fixture, error) {
 			v, err := e.startVictim(canaryName + "=victim")
 			if err != nil {
 				return Fixture{}, err
@@ -58,7 +58,7 @@ func processTargetCases() []Case {
 	// or set-group-ID; with existing, the run changes a file there, else
 	// it creates one.
 	setID := func(name, vector, mode string, bits uint32, existing bool) Case {
-		g := policy.GNoPrivilege
+		g := spec.GNoPrivilege
 		return Case{Guarantee: g, Name: name, Vector: vector, Setup: func(e *Env) (Fixture, error) {
 			p := filepath.Join(e.Workdir, fixture.RandName("tool-"))
 			if existing {

@@ -11,7 +11,7 @@ import (
 	"github.com/confine-sandbox/confine"
 	"github.com/confine-sandbox/confine/internal/cli"
 	"github.com/confine-sandbox/confine/internal/selftest"
-	"github.com/confine-sandbox/confine/policy"
+	"github.com/confine-sandbox/confine/spec"
 )
 
 // The test binary plays confine: `run` and `__probe` go to the CLI.
@@ -90,7 +90,7 @@ func TestVerdicts(t *testing.T) {
 	}
 	var cases []selftest.Case
 	for _, tt := range tests {
-		cases = append(cases, selftest.Case{Guarantee: policy.GFSWrite, Name: tt.name, Vector: "write-file", Setup: tt.setup})
+		cases = append(cases, selftest.Case{Guarantee: spec.GFSWrite, Name: tt.name, Vector: "write-file", Setup: tt.setup})
 	}
 	rep, err := selftest.Run(selftest.Options{Confine: self}, cases)
 	if err != nil {

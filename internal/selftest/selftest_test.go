@@ -9,7 +9,7 @@ import (
 
 	"github.com/confine-sandbox/confine/internal/ledger"
 	"github.com/confine-sandbox/confine/internal/probe"
-	"github.com/confine-sandbox/confine/policy"
+	"github.com/confine-sandbox/confine/spec"
 )
 
 // The table is keyed by guarantee name: every guarantee of the ledger has
@@ -71,8 +71,8 @@ func TestSelect(t *testing.T) {
 	}{
 		{"all", nil, nil, false},
 		{"one vector", []string{"kill"}, []string{"kill"}, false},
-		{"a guarantee", []string{policy.GNoPrivilege}, []string{"chmod-setuid-workdir", "open-creat-setgid", "open-creat-setuid", "privilege"}, false},
-		{"vector and guarantee", []string{"kill", policy.GNoPrivilege}, []string{"chmod-setuid-workdir", "kill", "open-creat-setgid", "open-creat-setuid", "privilege"}, false},
+		{"a guarantee", []string{spec.GNoPrivilege}, []string{"chmod-setuid-workdir", "open-creat-setgid", "open-creat-setuid", "privilege"}, false},
+		{"vector and guarantee", []string{"kill", spec.GNoPrivilege}, []string{"chmod-setuid-workdir", "kill", "open-creat-setgid", "open-creat-setuid", "privilege"}, false},
 		{"unknown", []string{"no-such-vector"}, nil, true},
 	}
 	for _, tt := range tests {

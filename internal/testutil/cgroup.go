@@ -6,10 +6,8 @@ import (
 	"bufio"
 	"fmt"
 	"os"
-	"runtime"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/confine-sandbox/confine/internal/host"
 	"golang.org/x/sys/unix"
@@ -45,20 +43,7 @@ func wrapReadOnlyCgroup(sim bool) {
 		// and no right to make a mount namespace anyway.
 		return
 	}
-	runtime.LockOSThread()
-	if err := readOnlyCgroups(); err != nil {
-		fmt.Fprintf(os.Stderr, "read-only cgroups: %v\n", err)
-		os.Exit(125)
-	}
-	env := []string{ReadOnlyCgroupEnv + "=done"}
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, ReadOnlyCgroupEnv+"=") {
-			env = append(env, kv)
-		}
-	}
-	err := syscall.Exec("/proc/self/exe", os.Args, env)
-	fmt.Fprintf(os.Stderr, "read-only cgroups: re-exec: %v\n", err)
-	os.Exit(125)
+	reexecAfter("read-only cgroups", ReadOnlyCgroupEnv, readOnlyCgroups)
 }
 
 // cgroupMount is one mount of cgroupMounts.

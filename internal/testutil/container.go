@@ -67,20 +67,39 @@ func WrapContainer(whole bool) {
 			return
 		}
 	}
+	reexecAfter("simulated container", wrapEnv, installContainerFilter)
+}
+
+// reexecAfter runs prepare on this thread, locked to it, and re-executes
+// the binary from it with envName=done, so that the new image and all it
+// starts keep what prepare did (a seccomp filter, a mount namespace). It
+// does not return: a failure exits 125 with what in the message.
+func reexecAfter(what, envName string, prepare func() error) {
 	runtime.LockOSThread()
-	if err := installContainerFilter(); err != nil {
-		fmt.Fprintf(os.Stderr, "simulated container: %v\n", err)
+	if err := prepare(); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", what, err)
 		os.Exit(125)
 	}
-	env := []string{wrapEnv + "=done"}
+	env := []string{envName + "=done"}
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, wrapEnv+"=") {
+		if !strings.HasPrefix(kv, envName+"=") {
 			env = append(env, kv)
 		}
 	}
 	err := syscall.Exec("/proc/self/exe", os.Args, env)
-	fmt.Fprintf(os.Stderr, "simulated container: re-exec: %v\n", err)
+	fmt.Fprintf(os.Stderr, "%s: re-exec: %v\n", what, err)
 	os.Exit(125)
+}
+
+// auditArch is the AUDIT_ARCH of this binary's GOARCH.
+func auditArch() (uint32, error) {
+	switch runtime.GOARCH {
+	case "amd64":
+		return unix.AUDIT_ARCH_X86_64, nil
+	case "arm64":
+		return unix.AUDIT_ARCH_AARCH64, nil
+	}
+	return 0, fmt.Errorf("unsupported GOARCH %s", runtime.GOARCH)
 }
 
 // nsFlags are the clone flags Docker's default seccomp profile refuses
@@ -98,14 +117,9 @@ const nsFlags = unix.CLONE_NEWNS | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC |
 // (ptrace, kcmp and process_vm_* belong to the same group but stay
 // allowed here: escape tests attack with them unconfined as controls.)
 func ContainerFilter() ([]bpf.RawInstruction, error) {
-	var arch uint32
-	switch runtime.GOARCH {
-	case "amd64":
-		arch = unix.AUDIT_ARCH_X86_64
-	case "arm64":
-		arch = unix.AUDIT_ARCH_AARCH64
-	default:
-		return nil, fmt.Errorf("unsupported GOARCH %s", runtime.GOARCH)
+	arch, err := auditArch()
+	if err != nil {
+		return nil, err
 	}
 	const (
 		allow = unix.SECCOMP_RET_ALLOW
@@ -166,36 +180,20 @@ func wrapRefusePidfdOpen() {
 	if os.Getenv(RefusePidfdOpenEnv) != "1" {
 		return
 	}
-	runtime.LockOSThread()
-	prog, err := PidfdOpenFilter()
-	if err == nil {
-		err = installFilter(prog)
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "refusing pidfd_open: %v\n", err)
-		os.Exit(125)
-	}
-	env := []string{RefusePidfdOpenEnv + "=done"}
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, RefusePidfdOpenEnv+"=") {
-			env = append(env, kv)
+	reexecAfter("refusing pidfd_open", RefusePidfdOpenEnv, func() error {
+		prog, err := PidfdOpenFilter()
+		if err != nil {
+			return err
 		}
-	}
-	err = syscall.Exec("/proc/self/exe", os.Args, env)
-	fmt.Fprintf(os.Stderr, "refusing pidfd_open: re-exec: %v\n", err)
-	os.Exit(125)
+		return installFilter(prog)
+	})
 }
 
 // PidfdOpenFilter refuses pidfd_open (EPERM) and allows everything else.
 func PidfdOpenFilter() ([]bpf.RawInstruction, error) {
-	var arch uint32
-	switch runtime.GOARCH {
-	case "amd64":
-		arch = unix.AUDIT_ARCH_X86_64
-	case "arm64":
-		arch = unix.AUDIT_ARCH_AARCH64
-	default:
-		return nil, fmt.Errorf("unsupported GOARCH %s", runtime.GOARCH)
+	arch, err := auditArch()
+	if err != nil {
+		return nil, err
 	}
 	return bpf.Assemble([]bpf.Instruction{
 		/* 0 */ bpf.LoadAbsolute{Off: 4, Size: 4},

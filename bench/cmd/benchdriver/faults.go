@@ -32,6 +32,80 @@ type faultCand struct {
 	perf bool
 }
 
+// faultCands are the launches the faults benchmark counts: bare, an empty
+// Go program, the CLI, the server, the library, and the other backends.
+func (b *bench) faultCands(srv *server, w warm) (cands []faultCand, alts []alt, skipped []string) {
+	trueCmd := func(x box, extra ...string) func() *exec.Cmd {
+		return func() *exec.Cmd { return b.command(x, opts{confine: extra}, "/bin/true") }
+	}
+	cands = []faultCand{
+		{id: "bare", name: "bare /bin/true", cmd: trueCmd(bare), perf: true},
+		{id: "emptygo", name: "an empty static Go program", cmd: func() *exec.Cmd { return b.command(bare, opts{}, b.emptygo) }, perf: true},
+		{id: "version", name: "`confine version`", cmd: func() *exec.Cmd {
+			c := b.command(confine, opts{}, "x")
+			c.Args = []string{b.confineBin, "version"}
+			return c
+		}, perf: true},
+		{id: "cli", name: "`confine run`", cmd: trueCmd(confine), perf: true},
+		{id: "cli_server", name: "`confine run --server`", cmd: trueCmd(confine, "--server="+srv.sock), server: true},
+		{id: "server", name: "the server's protocol from a warm client", run: w.server, server: true},
+		{id: "library", name: "`Launcher.RunCommand` in this process", run: w.library},
+	}
+	alts, skipped = b.altBackends()
+	for _, a := range alts {
+		cands = append(cands, faultCand{id: "cli_" + a.flag, name: "`confine run --backend " + a.flag + "`",
+			cmd: trueCmd(confine, "--backend", a.flag), perf: true})
+	}
+	if b.bwrapOK {
+		cands = append(cands,
+			faultCand{id: "bwrap", name: "bwrap", cmd: trueCmd(bwrap), perf: true},
+			faultCand{id: "bwrap_min", name: "`bwrap --ro-bind / / --dev /dev --proc /proc --unshare-all /bin/true`", cmd: func() *exec.Cmd {
+				return exec.Command(b.bwrapBin, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all", "/bin/true")
+			}, perf: true})
+	}
+	return cands, alts, skipped
+}
+
+// faultsOf runs c once and counts the page faults of its whole tree, and
+// of the server (pid srvPid) for a candidate that uses it; keep are the
+// children that stay. A server that had not settled counts in unsettled.
+func faultsOf(c faultCand, srvPid int, keep map[int]bool, unsettled *int) (total, srvPart float64, err error) {
+	var s0 procFaults
+	if c.server {
+		if s0, err = readProcFaults(srvPid); err != nil {
+			return 0, 0, err
+		}
+	}
+	self0, kids0 := rusageFaults(unix.RUSAGE_SELF), rusageFaults(unix.RUSAGE_CHILDREN)
+	if c.cmd != nil {
+		err = c.cmd().Run()
+	} else {
+		err = c.run()
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	if err := reapOrphans(keep); err != nil {
+		return 0, 0, err
+	}
+	total = rusageFaults(unix.RUSAGE_CHILDREN) - kids0
+	if c.cmd == nil {
+		total += rusageFaults(unix.RUSAGE_SELF) - self0
+	}
+	if c.server {
+		if !settle(srvPid) {
+			(*unsettled)++
+		}
+		s1, err := readProcFaults(srvPid)
+		if err != nil {
+			return 0, 0, err
+		}
+		srvPart = s1.sub(s0)
+		total += srvPart
+	}
+	return total, srvPart, nil
+}
+
 // faults counts the page faults (minor + major) of one launch of
 // /bin/true, the whole process tree's, for bare, the CLI on each backend,
 // the CLI through `confine serve`, a warm client of the server, the
@@ -63,34 +137,7 @@ func (b *bench) faults() error {
 	}
 	defer unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
 
-	trueCmd := func(x box, extra ...string) func() *exec.Cmd {
-		return func() *exec.Cmd { return b.command(x, opts{confine: extra}, "/bin/true") }
-	}
-	cands := []faultCand{
-		{id: "bare", name: "bare /bin/true", cmd: trueCmd(bare), perf: true},
-		{id: "emptygo", name: "an empty static Go program", cmd: func() *exec.Cmd { return b.command(bare, opts{}, b.emptygo) }, perf: true},
-		{id: "version", name: "`confine version`", cmd: func() *exec.Cmd {
-			c := b.command(confine, opts{}, "x")
-			c.Args = []string{b.confineBin, "version"}
-			return c
-		}, perf: true},
-		{id: "cli", name: "`confine run`", cmd: trueCmd(confine), perf: true},
-		{id: "cli_server", name: "`confine run --server`", cmd: trueCmd(confine, "--server="+srv.sock), server: true},
-		{id: "server", name: "the server's protocol from a warm client", run: w.server, server: true},
-		{id: "library", name: "`Launcher.RunCommand` in this process", run: w.library},
-	}
-	alts, skipped := b.altBackends()
-	for _, a := range alts {
-		cands = append(cands, faultCand{id: "cli_" + a.flag, name: "`confine run --backend " + a.flag + "`",
-			cmd: trueCmd(confine, "--backend", a.flag), perf: true})
-	}
-	if b.bwrapOK {
-		cands = append(cands,
-			faultCand{id: "bwrap", name: "bwrap", cmd: trueCmd(bwrap), perf: true},
-			faultCand{id: "bwrap_min", name: "`bwrap --ro-bind / / --dev /dev --proc /proc --unshare-all /bin/true`", cmd: func() *exec.Cmd {
-				return exec.Command(b.bwrapBin, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all", "/bin/true")
-			}, perf: true})
-	}
+	cands, alts, skipped := b.faultCands(srv, w)
 	// The server is the one child this process keeps.
 	keep := map[int]bool{srv.cmd.Process.Pid: true}
 	perfBin, perfWhy := b.perfWorks(keep)
@@ -98,46 +145,10 @@ func (b *bench) faults() error {
 	serverShare, callerShare := map[string][]float64{}, map[string][]float64{}
 	perfCounts := map[string][]float64{}
 	var unsettled int
-	one := func(c faultCand) (total, srvPart float64, err error) {
-		var s0 procFaults
-		if c.server {
-			if s0, err = readProcFaults(srv.cmd.Process.Pid); err != nil {
-				return 0, 0, err
-			}
-		}
-		self0, kids0 := rusageFaults(unix.RUSAGE_SELF), rusageFaults(unix.RUSAGE_CHILDREN)
-		if c.cmd != nil {
-			err = c.cmd().Run()
-		} else {
-			err = c.run()
-		}
-		if err != nil {
-			return 0, 0, err
-		}
-		if err := reapOrphans(keep); err != nil {
-			return 0, 0, err
-		}
-		total = rusageFaults(unix.RUSAGE_CHILDREN) - kids0
-		if c.cmd == nil {
-			total += rusageFaults(unix.RUSAGE_SELF) - self0
-		}
-		if c.server {
-			if !settle(srv.cmd.Process.Pid) {
-				unsettled++
-			}
-			s1, err := readProcFaults(srv.cmd.Process.Pid)
-			if err != nil {
-				return 0, 0, err
-			}
-			srvPart = s1.sub(s0)
-			total += srvPart
-		}
-		return total, srvPart, nil
-	}
 	for i := -2; i < runs; i++ {
 		for _, k := range rand.Perm(len(cands)) {
 			c := cands[k]
-			n, sp, err := one(c)
+			n, sp, err := faultsOf(c, srv.cmd.Process.Pid, keep, &unsettled)
 			if err != nil {
 				return fmt.Errorf("%s: %v", c.name, err)
 			}

@@ -565,6 +565,43 @@ func (b *bench) altBackends() (alts []alt, skipped []string) {
 
 // ---- launch: interleaved wall times of /bin/true ----
 
+// altLaunchRows adds the launch benchmark's row of each other backend in
+// alts, from the same rounds' wall times and CPU times.
+func (b *bench) altLaunchRows(alts []alt, times, cpus map[string][]float64) {
+	for _, a := range alts {
+		k := "confine --backend " + a.flag
+		ar := newRow("launch_true_"+a.flag, fmt.Sprintf("launch `/bin/true`, `confine run --backend %s` (%s), same rounds", a.flag, a.backend), "ms", 2)
+		b.fill(ar, map[box][]float64{bare: times["bare"], confine: times[k]})
+		ar.Text[bwrap] = ""
+		d := ar.Values[confine] - ar.Values[bare]
+		ar.Notes = fmt.Sprintf("overhead %.2f ms = %.2fx the empty Go start; CPU time of the launch tree %.2f ms", d, d/median(times["emptygo"]), median(cpus[k]))
+		ar.Extra = map[string]any{"overhead_ms": d, "cpu_ms": median(cpus[k])}
+		b.add(ar)
+	}
+}
+
+// memcgRows adds the launch benchmark's rows of each confine launch in
+// memcg with its memory cgroup against the same launch without (the
+// same rounds' wall times and CPU times).
+func (b *bench) memcgRows(memcg []string, times, cpus map[string][]float64) {
+	for _, k := range memcg {
+		id := "launch_memcg"
+		if f, ok := strings.CutPrefix(k, "confine --backend "); ok {
+			id += "_" + f
+		}
+		mr := newRow(id, fmt.Sprintf("launch `/bin/true`, `%s`: with its memory cgroup (confine column) vs the same launch with %s (bare column), same rounds", k, noMemcgEnv), "ms", 2)
+		b.fill(mr, map[box][]float64{bare: times[k+" "+noMemcgEnv], confine: times[k]})
+		mr.Text[bwrap] = ""
+		d := mr.Values[confine] - mr.Values[bare]
+		mr.Target = "adds ≤ 0.5 ms"
+		mr.Met = verdict(d <= 0.5)
+		mr.Notes = fmt.Sprintf("added %.2f ms (medians); CPU time of the launch tree %.2f vs %.2f ms; IQR/median %.0f%% / %.0f%%",
+			d, median(cpus[k]), median(cpus[k+" "+noMemcgEnv]), 100*spread(times[k]), 100*spread(times[k+" "+noMemcgEnv]))
+		mr.Extra = map[string]any{"added_ms": d}
+		b.add(mr)
+	}
+}
+
 func (b *bench) launch() error {
 	runs := b.knobInt("RUNS", 200)
 	warm := b.knobInt("WARMUP", 10)
@@ -629,35 +666,11 @@ func (b *bench) launch() error {
 		r.Notes += fmt.Sprintf(", bwrap %.0f%%", 100*spread(times["bwrap"]))
 	}
 	b.add(r)
-	for _, a := range alts {
-		k := "confine --backend " + a.flag
-		ar := newRow("launch_true_"+a.flag, fmt.Sprintf("launch `/bin/true`, `confine run --backend %s` (%s), same rounds", a.flag, a.backend), "ms", 2)
-		b.fill(ar, map[box][]float64{bare: times["bare"], confine: times[k]})
-		ar.Text[bwrap] = ""
-		d := ar.Values[confine] - ar.Values[bare]
-		ar.Notes = fmt.Sprintf("overhead %.2f ms = %.2fx the empty Go start; CPU time of the launch tree %.2f ms", d, d/median(times["emptygo"]), median(cpus[k]))
-		ar.Extra = map[string]any{"overhead_ms": d, "cpu_ms": median(cpus[k])}
-		b.add(ar)
-	}
+	b.altLaunchRows(alts, times, cpus)
 	if len(altSkipped) > 0 {
 		r.Notes += "; " + strings.Join(altSkipped, "; ")
 	}
-	for _, k := range memcg {
-		id := "launch_memcg"
-		if f, ok := strings.CutPrefix(k, "confine --backend "); ok {
-			id += "_" + f
-		}
-		mr := newRow(id, fmt.Sprintf("launch `/bin/true`, `%s`: with its memory cgroup (confine column) vs the same launch with %s (bare column), same rounds", k, noMemcgEnv), "ms", 2)
-		b.fill(mr, map[box][]float64{bare: times[k+" "+noMemcgEnv], confine: times[k]})
-		mr.Text[bwrap] = ""
-		d := mr.Values[confine] - mr.Values[bare]
-		mr.Target = "adds ≤ 0.5 ms"
-		mr.Met = verdict(d <= 0.5)
-		mr.Notes = fmt.Sprintf("added %.2f ms (medians); CPU time of the launch tree %.2f vs %.2f ms; IQR/median %.0f%% / %.0f%%",
-			d, median(cpus[k]), median(cpus[k+" "+noMemcgEnv]), 100*spread(times[k]), 100*spread(times[k+" "+noMemcgEnv]))
-		mr.Extra = map[string]any{"added_ms": d}
-		b.add(mr)
-	}
+	b.memcgRows(memcg, times, cpus)
 
 	g := newRow("launch_emptygo", "empty static Go program start (wall)", "ms", 2)
 	g.Values[bare] = median(times["emptygo"])
@@ -1520,69 +1533,15 @@ func (b *bench) kill() error {
 		marks = append(marks, mark)
 		pidfile, ready, startf := filepath.Join(dir, "pids"), filepath.Join(dir, "ready"), filepath.Join(dir, "started")
 		script := treeScript(n, mark, pidfile, ready, startf)
-		var c *exec.Cmd
 		var out bytes.Buffer
-		switch x {
-		case confine:
-			c = b.command(confine, opts{confine: []string{"--json", "--timeout", T.String(), "--kill-grace", grace.String()}}, "/bin/sh", "-c", script)
-			c.Stdout = &out
-		default:
-			c = b.command(x, opts{}, "/bin/sh", "-c", script)
-			c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		}
-		t0 := time.Now()
-		if err := c.Start(); err != nil {
+		c, t0, stop, err := b.startKillTree(x, script, T, grace, &out)
+		if err != nil {
 			return err
 		}
-		if x != confine {
-			// bare: timeout(1)'s way, SIGTERM to the process group;
-			// bwrap: SIGTERM to bwrap, whose --die-with-parent takes the
-			// pid namespace down.
-			timer := time.AfterFunc(T-time.Since(t0), func() {
-				if x == bare {
-					syscall.Kill(-c.Process.Pid, syscall.SIGTERM)
-				} else {
-					c.Process.Signal(syscall.SIGTERM)
-				}
-			})
-			defer timer.Stop()
-		}
+		defer stop()
 		c.Wait()
 		ret := time.Since(t0)
-		// Last descendant gone: poll until no sleeper of this run is left.
-		// bare: the setsid sleepers are out of the process group and live
-		// on; give the others a moment to die, then count.
-		wait := 5 * time.Second
-		if x == bare {
-			wait = 200 * time.Millisecond
-		}
-		gone := ret
-		left := marked(mark)
-		for len(left) > 0 && time.Since(t0) < ret+wait {
-			time.Sleep(time.Millisecond)
-			left = marked(mark)
-			gone = time.Since(t0)
-		}
-		// The pids the tree recorded: host pids bare and under a confine
-		// backend without a pid namespace (a pid that now belongs to
-		// something else fails the cmdline check; the /proc scan above
-		// covers every backend).
-		if x != bwrap {
-			if data, err := os.ReadFile(pidfile); err == nil {
-				for _, f := range strings.Fields(string(data)) {
-					if pid, _ := strconv.Atoi(f); pid > 0 {
-						if cl, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && strings.Contains(string(cl), mark) {
-							if !containsInt(left, pid) {
-								left = append(left, pid)
-							}
-						}
-					}
-				}
-			}
-		}
-		for _, pid := range left {
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
+		left, gone := survivors(x, mark, pidfile, t0, ret)
 		lines := 0
 		if data, err := os.ReadFile(pidfile); err == nil {
 			lines = len(strings.Fields(string(data)))
@@ -1650,6 +1609,80 @@ func (b *bench) kill() error {
 		"from_tree_start_lower_bound_ms": lower}
 	b.add(r)
 	return nil
+}
+
+// startKillTree starts the kill benchmark's tree script under x with the
+// deadline T (confine's --timeout; for bare and bwrap a SIGTERM after T,
+// which stop cancels), confine's JSON result going to out.
+func (b *bench) startKillTree(x box, script string, T, grace time.Duration, out *bytes.Buffer) (c *exec.Cmd, t0 time.Time, stop func(), err error) {
+	switch x {
+	case confine:
+		c = b.command(confine, opts{confine: []string{"--json", "--timeout", T.String(), "--kill-grace", grace.String()}}, "/bin/sh", "-c", script)
+		c.Stdout = out
+	default:
+		c = b.command(x, opts{}, "/bin/sh", "-c", script)
+		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	}
+	t0 = time.Now()
+	if err := c.Start(); err != nil {
+		return nil, t0, nil, err
+	}
+	if x != confine {
+		// bare: timeout(1)'s way, SIGTERM to the process group;
+		// bwrap: SIGTERM to bwrap, whose --die-with-parent takes the
+		// pid namespace down.
+		timer := time.AfterFunc(T-time.Since(t0), func() {
+			if x == bare {
+				syscall.Kill(-c.Process.Pid, syscall.SIGTERM)
+			} else {
+				c.Process.Signal(syscall.SIGTERM)
+			}
+		})
+		return c, t0, func() { timer.Stop() }, nil
+	}
+	return c, t0, func() {}, nil
+}
+
+// survivors waits for the last sleeper of the kill run marked mark (the
+// run ended ret after t0) and kills what is left: the sleepers still
+// alive, found by scanning /proc and by the pids the tree recorded in
+// pidfile, and when the last was gone.
+func survivors(x box, mark, pidfile string, t0 time.Time, ret time.Duration) (left []int, gone time.Duration) {
+	// Last descendant gone: poll until no sleeper of this run is left.
+	// bare: the setsid sleepers are out of the process group and live
+	// on; give the others a moment to die, then count.
+	wait := 5 * time.Second
+	if x == bare {
+		wait = 200 * time.Millisecond
+	}
+	gone = ret
+	left = marked(mark)
+	for len(left) > 0 && time.Since(t0) < ret+wait {
+		time.Sleep(time.Millisecond)
+		left = marked(mark)
+		gone = time.Since(t0)
+	}
+	// The pids the tree recorded: host pids bare and under a confine
+	// backend without a pid namespace (a pid that now belongs to
+	// something else fails the cmdline check; the /proc scan above
+	// covers every backend).
+	if x != bwrap {
+		if data, err := os.ReadFile(pidfile); err == nil {
+			for _, f := range strings.Fields(string(data)) {
+				if pid, _ := strconv.Atoi(f); pid > 0 {
+					if cl, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && strings.Contains(string(cl), mark) {
+						if !containsInt(left, pid) {
+							left = append(left, pid)
+						}
+					}
+				}
+			}
+		}
+	}
+	for _, pid := range left {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	return left, gone
 }
 
 func containsInt(s []int, v int) bool {

@@ -1,4 +1,4 @@
-package policy
+package spec
 
 import "slices"
 
@@ -34,5 +34,6 @@ var guarantees = []string{
 // caller can change what others see).
 func Guarantees() []string { return slices.Clone(guarantees) }
 
-// knownGuarantee reports whether name is a guarantee a profile may waive.
-func knownGuarantee(name string) bool { return slices.Contains(guarantees, name) }
+// KnownGuarantee reports whether name is a guarantee (one a profile may
+// waive).
+func KnownGuarantee(name string) bool { return slices.Contains(guarantees, name) }

@@ -1,4 +1,8 @@
-package policy
+// Package credpath knows where credentials live under a directory a run
+// may read (~/.ssh, .npmrc, a cargo home's credentials...) and splits a
+// read grant around them: Landlock allows only, so "root except X" is a
+// grant of X's siblings, down every directory that leads to an X.
+package credpath
 
 import (
 	"fmt"
@@ -34,7 +38,7 @@ var cargoHomeCredentials = []string{"credentials.toml", "credentials"}
 // (confine's own control surfaces, internal/ctlpaths), whether or not
 // they exist yet.
 func SplitReadGrant(root string, extra ...string) (grants, excluded []string, err error) {
-	rel := CredentialPathsUnder(root)
+	rel := Under(root)
 	var secrets []string
 	for _, p := range extra {
 		if spec.Within(p, root) && p != root {
@@ -58,17 +62,17 @@ func SplitReadGrant(root string, extra ...string) (grants, excluded []string, er
 	}
 	sort.Strings(secrets)
 	secrets = slices.Compact(secrets)
-	grants, err = split(root, secrets)
+	grants, err = Split(root, secrets)
 	if err != nil {
 		return nil, nil, fmt.Errorf("re-deny credentials under %s: %w", root, err)
 	}
 	return grants, secrets, nil
 }
 
-// CredentialPathsUnder returns the credential paths, relative to root, that
+// Under returns the credential paths, relative to root, that
 // must stay unreadable when root is granted: the common list, and cargo's
 // credential files when root is itself a cargo home.
-func CredentialPathsUnder(root string) []string {
+func Under(root string) []string {
 	rel := slices.Clone(credentialPaths)
 	if filepath.Base(root) == ".cargo" || fileExists(filepath.Join(root, "config.toml")) && fileExists(filepath.Join(root, "registry")) {
 		rel = append(rel, cargoHomeCredentials...)
@@ -76,8 +80,8 @@ func CredentialPathsUnder(root string) []string {
 	return rel
 }
 
-// FindCredentials lists the credential paths present directly under root.
-func FindCredentials(root string) []string {
+// Find lists the credential paths present directly under root.
+func Find(root string) []string {
 	var found []string
 	for _, r := range credentialPaths {
 		p := filepath.Join(root, r)
@@ -88,7 +92,10 @@ func FindCredentials(root string) []string {
 	return found
 }
 
-func split(dir string, secrets []string) ([]string, error) {
+// Split returns the entries beneath dir to grant so that none of secrets
+// (absolute paths beneath dir) is covered: dir's entries, descending into
+// those that lead to a secret, without symlinks.
+func Split(dir string, secrets []string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
@@ -97,7 +104,7 @@ func split(dir string, secrets []string) ([]string, error) {
 	for _, e := range entries {
 		p := filepath.Join(dir, e.Name())
 		switch {
-		case contains(secrets, p):
+		case slices.Contains(secrets, p):
 			continue
 		case e.Type()&os.ModeSymlink != 0:
 			// A rule on a symlink lands on its target, which may be
@@ -105,7 +112,7 @@ func split(dir string, secrets []string) ([]string, error) {
 			// through their own entries; the link still resolves.
 			continue
 		case leadsTo(p, secrets):
-			sub, err := split(p, secrets)
+			sub, err := Split(p, secrets)
 			if err != nil {
 				return nil, err
 			}
@@ -120,15 +127,6 @@ func split(dir string, secrets []string) ([]string, error) {
 func leadsTo(p string, secrets []string) bool {
 	for _, s := range secrets {
 		if strings.HasPrefix(s, p+"/") {
-			return true
-		}
-	}
-	return false
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
 			return true
 		}
 	}

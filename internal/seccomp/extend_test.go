@@ -1,0 +1,66 @@
+//go:build linux
+
+package seccomp
+
+import (
+	"slices"
+	"testing"
+)
+
+// A notified call is data: its numbers are a row of sysnums and the switch
+// that turns it on a row of notifiedCalls; the handler is internal/notify's.
+// This test registers a test-only call (sync, never named by any rule) with
+// one row in each table, in this file alone, and checks that the filter
+// hands it to the supervisor, that the description lists it, and that
+// nothing else changed.
+func TestAddNotifiedCall(t *testing.T) {
+	const name = "sync"
+	withSync := tables{
+		nums:     append(slices.Clone(sysnums), sysnum{name, 162, 81}),
+		notified: append(slices.Clone(notifiedCalls), notifiedCall{[]string{name}, func(c Config) bool { return c.NotifyMetadata }}),
+	}
+	if _, ok := amd64Nr[name]; ok {
+		t.Fatalf("%s already has a rule: pick another test-only call", name)
+	}
+	for _, arch := range arches {
+		for _, on := range []bool{false, true} {
+			cfg := Config{Arch: arch, NotifyMetadata: on, NotifyConnect: true}
+			v := newVMOf(t, withSync, cfg)
+			want := uint32(allow)
+			if on {
+				want = notif
+			}
+			if got := v.run(t, v.nr(t, name), 1, 2, 3); got != want {
+				t.Errorf("%+v: %s = %s, want %s", cfg, name, retName(got), retName(want))
+			}
+			// Every other call is decided as before.
+			base := newVM(t, cfg)
+			for other, nr := range base.table {
+				if got, was := v.run(t, nr, 1, 2, 3), base.run(t, nr, 1, 2, 3); got != was {
+					t.Errorf("%+v: %s = %s with %s added, %s without", cfg, other, retName(got), name, retName(was))
+				}
+			}
+			rules, err := withSync.denied(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before, err := builtin.denied(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			i := slices.IndexFunc(rules, func(r Rule) bool { return r.Syscall == name })
+			if listed := i >= 0; listed != on {
+				t.Fatalf("%+v: %s listed %v", cfg, name, listed)
+			}
+			if on {
+				if r := rules[i]; !r.Notify || r.When != "" || r.Nr != v.nr(t, name) {
+					t.Errorf("%+v: %s described as %+v", cfg, name, r)
+				}
+				rules = slices.Delete(rules, i, i+1)
+			}
+			if !slices.Equal(rules, before) {
+				t.Errorf("%+v: adding %s changed other rules", cfg, name)
+			}
+		}
+	}
+}
