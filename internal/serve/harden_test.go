@@ -598,3 +598,76 @@ func TestPeerRate(t *testing.T) {
 		t.Fatalf("after an hour, %d processes remembered, want the one new", len(p.peers))
 	}
 }
+
+// TestWaitRoom walks byteSem and peerTurns, which share waitRoom: what
+// fits is taken at once, what does not waits for a release (and gets it),
+// or is refused as busy at its deadline, or ends with its ctx.
+func TestWaitRoom(t *testing.T) {
+	type take func(ctx context.Context, deadline time.Time) (func(), error)
+	sem := func() (take, take) {
+		b := newByteSem(10, "bytes")
+		six := func(ctx context.Context, d time.Time) (func(), error) { return b.acquire(ctx, 6, d) }
+		return six, six
+	}
+	turns := func() (take, take) {
+		p := newPeerTurns(1)
+		return func(ctx context.Context, d time.Time) (func(), error) { return p.acquire(ctx, 7, d) },
+			func(ctx context.Context, d time.Time) (func(), error) { return p.acquire(ctx, 8, d) }
+	}
+	cases := []struct {
+		name string
+		make func() (first, second take)
+		// other: second is of another process, so it never waits for first.
+		other bool
+	}{
+		{"byteSem", sem, false},
+		{"peerTurns", turns, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			first, second := tc.make()
+			later := time.Now().Add(time.Hour)
+			put, err := first(context.Background(), later)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.other {
+				put2, err := second(context.Background(), time.Now())
+				if err != nil {
+					t.Fatalf("another process's turn: %v", err)
+				}
+				put2()
+				second = first
+			}
+			if _, err := second(context.Background(), time.Now()); !errors.Is(err, errBusy) {
+				t.Fatalf("over the room, at its deadline: %v, want busy", err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			if _, err := second(ctx, later); !errors.Is(err, context.Canceled) {
+				t.Fatalf("over the room, ctx ended: %v, want cancelled", err)
+			}
+			got := make(chan error)
+			go func() {
+				put2, err := second(context.Background(), later)
+				if err == nil {
+					put2()
+				}
+				got <- err
+			}()
+			put()
+			put() // once only
+			if err := <-got; err != nil {
+				t.Fatalf("after a release: %v", err)
+			}
+			put3, err := second(context.Background(), time.Now())
+			if err != nil {
+				t.Fatalf("everything released: %v", err)
+			}
+			if _, err := second(context.Background(), time.Now()); !errors.Is(err, errBusy) {
+				t.Fatalf("over the room again (a release counted twice?): %v, want busy", err)
+			}
+			put3()
+		})
+	}
+}
