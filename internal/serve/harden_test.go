@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -669,5 +670,61 @@ func TestWaitRoom(t *testing.T) {
 			}
 			put3()
 		})
+	}
+}
+
+// TestDialWaitsOutFullBacklog: with the server's listen backlog full (a
+// non-blocking connect fails with EAGAIN, the control), Dial waits in
+// the kernel and connects as soon as the server accepts one.
+func TestDialWaitsOutFullBacklog(t *testing.T) {
+	path := filepath.Join(privDir(t), "s.sock")
+	lfd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(lfd)
+	if err := unix.Bind(lfd, &unix.SockaddrUnix{Name: path}); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Listen(lfd, 1); err != nil {
+		t.Fatal(err)
+	}
+	full := false
+	for range 64 {
+		fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(fd)
+		if err := unix.Connect(fd, &unix.SockaddrUnix{Name: path}); errors.Is(err, unix.EAGAIN) {
+			full = true
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !full {
+		t.Fatal("the backlog never filled: no EAGAIN for a non-blocking connect")
+	}
+	dialled := make(chan error, 1)
+	go func() {
+		c, err := Dial(path)
+		if err == nil {
+			c.Close()
+		}
+		dialled <- err
+	}()
+	select {
+	case err := <-dialled:
+		t.Fatalf("Dial returned with the backlog full: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	nfd, _, err := unix.Accept4(lfd, unix.SOCK_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(nfd)
+	if err := <-dialled; err != nil {
+		t.Fatalf("Dial once the server accepted: %v", err)
 	}
 }
