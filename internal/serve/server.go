@@ -114,6 +114,9 @@ type Server struct {
 	// together (one bucket, pid 0).
 	largeRate *peerRate
 	large     *byteSem
+	// largeMem is the part of the request memory large requests may
+	// hold together: all of it but smallReserve.
+	largeMem *byteSem
 	// open counts accepted connections not yet closed; connGone hears
 	// of each close.
 	open     atomic.Int64
@@ -123,6 +126,10 @@ type Server struct {
 // largeRequest is the size above which a request is read and decoded
 // one at a time.
 const largeRequest = 1 << 20
+
+// smallReserve is the request memory large requests leave to the others
+// (when the budget is that much over one MaxRequest).
+const smallReserve = 4 << 20
 
 // DefaultRequestRate is Server.MaxRequestRate when unset: 4 MiB a
 // second for each client process, after a first MaxRequest at once.
@@ -245,6 +252,7 @@ func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
 	s.rate = newPeerRate(s.MaxRequestRate, MaxRequest)
 	s.largeRate = newPeerRate(2*s.MaxRequestRate, 2*MaxRequest)
 	s.large = newByteSem(1, "turns to read a large request")
+	s.largeMem = newByteSem(s.MaxRequestMemory-min(smallReserve, s.MaxRequestMemory-MaxRequest), "request memory for large requests (bytes)")
 	// Connections are accepted with accept4 on a second descriptor of
 	// the listening socket (Go's listener offers no raw read), without
 	// the poller: a refused one costs an accept4, a getsockopt, one send
@@ -579,7 +587,23 @@ func (s *Server) handle(ctx context.Context, pc *conn) {
 			}
 			endTurn = func() { large(); turn() }
 		}
-		return s.mem.acquire(ctx, n, deadline)
+		if n <= largeRequest {
+			return s.mem.acquire(ctx, n, deadline)
+		}
+		// Large requests leave smallReserve of the budget to the
+		// others: held until their runs end, four of them would
+		// otherwise take it all, and a small request would wait for
+		// one of those runs.
+		lm, err := s.largeMem.acquire(ctx, n, deadline)
+		if err != nil {
+			return nil, err
+		}
+		m, err := s.mem.acquire(ctx, n, deadline)
+		if err != nil {
+			lm()
+			return nil, err
+		}
+		return func() { m(); lm() }, nil
 	})
 	endTurn()
 	if !s.doneReading(pc) {
@@ -603,6 +627,7 @@ func (s *Server) handle(ctx context.Context, pc *conn) {
 	defer files.close()
 	if err := checkPeer(c, pid); err != nil {
 		s.log().Warn("confine serve: refused a client inside a confined run", "peer_pid", pid, "err", err)
+		release()
 		s.refuse(c, "peer", err.Error())
 		return
 	}
@@ -634,6 +659,7 @@ func (s *Server) handle(ctx context.Context, pc *conn) {
 	}
 	s.mu.Unlock()
 	if busy {
+		release()
 		s.refuse(c, "busy", fmt.Sprintf("the confine server at %s is busy: %d runs going and %d waiting (--max-runs, --max-queue)", s.Socket, s.slots.size, s.MaxQueue))
 		return
 	}
@@ -644,6 +670,7 @@ func (s *Server) handle(ctx context.Context, pc *conn) {
 	}()
 	// Slots go round the client processes in turn.
 	if !s.slots.acquire(runCtx, pid) {
+		release()
 		s.refuse(c, "cancelled", "the client hung up while the run waited for a slot")
 		return
 	}
@@ -652,6 +679,9 @@ func (s *Server) handle(ctx context.Context, pc *conn) {
 	// written: a client that does not read them holds its connection,
 	// never a run slot.
 	s.slots.release()
+	// So are the request's bytes (the request is done with): a client
+	// that does not read its answer holds none of the budget.
+	release()
 	out.finish()
 	errw.finish()
 	files.close()
