@@ -109,6 +109,12 @@ func TestSoak(t *testing.T) {
 		return cmd, r
 	}
 	server, _ := child("server")
+	// A twin server no attacker knows of: under attack, the client's
+	// runs alternate between the two, so that the twin's figures show
+	// what the machine's load (other jobs, the attackers' own processes)
+	// costs a run at the same moments, apart from the attacked server.
+	twinSocket := filepath.Join(privDir(t), SocketName)
+	child("server", "CONFINE_SOAK_SOCKET="+twinSocket)
 	pid := server.Process.Pid
 
 	idleBefore, idleDials := soakRuns(t, socket, sc.idleRuns/2, sc.gap)
@@ -172,7 +178,7 @@ func TestSoak(t *testing.T) {
 		}
 	}()
 	cpu0, t0 := procCPU(pid), time.Now()
-	loaded, loadedDials := soakRuns(t, socket, sc.runs, sc.gap)
+	loaded, loadedDials, twin := soakRunsTwin(t, socket, twinSocket, sc.runs, sc.gap)
 	cpu, wall := procCPU(pid)-cpu0, time.Since(t0)
 	close(stop)
 	wg.Wait()
@@ -201,13 +207,15 @@ func TestSoak(t *testing.T) {
 	}
 	report := fmt.Sprintf("soak (%s, attackers %s): %d idle connections (%d processes), %d deaf clients, %d clients sending %d-byte requests (%d processes); ordinary client, sequential runs of /bin/true %v apart, %d under attack and %d on the idle server (half before the attack, half after):\n"+
 		"  idle server:   p50 %v  p99 %v  max %v  (connect p99 %v; before the attack p50 %v p99 %v, after it p50 %v p99 %v)\n"+
-		"  under attack:  p50 %v  p99 %v  max %v  (connect p99 %v)\n"+
+		"  under attack:  p50 %v  p99 %v  max %v  (connect p99 %v, max %v)\n"+
 		"  p99 ratio %.2fx (target <= 2x)\n"+
+		"  twin idle server, its runs alternating with those under attack: p50 %v  p99 %v  max %v; p99 ratio of the attacked server to it %.2fx\n"+
 		"  server: RSS idle %d MiB, peak %d MiB (bound %d MiB), at most %d descriptors open, CPU under attack %.0f%% of one core; still serving at the end\n",
 		sc.name, mix, sc.idle, sc.idleProcs, sc.deaf, sc.large, sc.largeSize, sc.largeProcs, sc.gap, sc.runs, sc.idleRuns,
 		pct(idle, 50), pct(idle, 99), idle[len(idle)-1], pct(idleDials, 99), pct(idleBefore, 50), pct(idleBefore, 99), pct(idleAfter, 50), pct(idleAfter, 99),
-		pct(loaded, 50), pct(loaded, 99), loaded[len(loaded)-1], pct(loadedDials, 99),
+		pct(loaded, 50), pct(loaded, 99), loaded[len(loaded)-1], pct(loadedDials, 99), loadedDials[len(loadedDials)-1],
 		float64(pct(loaded, 99))/float64(pct(idle, 99)),
+		pct(twin, 50), pct(twin, 99), twin[len(twin)-1], float64(pct(loaded, 99))/float64(pct(twin, 99)),
 		idleRSS>>20, hwm>>20, soakMemoryBound>>20, maxFDs.Load(), 100*cpu.Seconds()/wall.Seconds())
 	t.Log(report)
 	if p := os.Getenv("CONFINE_SOAK_REPORT"); p != "" {
@@ -215,6 +223,22 @@ func TestSoak(t *testing.T) {
 			t.Error(err)
 		}
 	}
+}
+
+// soakRunsTwin runs n runs through the server at socket, and between
+// each two, one through the server at twin; the latencies, sorted.
+func soakRunsTwin(t *testing.T, socket, twin string, n int, gap time.Duration) (ds, dials, twins []time.Duration) {
+	t.Helper()
+	for range n {
+		d, dial := soakRuns(t, socket, 1, gap)
+		ds, dials = append(ds, d...), append(dials, dial...)
+		d, _ = soakRuns(t, twin, 1, gap)
+		twins = append(twins, d...)
+	}
+	slices.Sort(ds)
+	slices.Sort(dials)
+	slices.Sort(twins)
+	return ds, dials, twins
 }
 
 // soakRuns runs /bin/true through the server n times, one after another
