@@ -123,8 +123,8 @@ const dialPatience = 10 * time.Second
 // SO_SNDTIMEO (dialPatience): a full listen backlog is waited out in the
 // kernel's queue of connecting clients, woken as the server accepts,
 // instead of being retried after pauses, during which a flood of
-// non-blocking connects takes every free place (a run took 5.7 s to
-// connect that way in the soak). EAGAIN: the backlog stayed full.
+// non-blocking connects can take every free place. EAGAIN: the backlog
+// stayed full.
 func dialUnix(socket string) (*net.UnixConn, error) {
 	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
