@@ -311,6 +311,11 @@ func TestAcceptOutOfDescriptors(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("server log: %s", firstLine(logb.String(), "accept failed"))
+	defer func() {
+		if t.Failed() {
+			t.Logf("full log: %s", logb.String())
+		}
+	}()
 	if _, err := os.Stat(s.Socket); err != nil {
 		t.Fatalf("socket after the accept errors: %v", err)
 	}
@@ -726,5 +731,48 @@ func TestDialWaitsOutFullBacklog(t *testing.T) {
 	defer unix.Close(nfd)
 	if err := <-dialled; err != nil {
 		t.Fatalf("Dial once the server accepted: %v", err)
+	}
+}
+
+// TestSmallReserve: large requests together leave smallReserve of the
+// request budget to the others (the control: the budget itself still
+// has room for the large request refused), and a budget of one
+// MaxRequest keeps no reserve, so one large request still fits.
+func TestSmallReserve(t *testing.T) {
+	const mib = 1 << 20
+	cases := []struct {
+		name   string
+		budget int64
+		takes  []int64 // in order; each must be granted
+		then   int64   // refused as busy at its deadline
+		small  int64   // then granted
+	}{
+		{"two large fill all but the reserve", 2 * MaxRequest, []int64{MaxRequest, MaxRequest - smallReserve - mib}, 2 * mib, largeRequest},
+		{"a budget of one request keeps no reserve", MaxRequest, []int64{MaxRequest}, 2 * mib, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &Server{MaxRequestMemory: tc.budget}
+			s.initMemory()
+			later := time.Now().Add(time.Hour)
+			var held int64
+			for i, n := range tc.takes {
+				if _, err := s.reserveMemory(context.Background(), n, later); err != nil {
+					t.Fatalf("take %d (%d bytes): %v", i, n, err)
+				}
+				held += n
+			}
+			if _, err := s.reserveMemory(context.Background(), tc.then, time.Now()); !errors.Is(err, errBusy) {
+				t.Fatalf("a large request of %d bytes with %d held: %v, want busy", tc.then, held, err)
+			}
+			if free := tc.budget - held; tc.small == 0 && free != 0 || tc.small > 0 && free < tc.then {
+				t.Fatalf("control: %d bytes free of the budget", free)
+			}
+			if tc.small > 0 {
+				if _, err := s.reserveMemory(context.Background(), tc.small, time.Now()); err != nil {
+					t.Fatalf("a small request of %d bytes: %v", tc.small, err)
+				}
+			}
+		})
 	}
 }

@@ -244,7 +244,7 @@ func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
 	}
 	s.perPeer = map[int]int{}
 	s.reading = map[int]*list.List{}
-	s.mem = newByteSem(s.MaxRequestMemory, "request memory (bytes)")
+	s.initMemory()
 	s.reads = newPeerTurns(readsPerPeer)
 	if s.MaxRequestRate <= 0 {
 		s.MaxRequestRate = DefaultRequestRate
@@ -252,7 +252,6 @@ func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
 	s.rate = newPeerRate(s.MaxRequestRate, MaxRequest)
 	s.largeRate = newPeerRate(2*s.MaxRequestRate, 2*MaxRequest)
 	s.large = newByteSem(1, "turns to read a large request")
-	s.largeMem = newByteSem(s.MaxRequestMemory-min(smallReserve, s.MaxRequestMemory-MaxRequest), "request memory for large requests (bytes)")
 	// Connections are accepted with accept4 on a second descriptor of
 	// the listening socket (Go's listener offers no raw read), without
 	// the poller: a refused one costs an accept4, a getsockopt, one send
@@ -389,6 +388,12 @@ func (s *Server) accepted(ctx context.Context, fd int) {
 		defer s.release(pc)
 		s.handle(ctx, pc)
 	}()
+}
+
+// initMemory makes the request budget of MaxRequestMemory bytes.
+func (s *Server) initMemory() {
+	s.mem = newByteSem(s.MaxRequestMemory, "request memory (bytes)")
+	s.largeMem = newByteSem(s.MaxRequestMemory-min(smallReserve, s.MaxRequestMemory-MaxRequest), "request memory for large requests (bytes)")
 }
 
 // maxOpen is how many accepted connections may hold a descriptor at
@@ -587,23 +592,7 @@ func (s *Server) handle(ctx context.Context, pc *conn) {
 			}
 			endTurn = func() { large(); turn() }
 		}
-		if n <= largeRequest {
-			return s.mem.acquire(ctx, n, deadline)
-		}
-		// Large requests leave smallReserve of the budget to the
-		// others: held until their runs end, four of them would
-		// otherwise take it all, and a small request would wait for
-		// one of those runs.
-		lm, err := s.largeMem.acquire(ctx, n, deadline)
-		if err != nil {
-			return nil, err
-		}
-		m, err := s.mem.acquire(ctx, n, deadline)
-		if err != nil {
-			lm()
-			return nil, err
-		}
-		return func() { m(); lm() }, nil
+		return s.reserveMemory(ctx, n, deadline)
 	})
 	endTurn()
 	if !s.doneReading(pc) {
@@ -688,6 +677,27 @@ func (s *Server) handle(ctx context.Context, pc *conn) {
 	if err := s.answer(c, resp); err != nil && runCtx.Err() == nil {
 		s.log().Warn("confine serve: could not answer", "peer_pid", pid, "err", err)
 	}
+}
+
+// reserveMemory takes n bytes of the request budget, waiting for them
+// until deadline, and returns the function that gives them back. Large
+// requests leave smallReserve of the budget to the others: held until
+// their runs end, four of them would otherwise take it all, and a small
+// request would wait for one of those runs.
+func (s *Server) reserveMemory(ctx context.Context, n int64, deadline time.Time) (func(), error) {
+	if n <= largeRequest {
+		return s.mem.acquire(ctx, n, deadline)
+	}
+	lm, err := s.largeMem.acquire(ctx, n, deadline)
+	if err != nil {
+		return nil, err
+	}
+	m, err := s.mem.acquire(ctx, n, deadline)
+	if err != nil {
+		lm()
+		return nil, err
+	}
+	return func() { m(); lm() }, nil
 }
 
 // readRequest reads one framed request and the descriptors passed with
