@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -60,7 +61,7 @@ func answerOf(t *testing.T, c net.Conn) *Response {
 func decodeAnswer(c net.Conn) (*Response, error) {
 	b, err := io.ReadAll(c)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w (after %q)", err, b)
 	}
 	if len(b) == 0 {
 		return nil, nil

@@ -371,12 +371,15 @@ func (s *Server) accepted(ctx context.Context, fd int) {
 	// descriptor is a conn with its deadline.
 	f := os.NewFile(uintptr(fd), "")
 	fc, err := net.FileConn(f)
-	f.Close()
 	if err != nil {
+		// Out of descriptors for its duplicate: answered, then closed.
 		s.log().Warn("confine serve: could not take an accepted connection", "peer_pid", pid, "err", err)
 		s.release(pc)
+		sendRefusal(fd, "busy", fmt.Sprintf("the confine server at %s could not take the connection: %v", s.Socket, err))
+		f.Close()
 		return
 	}
+	f.Close()
 	pc.c = fc.(*net.UnixConn)
 	_ = pc.c.SetReadDeadline(pc.deadline)
 	s.open.Add(1)
@@ -552,6 +555,11 @@ func (s *Server) answer(c *net.UnixConn, resp Response) error {
 // its buffer already gets no answer), and closes fd.
 func refuseFD(fd int, kind, msg string) {
 	defer unix.Close(fd)
+	sendRefusal(fd, kind, msg)
+}
+
+// sendRefusal sends a refusal on fd with one send that does not wait.
+func sendRefusal(fd int, kind, msg string) {
 	var b bytes.Buffer
 	if writeResponse(&b, Response{Error: &Refusal{Kind: kind, Message: msg, ExitStatus: 125}}) != nil {
 		return
