@@ -22,14 +22,10 @@ import (
 // refused (ErrPeer), as is a missing or dead one (ErrNoServer). Nothing
 // here falls back to running without the server.
 //
-// A full listen backlog (EAGAIN: a server under a flood of connections)
-// is waited out, up to dialPatience, with growing pauses.
+// A full listen backlog (a server under a flood of connections) is
+// waited out, up to dialPatience, in the kernel (dialUnix).
 func Dial(socket string) (*net.UnixConn, error) {
-	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: socket, Net: "unix"})
-	for wait, end := time.Millisecond, time.Now().Add(dialPatience); err != nil && errors.Is(err, syscall.EAGAIN) && time.Now().Before(end); wait = min(2*wait, 100*time.Millisecond) {
-		time.Sleep(wait)
-		c, err = net.DialUnix("unix", nil, &net.UnixAddr{Name: socket, Net: "unix"})
-	}
+	c, err := dialUnix(socket)
 	if err != nil {
 		why := err
 		var se *os.SyscallError
@@ -122,6 +118,46 @@ func Do(ctx context.Context, c *net.UnixConn, req *Request, files []*os.File) (*
 
 // dialPatience is how long Dial waits out a server's full backlog.
 const dialPatience = 10 * time.Second
+
+// dialUnix connects to socket with a blocking connect bounded by
+// SO_SNDTIMEO (dialPatience): a full listen backlog is waited out in the
+// kernel's queue of connecting clients, woken as the server accepts,
+// instead of being retried after pauses, during which a flood of
+// non-blocking connects can take every free place. EAGAIN: the backlog
+// stayed full.
+func dialUnix(socket string) (*net.UnixConn, error) {
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, os.NewSyscallError("socket", err)
+	}
+	tv := unix.NsecToTimeval(dialPatience.Nanoseconds())
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv); err != nil {
+		unix.Close(fd)
+		return nil, os.NewSyscallError("setsockopt", err)
+	}
+	for end := time.Now().Add(dialPatience); ; {
+		err = unix.Connect(fd, &unix.SockaddrUnix{Name: socket})
+		if !errors.Is(err, unix.EINTR) || time.Now().After(end) {
+			break
+		}
+	}
+	if err == nil {
+		// Writes on the connection are the poller's (non-blocking),
+		// which SO_SNDTIMEO does not bound; cleared all the same.
+		err = unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &unix.Timeval{})
+	}
+	if err != nil {
+		unix.Close(fd)
+		return nil, os.NewSyscallError("connect", err)
+	}
+	f := os.NewFile(uintptr(fd), socket)
+	c, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	return c.(*net.UnixConn), nil
+}
 
 type bufWriter []byte
 

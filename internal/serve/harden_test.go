@@ -8,10 +8,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -59,7 +61,7 @@ func answerOf(t *testing.T, c net.Conn) *Response {
 func decodeAnswer(c net.Conn) (*Response, error) {
 	b, err := io.ReadAll(c)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w (after %q)", err, b)
 	}
 	if len(b) == 0 {
 		return nil, nil
@@ -310,6 +312,11 @@ func TestAcceptOutOfDescriptors(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("server log: %s", firstLine(logb.String(), "accept failed"))
+	defer func() {
+		if t.Failed() {
+			t.Logf("full log: %s", logb.String())
+		}
+	}()
 	if _, err := os.Stat(s.Socket); err != nil {
 		t.Fatalf("socket after the accept errors: %v", err)
 	}
@@ -596,5 +603,177 @@ func TestPeerRate(t *testing.T) {
 	_ = p.take(context.Background(), 99, 1, time.Now().Add(2*time.Hour))
 	if len(p.peers) != 1 {
 		t.Fatalf("after an hour, %d processes remembered, want the one new", len(p.peers))
+	}
+}
+
+// TestWaitRoom walks byteSem and peerTurns, which share waitRoom: what
+// fits is taken at once, what does not waits for a release (and gets it),
+// or is refused as busy at its deadline, or ends with its ctx.
+func TestWaitRoom(t *testing.T) {
+	type take func(ctx context.Context, deadline time.Time) (func(), error)
+	sem := func() (take, take) {
+		b := newByteSem(10, "bytes")
+		six := func(ctx context.Context, d time.Time) (func(), error) { return b.acquire(ctx, 6, d) }
+		return six, six
+	}
+	turns := func() (take, take) {
+		p := newPeerTurns(1)
+		return func(ctx context.Context, d time.Time) (func(), error) { return p.acquire(ctx, 7, d) },
+			func(ctx context.Context, d time.Time) (func(), error) { return p.acquire(ctx, 8, d) }
+	}
+	cases := []struct {
+		name string
+		make func() (first, second take)
+		// other: second is of another process, so it never waits for first.
+		other bool
+	}{
+		{"byteSem", sem, false},
+		{"peerTurns", turns, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			first, second := tc.make()
+			later := time.Now().Add(time.Hour)
+			put, err := first(context.Background(), later)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.other {
+				put2, err := second(context.Background(), time.Now())
+				if err != nil {
+					t.Fatalf("another process's turn: %v", err)
+				}
+				put2()
+				second = first
+			}
+			if _, err := second(context.Background(), time.Now()); !errors.Is(err, errBusy) {
+				t.Fatalf("over the room, at its deadline: %v, want busy", err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			if _, err := second(ctx, later); !errors.Is(err, context.Canceled) {
+				t.Fatalf("over the room, ctx ended: %v, want cancelled", err)
+			}
+			got := make(chan error)
+			go func() {
+				put2, err := second(context.Background(), later)
+				if err == nil {
+					put2()
+				}
+				got <- err
+			}()
+			put()
+			put() // once only
+			if err := <-got; err != nil {
+				t.Fatalf("after a release: %v", err)
+			}
+			put3, err := second(context.Background(), time.Now())
+			if err != nil {
+				t.Fatalf("everything released: %v", err)
+			}
+			if _, err := second(context.Background(), time.Now()); !errors.Is(err, errBusy) {
+				t.Fatalf("over the room again (a release counted twice?): %v, want busy", err)
+			}
+			put3()
+		})
+	}
+}
+
+// TestDialWaitsOutFullBacklog: with the server's listen backlog full (a
+// non-blocking connect fails with EAGAIN, the control), Dial waits in
+// the kernel and connects as soon as the server accepts one.
+func TestDialWaitsOutFullBacklog(t *testing.T) {
+	path := filepath.Join(privDir(t), "s.sock")
+	lfd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(lfd)
+	if err := unix.Bind(lfd, &unix.SockaddrUnix{Name: path}); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Listen(lfd, 1); err != nil {
+		t.Fatal(err)
+	}
+	full := false
+	for range 64 {
+		fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(fd)
+		if err := unix.Connect(fd, &unix.SockaddrUnix{Name: path}); errors.Is(err, unix.EAGAIN) {
+			full = true
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !full {
+		t.Fatal("the backlog never filled: no EAGAIN for a non-blocking connect")
+	}
+	dialled := make(chan error, 1)
+	go func() {
+		c, err := Dial(path)
+		if err == nil {
+			c.Close()
+		}
+		dialled <- err
+	}()
+	select {
+	case err := <-dialled:
+		t.Fatalf("Dial returned with the backlog full: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	nfd, _, err := unix.Accept4(lfd, unix.SOCK_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(nfd)
+	if err := <-dialled; err != nil {
+		t.Fatalf("Dial once the server accepted: %v", err)
+	}
+}
+
+// TestSmallReserve: large requests together leave smallReserve of the
+// request budget to the others (the control: the budget itself still
+// has room for the large request refused), and a budget of one
+// MaxRequest keeps no reserve, so one large request still fits.
+func TestSmallReserve(t *testing.T) {
+	const mib = 1 << 20
+	cases := []struct {
+		name   string
+		budget int64
+		takes  []int64 // in order; each must be granted
+		then   int64   // refused as busy at its deadline
+		small  int64   // then granted
+	}{
+		{"two large fill all but the reserve", 2 * MaxRequest, []int64{MaxRequest, MaxRequest - smallReserve - mib}, 2 * mib, largeRequest},
+		{"a budget of one request keeps no reserve", MaxRequest, []int64{MaxRequest}, 2 * mib, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &Server{MaxRequestMemory: tc.budget}
+			s.initMemory()
+			later := time.Now().Add(time.Hour)
+			var held int64
+			for i, n := range tc.takes {
+				if _, err := s.reserveMemory(context.Background(), n, later); err != nil {
+					t.Fatalf("take %d (%d bytes): %v", i, n, err)
+				}
+				held += n
+			}
+			if _, err := s.reserveMemory(context.Background(), tc.then, time.Now()); !errors.Is(err, errBusy) {
+				t.Fatalf("a large request of %d bytes with %d held: %v, want busy", tc.then, held, err)
+			}
+			if free := tc.budget - held; tc.small == 0 && free != 0 || tc.small > 0 && free < tc.then {
+				t.Fatalf("control: %d bytes free of the budget", free)
+			}
+			if tc.small > 0 {
+				if _, err := s.reserveMemory(context.Background(), tc.small, time.Now()); err != nil {
+					t.Fatalf("a small request of %d bytes: %v", tc.small, err)
+				}
+			}
+		})
 	}
 }

@@ -20,35 +20,29 @@ import (
 // read) stayed taken until its deadline.
 var errBusy = errors.New("the confine server is busy")
 
-// byteSem hands out bytes of a fixed budget: the requests the server
-// holds, together, never exceed it. A request that does not fit waits;
-// any request that fits may go first (no head-of-line blocking of small
-// requests behind a large one).
-type byteSem struct {
-	what    string // for errors: what the bytes are
+// waitRoom is what byteSem and peerTurns share: a lock, and a channel
+// closed (and replaced) on every change, so that a request waits for room
+// until its deadline and tries again after each change.
+type waitRoom struct {
 	mu      sync.Mutex
-	free    int64
 	changed chan struct{}
 }
 
-func newByteSem(n int64, what string) *byteSem {
-	return &byteSem{what: what, free: n, changed: make(chan struct{})}
-}
+func newWaitRoom() waitRoom { return waitRoom{changed: make(chan struct{})} }
 
-// acquire takes n bytes, waiting until deadline (or ctx's end) for them,
-// and returns the function that gives them back (once).
-func (b *byteSem) acquire(ctx context.Context, n int64, deadline time.Time) (func(), error) {
+// wait calls take under the lock until it returns true, waiting for a
+// change between the tries; until deadline, then busy's error (or ctx's
+// end, then ctx's error).
+func (w *waitRoom) wait(ctx context.Context, deadline time.Time, take func() bool, busy func() error) error {
 	var timer *time.Timer
 	for {
-		b.mu.Lock()
-		if b.free >= n {
-			b.free -= n
-			b.mu.Unlock()
-			var once sync.Once
-			return func() { once.Do(func() { b.put(n) }) }, nil
+		w.mu.Lock()
+		if take() {
+			w.mu.Unlock()
+			return nil
 		}
-		changed := b.changed
-		b.mu.Unlock()
+		changed := w.changed
+		w.mu.Unlock()
 		if timer == nil {
 			timer = time.NewTimer(time.Until(deadline))
 			defer timer.Stop()
@@ -56,19 +50,57 @@ func (b *byteSem) acquire(ctx context.Context, n int64, deadline time.Time) (fun
 		select {
 		case <-changed:
 		case <-timer.C:
-			return nil, fmt.Errorf("%w: no room in its %s for %d more before the request's deadline", errBusy, b.what, n)
+			return busy()
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
 	}
 }
 
+// change runs give under the lock and wakes every waiter.
+func (w *waitRoom) change(give func()) {
+	w.mu.Lock()
+	give()
+	close(w.changed)
+	w.changed = make(chan struct{})
+	w.mu.Unlock()
+}
+
+// byteSem hands out bytes of a fixed budget: the requests the server
+// holds, together, never exceed it. A request that does not fit waits;
+// any request that fits may go first (no head-of-line blocking of small
+// requests behind a large one).
+type byteSem struct {
+	what string // for errors: what the bytes are
+	room waitRoom
+	free int64
+}
+
+func newByteSem(n int64, what string) *byteSem {
+	return &byteSem{what: what, free: n, room: newWaitRoom()}
+}
+
+// acquire takes n bytes, waiting until deadline (or ctx's end) for them,
+// and returns the function that gives them back (once).
+func (b *byteSem) acquire(ctx context.Context, n int64, deadline time.Time) (func(), error) {
+	err := b.room.wait(ctx, deadline, func() bool {
+		if b.free < n {
+			return false
+		}
+		b.free -= n
+		return true
+	}, func() error {
+		return fmt.Errorf("%w: no room in its %s for %d more before the request's deadline", errBusy, b.what, n)
+	})
+	if err != nil {
+		return nil, err
+	}
+	var once sync.Once
+	return func() { once.Do(func() { b.put(n) }) }, nil
+}
+
 func (b *byteSem) put(n int64) {
-	b.mu.Lock()
-	b.free += n
-	close(b.changed)
-	b.changed = make(chan struct{})
-	b.mu.Unlock()
+	b.room.change(func() { b.free += n })
 }
 
 // readBody reads exactly size bytes from r. A claimed size costs nothing
@@ -336,52 +368,40 @@ func (f *fairSlots) handOn() {
 // once (bodies read and decoded): a process sending many large requests
 // gets a share of the server's reading, not all of it.
 type peerTurns struct {
-	mu      sync.Mutex
-	limit   int
-	busy    map[int]int
-	changed chan struct{}
+	room  waitRoom
+	limit int
+	busy  map[int]int
 }
 
 func newPeerTurns(limit int) *peerTurns {
-	return &peerTurns{limit: limit, busy: map[int]int{}, changed: make(chan struct{})}
+	return &peerTurns{limit: limit, busy: map[int]int{}, room: newWaitRoom()}
 }
 
 // acquire waits until deadline (or ctx's end) for a turn of pid and
 // returns the function that ends it (once).
 func (p *peerTurns) acquire(ctx context.Context, pid int, deadline time.Time) (func(), error) {
-	var timer *time.Timer
-	for {
-		p.mu.Lock()
-		if p.busy[pid] < p.limit {
-			p.busy[pid]++
-			p.mu.Unlock()
-			var once sync.Once
-			return func() { once.Do(func() { p.put(pid) }) }, nil
+	err := p.room.wait(ctx, deadline, func() bool {
+		if p.busy[pid] >= p.limit {
+			return false
 		}
-		changed := p.changed
-		p.mu.Unlock()
-		if timer == nil {
-			timer = time.NewTimer(time.Until(deadline))
-			defer timer.Stop()
-		}
-		select {
-		case <-changed:
-		case <-timer.C:
-			return nil, fmt.Errorf("%w: process %d has %d requests being read already", errBusy, pid, p.limit)
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+		p.busy[pid]++
+		return true
+	}, func() error {
+		return fmt.Errorf("%w: process %d has %d requests being read already", errBusy, pid, p.limit)
+	})
+	if err != nil {
+		return nil, err
 	}
+	var once sync.Once
+	return func() { once.Do(func() { p.put(pid) }) }, nil
 }
 
 func (p *peerTurns) put(pid int) {
-	p.mu.Lock()
-	if p.busy[pid]--; p.busy[pid] <= 0 {
-		delete(p.busy, pid)
-	}
-	close(p.changed)
-	p.changed = make(chan struct{})
-	p.mu.Unlock()
+	p.room.change(func() {
+		if p.busy[pid]--; p.busy[pid] <= 0 {
+			delete(p.busy, pid)
+		}
+	})
 }
 
 // SoftMemoryLimit is the Go heap limit a server process sets for itself

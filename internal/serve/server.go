@@ -114,6 +114,9 @@ type Server struct {
 	// together (one bucket, pid 0).
 	largeRate *peerRate
 	large     *byteSem
+	// largeMem is the part of the request memory large requests may
+	// hold together: all of it but smallReserve.
+	largeMem *byteSem
 	// open counts accepted connections not yet closed; connGone hears
 	// of each close.
 	open     atomic.Int64
@@ -123,6 +126,10 @@ type Server struct {
 // largeRequest is the size above which a request is read and decoded
 // one at a time.
 const largeRequest = 1 << 20
+
+// smallReserve is the request memory large requests leave to the others
+// (when the budget is that much over one MaxRequest).
+const smallReserve = 4 << 20
 
 // DefaultRequestRate is Server.MaxRequestRate when unset: 4 MiB a
 // second for each client process, after a first MaxRequest at once.
@@ -135,12 +142,16 @@ const DefaultRequestRate = 4 << 20
 const readsPerPeer = 2
 
 // DefaultMaxConns is the connection cap when MaxConns is unset: a quarter
-// of the descriptor limit, at most 4096. Connections being refused hold
-// descriptors too, up to as many again (Server.maxOpen): half the limit
-// is left for the runs.
+// of the descriptor limit, at most 1024 (runs and the queue need at most
+// max-runs + max-queue). Connections being refused hold descriptors too,
+// up to as many again (Server.maxOpen): half the limit is left for the
+// runs. Each run's fork copies the server's descriptor table and its
+// exec closes it again: at 4000 descriptors that doubled the cost of
+// starting /bin/true (0.55 to 1.1 ms), so idle connections held by the
+// thousand slow every run down.
 func DefaultMaxConns() int {
 	var rl unix.Rlimit
-	n := 4096
+	n := 1024
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err == nil && rl.Cur/4 < uint64(n) {
 		n = int(rl.Cur / 4)
 	}
@@ -233,7 +244,7 @@ func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
 	}
 	s.perPeer = map[int]int{}
 	s.reading = map[int]*list.List{}
-	s.mem = newByteSem(s.MaxRequestMemory, "request memory (bytes)")
+	s.initMemory()
 	s.reads = newPeerTurns(readsPerPeer)
 	if s.MaxRequestRate <= 0 {
 		s.MaxRequestRate = DefaultRequestRate
@@ -241,13 +252,31 @@ func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
 	s.rate = newPeerRate(s.MaxRequestRate, MaxRequest)
 	s.largeRate = newPeerRate(2*s.MaxRequestRate, 2*MaxRequest)
 	s.large = newByteSem(1, "turns to read a large request")
+	// Connections are accepted with accept4 on a second descriptor of
+	// the listening socket (Go's listener offers no raw read), without
+	// the poller: a refused one costs an accept4, a getsockopt, one send
+	// and a close, never a registration with the poller or a Go object.
+	// Only an admitted one becomes a net.UnixConn.
+	lf, err := ln.File()
+	if err != nil {
+		return err
+	}
+	defer lf.Close()
+	lrc, err := lf.SyscallConn()
+	if err != nil {
+		return err
+	}
+	lnrc, err := ln.SyscallConn()
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
 		<-ctx.Done()
 		ln.Close()
+		lf.Close()
 	}()
-	var err error
 	var backoff time.Duration
 	s.connGone = make(chan struct{}, 1)
 	for {
@@ -261,47 +290,113 @@ func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
 			case <-ctx.Done():
 			}
 		}
-		c, aerr := ln.AcceptUnix()
+		var aerr error
+		// The deadline only makes the loop look, once a second, whether
+		// ln was closed by someone else (then Serve returns).
+		_ = lf.SetReadDeadline(time.Now().Add(time.Second))
+		rerr := lrc.Read(func(fd uintptr) bool {
+			for ctx.Err() == nil && s.open.Load() < int64(s.maxOpen()) {
+				nfd, _, err := unix.Accept4(int(fd), unix.SOCK_CLOEXEC)
+				switch {
+				case err == nil:
+					backoff = 0
+					s.accepted(ctx, nfd)
+				case errors.Is(err, unix.EAGAIN):
+					return false // wait in the poller for the next
+				case errors.Is(err, unix.EINTR), errors.Is(err, unix.ECONNABORTED):
+				default:
+					aerr = os.NewSyscallError("accept4", err)
+					return true
+				}
+			}
+			return true
+		})
+		if ctx.Err() != nil {
+			break
+		}
+		if rerr != nil {
+			if cerr := lnrc.Control(func(uintptr) {}); cerr != nil {
+				err = cerr
+				break
+			}
+			if errors.Is(rerr, os.ErrDeadlineExceeded) {
+				continue
+			}
+			aerr = rerr
+		}
 		if aerr != nil {
-			if ctx.Err() != nil {
-				break
-			}
-			if errors.Is(aerr, net.ErrClosed) {
-				err = aerr
-				break
-			}
-			// Out of descriptors or memory (EMFILE, ENFILE, ENOBUFS),
-			// or a connection aborted: never the end of the server.
-			// Wait for held connections to go, and accept again.
+			// Out of descriptors or memory (EMFILE, ENFILE, ENOBUFS):
+			// never the end of the server. Wait for held connections
+			// to go, and accept again.
 			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
 			s.log().Warn("confine serve: accept failed; retrying", "err", aerr, "retry_in", backoff)
 			select {
 			case <-time.After(backoff):
 			case <-ctx.Done():
 			}
-			continue
 		}
-		backoff = 0
-		// The peer and the caps are checked here, without a goroutine:
-		// a flood of connections is refused at the cost of a
-		// getsockopt, a short non-blocking write and a close.
-		pc := s.admitConn(c)
-		if pc == nil {
-			continue
-		}
-		s.open.Add(1)
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			defer s.connClosed()
-			defer c.Close()
-			defer s.release(pc)
-			s.handle(ctx, pc)
-		}()
 	}
 	cancel()
 	s.wg.Wait()
 	return err
+}
+
+// accepted checks a new connection's peer and counts it against the
+// caps, in the accept loop itself: a refused one is answered without
+// waiting (refuseFD) and closed. An admitted one becomes a net.UnixConn
+// served by a goroutine of its own.
+func (s *Server) accepted(ctx context.Context, fd int) {
+	cred, err := unix.GetsockoptUcred(fd, unix.SOL_SOCKET, unix.SO_PEERCRED)
+	if err != nil {
+		s.log().Warn("confine serve: refused a peer whose credentials could not be read", "err", err)
+		unix.Close(fd)
+		return
+	}
+	uid, pid := int(cred.Uid), int(cred.Pid)
+	if uid != s.uid {
+		s.log().Warn("confine serve: refused a peer of another uid", "peer_uid", uid, "peer_pid", pid, "uid", s.uid)
+		refuseFD(fd, "peer", fmt.Sprintf("this confine server serves uid %d only; the client runs as uid %d", s.uid, uid))
+		return
+	}
+	// Counted against the caps first (cheap: a flood is refused here);
+	// checked for being inside a run once it has sent its request
+	// (reading /proc costs: idle connections never pay it), before
+	// anything runs.
+	pc := &conn{pid: pid}
+	if why := s.admit(pc); why != "" {
+		refuseFD(fd, "busy", why)
+		return
+	}
+	// Only this loop evicts (admit), so nothing can evict pc before its
+	// descriptor is a conn with its deadline.
+	f := os.NewFile(uintptr(fd), "")
+	fc, err := net.FileConn(f)
+	if err != nil {
+		// Out of descriptors for its duplicate: answered, then closed.
+		s.log().Warn("confine serve: could not take an accepted connection", "peer_pid", pid, "err", err)
+		s.release(pc)
+		sendRefusal(fd, "busy", fmt.Sprintf("the confine server at %s could not take the connection: %v", s.Socket, err))
+		f.Close()
+		return
+	}
+	f.Close()
+	pc.c = fc.(*net.UnixConn)
+	_ = pc.c.SetReadDeadline(pc.deadline)
+	s.open.Add(1)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer s.connClosed()
+		defer pc.c.Close()
+		defer s.release(pc)
+		s.handle(ctx, pc)
+	}()
+}
+
+// initMemory makes the request budget of MaxRequestMemory bytes.
+func (s *Server) initMemory() {
+	s.mem = newByteSem(s.MaxRequestMemory, "request memory (bytes)")
+	s.largeMem = newByteSem(s.MaxRequestMemory-min(smallReserve, s.MaxRequestMemory-MaxRequest), "request memory for large requests (bytes)")
 }
 
 // maxOpen is how many accepted connections may hold a descriptor at
@@ -373,10 +468,9 @@ func (s *Server) admit(pc *conn) string {
 		s.reading[pc.pid] = l
 	}
 	pc.elem = l.PushBack(pc)
-	// The request's deadline is set before anyone can evict pc (which
-	// sets one in the past), under s.mu: an eviction is never undone.
+	// The caller sets it on the connection before anyone can evict pc
+	// (which sets one in the past): an eviction is never undone.
 	pc.deadline = time.Now().Add(s.RequestTimeout)
-	_ = pc.c.SetReadDeadline(pc.deadline)
 	return ""
 }
 
@@ -456,50 +550,21 @@ func (s *Server) answer(c *net.UnixConn, resp Response) error {
 	return w.Flush()
 }
 
-// admitConn checks a new connection's peer and counts it against the
-// caps; a refused one is answered without waiting (refuseNow) and closed,
-// and nil is returned.
-func (s *Server) admitConn(c *net.UnixConn) *conn {
-	uid, pid, err := peerUID(c)
-	if err != nil {
-		s.log().Warn("confine serve: refused a peer whose credentials could not be read", "err", err)
-		c.Close()
-		return nil
-	}
-	if uid != s.uid {
-		s.log().Warn("confine serve: refused a peer of another uid", "peer_uid", uid, "peer_pid", pid, "uid", s.uid)
-		s.refuseNow(c, "peer", fmt.Sprintf("this confine server serves uid %d only; the client runs as uid %d", s.uid, uid))
-		return nil
-	}
-	// Counted against the caps first (cheap: a flood is refused here);
-	// checked for being inside a run once it has sent its request
-	// (reading /proc costs: idle connections never pay it), before
-	// anything runs.
-	pc := &conn{c: c, pid: pid}
-	if why := s.admit(pc); why != "" {
-		s.refuseNow(c, "busy", why)
-		return nil
-	}
-	return pc
+// refuseFD answers a refusal with one send that does not wait (a new
+// connection's empty socket buffer takes it whole; a client that filled
+// its buffer already gets no answer), and closes fd.
+func refuseFD(fd int, kind, msg string) {
+	defer unix.Close(fd)
+	sendRefusal(fd, kind, msg)
 }
 
-// refuseNow answers a refusal with one write, which a new connection's
-// empty socket buffer takes whole, and closes c. The socket is
-// non-blocking (as Go accepts them): a client that filled its buffer
-// already gets no answer, and the accept loop never waits.
-func (s *Server) refuseNow(c *net.UnixConn, kind, msg string) {
-	defer c.Close()
+// sendRefusal sends a refusal on fd with one send that does not wait.
+func sendRefusal(fd int, kind, msg string) {
 	var b bytes.Buffer
 	if writeResponse(&b, Response{Error: &Refusal{Kind: kind, Message: msg, ExitStatus: 125}}) != nil {
 		return
 	}
-	rc, err := c.SyscallConn()
-	if err != nil {
-		return
-	}
-	_ = rc.Control(func(fd uintptr) {
-		_, _ = unix.Write(int(fd), b.Bytes())
-	})
+	_ = unix.Sendto(fd, b.Bytes(), unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL, nil)
 }
 
 // handle serves one admitted connection (admitConn); the caller releases
@@ -535,7 +600,7 @@ func (s *Server) handle(ctx context.Context, pc *conn) {
 			}
 			endTurn = func() { large(); turn() }
 		}
-		return s.mem.acquire(ctx, n, deadline)
+		return s.reserveMemory(ctx, n, deadline)
 	})
 	endTurn()
 	if !s.doneReading(pc) {
@@ -559,6 +624,7 @@ func (s *Server) handle(ctx context.Context, pc *conn) {
 	defer files.close()
 	if err := checkPeer(c, pid); err != nil {
 		s.log().Warn("confine serve: refused a client inside a confined run", "peer_pid", pid, "err", err)
+		release()
 		s.refuse(c, "peer", err.Error())
 		return
 	}
@@ -590,6 +656,7 @@ func (s *Server) handle(ctx context.Context, pc *conn) {
 	}
 	s.mu.Unlock()
 	if busy {
+		release()
 		s.refuse(c, "busy", fmt.Sprintf("the confine server at %s is busy: %d runs going and %d waiting (--max-runs, --max-queue)", s.Socket, s.slots.size, s.MaxQueue))
 		return
 	}
@@ -600,6 +667,7 @@ func (s *Server) handle(ctx context.Context, pc *conn) {
 	}()
 	// Slots go round the client processes in turn.
 	if !s.slots.acquire(runCtx, pid) {
+		release()
 		s.refuse(c, "cancelled", "the client hung up while the run waited for a slot")
 		return
 	}
@@ -608,12 +676,36 @@ func (s *Server) handle(ctx context.Context, pc *conn) {
 	// written: a client that does not read them holds its connection,
 	// never a run slot.
 	s.slots.release()
+	// So are the request's bytes (the request is done with): a client
+	// that does not read its answer holds none of the budget.
+	release()
 	out.finish()
 	errw.finish()
 	files.close()
 	if err := s.answer(c, resp); err != nil && runCtx.Err() == nil {
 		s.log().Warn("confine serve: could not answer", "peer_pid", pid, "err", err)
 	}
+}
+
+// reserveMemory takes n bytes of the request budget, waiting for them
+// until deadline, and returns the function that gives them back. Large
+// requests leave smallReserve of the budget to the others: held until
+// their runs end, four of them would otherwise take it all, and a small
+// request would wait for one of those runs.
+func (s *Server) reserveMemory(ctx context.Context, n int64, deadline time.Time) (func(), error) {
+	if n <= largeRequest {
+		return s.mem.acquire(ctx, n, deadline)
+	}
+	lm, err := s.largeMem.acquire(ctx, n, deadline)
+	if err != nil {
+		return nil, err
+	}
+	m, err := s.mem.acquire(ctx, n, deadline)
+	if err != nil {
+		lm()
+		return nil, err
+	}
+	return func() { m(); lm() }, nil
 }
 
 // readRequest reads one framed request and the descriptors passed with

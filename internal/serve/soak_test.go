@@ -37,7 +37,9 @@ import (
 //     from several processes.
 //
 // Meanwhile this process, an ordinary client, runs /bin/true through the
-// server one run after another, as it did on the idle server before.
+// server one run after another, as it did on the idle server before the
+// attack and does again after it (the idle figure is both together, so
+// that a machine whose load drifts during the soak shows in both).
 // Every one of its runs must succeed, the server must stay up and under
 // soakMemoryBound; the latencies are reported (and written to
 // $CONFINE_SOAK_REPORT), never asserted. $CONFINE_SOAK=full runs the
@@ -57,12 +59,17 @@ type soakScale struct {
 	idle, idleProcs        int
 	deaf, large, largeSize int
 	largeProcs             int
-	runs                   int
+	// runs under attack; idleRuns on the idle server, half before the
+	// attack and half after; gap between two runs, so that the runs
+	// under attack span the floods' waves (idle clients come back 5 s
+	// after each drop) and their request timeout (30 s).
+	runs, idleRuns int
+	gap            time.Duration
 }
 
 var soakScales = map[string]soakScale{
-	"":     {name: "small", idle: 2000, idleProcs: 4, deaf: 10, large: 40, largeSize: 1 << 20, largeProcs: 4, runs: 100},
-	"full": {name: "full", idle: 30000, idleProcs: 20, deaf: 10, large: 40, largeSize: MaxRequest - 64, largeProcs: 8, runs: 300},
+	"":     {name: "small", idle: 2000, idleProcs: 4, deaf: 10, large: 40, largeSize: 1 << 20, largeProcs: 4, runs: 100, idleRuns: 100},
+	"full": {name: "full", idle: 30000, idleProcs: 20, deaf: 10, large: 40, largeSize: MaxRequest - 64, largeProcs: 8, runs: 1000, idleRuns: 1000, gap: 25 * time.Millisecond},
 }
 
 func TestSoak(t *testing.T) {
@@ -74,8 +81,8 @@ func TestSoak(t *testing.T) {
 	if !ok {
 		t.Fatalf("CONFINE_SOAK=%q: want unset or full", os.Getenv("CONFINE_SOAK"))
 	}
-	t.Logf("soak scale %s (CONFINE_SOAK=full for the figures of docs/server.md): %d idle connections in %d processes, %d deaf clients, %d clients of %d-byte requests in %d processes, %d runs",
-		sc.name, sc.idle, sc.idleProcs, sc.deaf, sc.large, sc.largeSize, sc.largeProcs, sc.runs)
+	t.Logf("soak scale %s (CONFINE_SOAK=full for the figures of docs/server.md): %d idle connections in %d processes, %d deaf clients, %d clients of %d-byte requests in %d processes, %d runs under attack, %d idle, %v apart",
+		sc.name, sc.idle, sc.idleProcs, sc.deaf, sc.large, sc.largeSize, sc.largeProcs, sc.runs, sc.idleRuns, sc.gap)
 	socket := filepath.Join(privDir(t), SocketName)
 	child := func(role string, extra ...string) (*exec.Cmd, *bufio.Reader) {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestSoak$")
@@ -102,10 +109,17 @@ func TestSoak(t *testing.T) {
 		return cmd, r
 	}
 	server, _ := child("server")
+	// A twin server no attacker knows of: under attack, the client's
+	// runs alternate between the two, so that the twin's figures show
+	// what the machine's load (other jobs, the attackers' own processes)
+	// costs a run at the same moments, apart from the attacked server.
+	twinSocket := filepath.Join(privDir(t), SocketName)
+	child("server", "CONFINE_SOAK_SOCKET="+twinSocket)
 	pid := server.Process.Pid
 
-	idle, idleDials := soakRuns(t, socket, sc.runs)
+	idleBefore, idleDials := soakRuns(t, socket, sc.idleRuns/2, sc.gap)
 	idleRSS := procFigure(pid, "VmRSS")
+	idleFDs := procFDs(pid)
 
 	mix := os.Getenv("CONFINE_SOAK_MIX")
 	if mix == "" {
@@ -144,28 +158,27 @@ func TestSoak(t *testing.T) {
 	// Let the floods reach the caps.
 	time.Sleep(3 * time.Second)
 
-	var maxRSS, maxFDs atomic.Int64
+	// The server's descriptors, once a second: listing thousands in
+	// /proc costs this process (the ordinary client) CPU.
+	var maxFDs atomic.Int64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		for {
-			if v := procFigure(pid, "VmRSS"); v > maxRSS.Load() {
-				maxRSS.Store(v)
-			}
-			if es, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid)); err == nil && int64(len(es)) > maxFDs.Load() {
-				maxFDs.Store(int64(len(es)))
+			if n := int64(procFDs(pid)); n > maxFDs.Load() {
+				maxFDs.Store(n)
 			}
 			select {
 			case <-stop:
 				return
-			case <-time.After(50 * time.Millisecond):
+			case <-time.After(time.Second):
 			}
 		}
 	}()
 	cpu0, t0 := procCPU(pid), time.Now()
-	loaded, loadedDials := soakRuns(t, socket, sc.runs)
+	loaded, loadedDials, twin := soakRunsTwin(t, socket, twinSocket, sc.runs, sc.gap)
 	cpu, wall := procCPU(pid)-cpu0, time.Since(t0)
 	close(stop)
 	wg.Wait()
@@ -179,19 +192,30 @@ func TestSoak(t *testing.T) {
 	}
 	for _, a := range attackers {
 		_ = a.Process.Kill()
+		_ = a.Wait()
 	}
+	// The attackers' connections close with them: the server drops
+	// them, and is idle again.
+	for end := time.Now().Add(30 * time.Second); procFDs(pid) > idleFDs+16 && time.Now().Before(end); {
+		time.Sleep(100 * time.Millisecond)
+	}
+	idleAfter, idleDials2 := soakRuns(t, socket, sc.idleRuns-sc.idleRuns/2, sc.gap)
+	idle := slices.Sorted(slices.Values(append(slices.Clone(idleBefore), idleAfter...)))
+	idleDials = slices.Sorted(slices.Values(append(idleDials, idleDials2...)))
 	if hwm > soakMemoryBound {
 		t.Errorf("server peak RSS %d MiB, over the documented bound of %d MiB", hwm>>20, soakMemoryBound>>20)
 	}
-	report := fmt.Sprintf("soak (%s, attackers %s): %d idle connections (%d processes), %d deaf clients, %d clients sending %d-byte requests (%d processes); ordinary client, %d sequential runs of /bin/true each:\n"+
-		"  idle server:   p50 %v  p99 %v  max %v  (connect p99 %v)\n"+
-		"  under attack:  p50 %v  p99 %v  max %v  (connect p99 %v)\n"+
+	report := fmt.Sprintf("soak (%s, attackers %s): %d idle connections (%d processes), %d deaf clients, %d clients sending %d-byte requests (%d processes); ordinary client, sequential runs of /bin/true %v apart, %d under attack and %d on the idle server (half before the attack, half after):\n"+
+		"  idle server:   p50 %v  p99 %v  max %v  (connect p99 %v; before the attack p50 %v p99 %v, after it p50 %v p99 %v)\n"+
+		"  under attack:  p50 %v  p99 %v  max %v  (connect p99 %v, max %v)\n"+
 		"  p99 ratio %.2fx (target <= 2x)\n"+
+		"  twin idle server, its runs alternating with those under attack: p50 %v  p99 %v  max %v; p99 ratio of the attacked server to it %.2fx\n"+
 		"  server: RSS idle %d MiB, peak %d MiB (bound %d MiB), at most %d descriptors open, CPU under attack %.0f%% of one core; still serving at the end\n",
-		sc.name, mix, sc.idle, sc.idleProcs, sc.deaf, sc.large, sc.largeSize, sc.largeProcs, sc.runs,
-		pct(idle, 50), pct(idle, 99), idle[len(idle)-1], pct(idleDials, 99),
-		pct(loaded, 50), pct(loaded, 99), loaded[len(loaded)-1], pct(loadedDials, 99),
+		sc.name, mix, sc.idle, sc.idleProcs, sc.deaf, sc.large, sc.largeSize, sc.largeProcs, sc.gap, sc.runs, sc.idleRuns,
+		pct(idle, 50), pct(idle, 99), idle[len(idle)-1], pct(idleDials, 99), pct(idleBefore, 50), pct(idleBefore, 99), pct(idleAfter, 50), pct(idleAfter, 99),
+		pct(loaded, 50), pct(loaded, 99), loaded[len(loaded)-1], pct(loadedDials, 99), loadedDials[len(loadedDials)-1],
 		float64(pct(loaded, 99))/float64(pct(idle, 99)),
+		pct(twin, 50), pct(twin, 99), twin[len(twin)-1], float64(pct(loaded, 99))/float64(pct(twin, 99)),
 		idleRSS>>20, hwm>>20, soakMemoryBound>>20, maxFDs.Load(), 100*cpu.Seconds()/wall.Seconds())
 	t.Log(report)
 	if p := os.Getenv("CONFINE_SOAK_REPORT"); p != "" {
@@ -201,11 +225,29 @@ func TestSoak(t *testing.T) {
 	}
 }
 
-// soakRuns runs /bin/true through the server n times, one after another,
-// and returns the latencies, sorted. Every run must succeed.
-func soakRuns(t *testing.T, socket string, n int) (ds, dials []time.Duration) {
+// soakRunsTwin runs n runs through the server at socket, and between
+// each two, one through the server at twin; the latencies, sorted.
+func soakRunsTwin(t *testing.T, socket, twin string, n int, gap time.Duration) (ds, dials, twins []time.Duration) {
+	t.Helper()
+	for range n {
+		d, dial := soakRuns(t, socket, 1, gap)
+		ds, dials = append(ds, d...), append(dials, dial...)
+		d, _ = soakRuns(t, twin, 1, gap)
+		twins = append(twins, d...)
+	}
+	slices.Sort(ds)
+	slices.Sort(dials)
+	slices.Sort(twins)
+	return ds, dials, twins
+}
+
+// soakRuns runs /bin/true through the server n times, one after another
+// with gap between them, and returns the latencies, sorted. Every run
+// must succeed.
+func soakRuns(t *testing.T, socket string, n int, gap time.Duration) (ds, dials []time.Duration) {
 	t.Helper()
 	for i := range n {
+		time.Sleep(gap)
 		start := time.Now()
 		c, err := Dial(socket)
 		if err != nil {
@@ -226,6 +268,12 @@ func soakRuns(t *testing.T, socket string, n int) (ds, dials []time.Duration) {
 func pct(sorted []time.Duration, p int) time.Duration {
 	i := (len(sorted)*p+99)/100 - 1
 	return sorted[max(i, 0)].Round(10 * time.Microsecond)
+}
+
+// procFDs is how many descriptors process pid holds (0 when unreadable).
+func procFDs(pid int) int {
+	es, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	return len(es)
 }
 
 // procFigure is a /proc/PID/status figure in bytes (0 when unreadable).
