@@ -209,12 +209,9 @@ func (s *Server) log() *slog.Logger {
 	return slog.Default()
 }
 
-// Serve accepts connections on ln until ctx ends, then closes ln (which
-// removes the socket), cancels the runs in flight and waits for them.
-func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
-	if s.Handler == nil {
-		return errors.New("serve: no handler")
-	}
+// setDefaults fills in the limits left at zero and makes the server's
+// bookkeeping, before Serve accepts its first connection.
+func (s *Server) setDefaults() {
 	if !s.uidSet {
 		s.uid = os.Geteuid()
 	}
@@ -252,6 +249,15 @@ func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
 	s.rate = newPeerRate(s.MaxRequestRate, MaxRequest)
 	s.largeRate = newPeerRate(2*s.MaxRequestRate, 2*MaxRequest)
 	s.large = newByteSem(1, "turns to read a large request")
+}
+
+// Serve accepts connections on ln until ctx ends, then closes ln (which
+// removes the socket), cancels the runs in flight and waits for them.
+func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
+	if s.Handler == nil {
+		return errors.New("serve: no handler")
+	}
+	s.setDefaults()
 	// Connections are accepted with accept4 on a second descriptor of
 	// the listening socket (Go's listener offers no raw read), without
 	// the poller: a refused one costs an accept4, a getsockopt, one send
