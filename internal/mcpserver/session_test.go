@@ -142,7 +142,7 @@ func TestSessionGrantsFreed(t *testing.T) {
 		t.Fatalf("no server session %q", id)
 	}
 	freed := func(s *Server, id string) bool {
-		return testutil.WaitFor(time.Minute, func() bool { return len(s.sessionGrants(id)) == 0 })
+		return testutil.Await(func() bool { return len(s.sessionGrants(id)) == 0 })
 	}
 	httpConnect := func(t *testing.T, s *Server) *mcp.ClientSession {
 		t.Helper()

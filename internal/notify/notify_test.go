@@ -531,7 +531,7 @@ func TestServeCancel(t *testing.T) {
 	_, lfd, wait := startConfined(t, fx, ops)
 	errc := make(chan error, 1)
 	go func() { errc <- Serve(ctx, lfd, fx.config(nil)) }()
-	if !testutil.WaitFor(probeHang, func() bool { _, err := os.Stat(filepath.Join(fx.w, "ready")); return err == nil }) {
+	if !testutil.Await(func() bool { _, err := os.Stat(filepath.Join(fx.w, "ready")); return err == nil }) {
 		t.Fatal("the probe never reached its mark")
 	}
 	cancel()
