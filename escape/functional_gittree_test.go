@@ -44,13 +44,13 @@ func TestFunctionalGitTree(t *testing.T) {
 			},
 			args: func(t *testing.T, _ testutil.User, wd string) ([]string, string) {
 				goroot := goEnv(t, "GOROOT")
-				args := []string{"--env", "GOCACHE=" + filepath.Join(wd, ".gocache"), "--env", "GOFLAGS=-mod=mod",
+				args := []string{"--rw", goCache(t, wd), "--env", "GOCACHE=" + goCache(t, wd), "--env", "GOFLAGS=-mod=mod",
 					"--env", "GOPROXY=off", "--env", "GOTOOLCHAIN=local"}
 				if !strings.HasPrefix(goroot, "/usr/") {
 					args = append(args, "--ro", goroot)
 				}
 				goBin := filepath.Join(goroot, "bin", "go")
-				return append(args, "--", "sh", "-c", goBin+" build -o ./app . && ./app && rm -rf app .gocache"), ""
+				return append(args, "--", "sh", "-c", goBin+" build -o ./app . && ./app && rm -rf app"), ""
 			}, want: "hello from Go, 4 goroutines\n"},
 		{name: "python-venv-pip-local-wheel", needs: []string{"/usr/bin/python3"},
 			files: func(t *testing.T) map[string]string {
