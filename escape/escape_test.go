@@ -45,7 +45,7 @@ const controlPATH = "PATH=/usr/local/bin:/usr/bin:/bin"
 var runLimit = 3 * time.Minute
 
 const (
-	controlSettle  = 5 * time.Second        // how long a control's asynchronous effect may take
+	controlSettle  = testutil.Patience      // how long a control's asynchronous effect may take (it ends on the effect)
 	confinedSettle = 300 * time.Millisecond // how long to watch for one after a confined run
 )
 

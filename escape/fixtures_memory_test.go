@@ -56,7 +56,7 @@ func memoryVectors() []vcase {
 		{name: "memory-bomb-shared-no-memory-cgroup", vector: "memory-bomb-shared", setup: func(e *env) fixture {
 			needMemoryBound(e, roCgroup, "memory-watch")
 			if e.confined {
-				return fixture{args: []string{"512"}, cliArgs: []string{"--memory", "256MiB"}, env: roCgroup, judge: memoryWatchStopped}
+				return fixture{args: []string{"512", "hold"}, cliArgs: []string{"--memory", "256MiB"}, env: roCgroup, judge: memoryWatchStopped}
 			}
 			return fixture{args: []string{"64"}}
 		}},
@@ -66,7 +66,7 @@ func memoryVectors() []vcase {
 		{name: "memory-bomb-memfd-no-memory-cgroup", vector: "memory-bomb-memfd", setup: func(e *env) fixture {
 			needMemoryBound(e, roCgroup, "memory-watch")
 			if e.confined {
-				return fixture{args: []string{"512"}, cliArgs: []string{"--memory", "256MiB"}, env: roCgroup, judge: memoryWatchStopped}
+				return fixture{args: []string{"512", "hold"}, cliArgs: []string{"--memory", "256MiB"}, env: roCgroup, judge: memoryWatchStopped}
 			}
 			return fixture{args: []string{"64"}}
 		}},
@@ -77,7 +77,7 @@ func memoryVectors() []vcase {
 		{name: "memory-bomb-tree-no-memory-cgroup", vector: "memory-bomb-tree", setup: func(e *env) fixture {
 			needMemoryBound(e, roCgroup, "memory-watch")
 			if e.confined {
-				return fixture{args: []string{"3", "300"}, cliArgs: []string{"--memory", "600MiB"}, env: roCgroup, judge: memoryWatchStopped}
+				return fixture{args: []string{"3", "300", "hold"}, cliArgs: []string{"--memory", "600MiB"}, env: roCgroup, judge: memoryWatchStopped}
 			}
 			return fixture{args: []string{"3", "300"}}
 		}},
@@ -100,6 +100,7 @@ func treeBound(e *env, f fixture) fixture {
 		f.mustReport = true
 	case "memory-watch":
 		f.judge = memoryWatchStopped
+		f.args = append(f.args, "hold")
 	default:
 		e.t.Skipf("not applicable as %s (backend %q): a run here gets memory_bound %q, no whole-tree bound", e.user.Name, e.backend, b)
 	}
@@ -151,6 +152,10 @@ func memoryBound(t *testing.T, u testutil.User, env []string, backend string) st
 // the CLI's (exit 137 and the memory kill named) unless the probe
 // reported first. Anything else counts as escaped: a run that neither
 // reported blocked nor was stopped at its bound proves nothing.
+//
+// The bombs it judges hold what they got until the run is ended ("hold"):
+// the watch samples, and a bomb that let go at once could fall between
+// two samples on a loaded host.
 func memoryWatchStopped(o outcome) (bool, string) {
 	switch {
 	case o.hasReport && o.report.Outcome == "blocked":

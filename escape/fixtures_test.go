@@ -737,7 +737,7 @@ func vectors() []vcase {
 				// A liveness bound: the confined tree must be gone once the
 				// CLI has returned, which should be at once.
 				if e.confined {
-					testutil.WaitFor(5*time.Second, func() bool { return len(daemons()) == 0 })
+					testutil.Await(func() bool { return len(daemons()) == 0 })
 				}
 				if seen = daemons(); len(seen) > 0 {
 					return true, fmt.Sprintf("daemon (pid %v here, %d in the run) is alive after the run returned", seen, ps[0])

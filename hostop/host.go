@@ -62,6 +62,13 @@ func (h *Host) Root() *Root { return h.root }
 // Close releases the root.
 func (h *Host) Close() error { return h.root.Close() }
 
+// Allows reports whether the capability allows op now (the check every
+// operation makes first; servers use it to offer only those operations).
+func (h *Host) Allows(op policy.HostOp) bool {
+	_, err := policy.AuthorizeHostOp(h.cap, op)
+	return err == nil
+}
+
 // Begin authorises op; the returned function records the operation (with
 // args, then more, and its outcome) when called with the operation's
 // error, which it returns. Packages that add operations (hostop/git) use

@@ -235,16 +235,29 @@ func (o *mcpOpts) serveHTTP(ctx context.Context, srv MCPServer, stderr io.Writer
 		}
 		_ = os.Remove(o.listen) // a stale socket of an earlier server
 	}
-	uln, err := net.ListenUnix("unix", &net.UnixAddr{Name: o.listen, Net: "unix"})
+	// The socket is made listening and 0600 under another name, then
+	// renamed into place: at its path it is never another mode, nor bound
+	// and not yet listening (a client, or a test waiting for the path,
+	// would be refused).
+	tmp := filepath.Join(filepath.Dir(o.listen), "."+filepath.Base(o.listen)+".new")
+	_ = os.Remove(tmp) // a leftover of an earlier server that died here
+	uln, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
 	if err != nil {
 		return &exitError{ExitConfine, fmt.Sprintf("--listen: %v", err)}
 	}
+	uln.SetUnlinkOnClose(false) // its name changes; removed below
 	// A client inside a confined run is refused as by confine serve.
 	ln := serve.PeerCheckedListener{UnixListener: uln, Refused: func(err error) {
 		fmt.Fprintf(stderr, "confine: mcp: %v\n", err)
 	}}
-	if err := os.Chmod(o.listen, 0o600); err != nil {
+	if err := os.Chmod(tmp, 0o600); err != nil {
 		ln.Close()
+		_ = os.Remove(tmp)
+		return &exitError{ExitConfine, fmt.Sprintf("--listen: %v", err)}
+	}
+	if err := os.Rename(tmp, o.listen); err != nil {
+		ln.Close()
+		_ = os.Remove(tmp)
 		return &exitError{ExitConfine, fmt.Sprintf("--listen: %v", err)}
 	}
 	defer os.Remove(o.listen)

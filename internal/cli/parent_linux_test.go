@@ -60,7 +60,7 @@ func TestDieWithParent(t *testing.T) {
 					t.Fatal(err)
 				}
 				killCaller := func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
-				if !testutil.WaitFor(20*time.Second, func() bool { _, err := os.Stat(filepath.Join(wd, "ready")); return err == nil }) {
+				if !testutil.Await(func() bool { _, err := os.Stat(filepath.Join(wd, "ready")); return err == nil }) {
 					killCaller()
 					t.Fatal("the command never became ready")
 				}
@@ -71,14 +71,14 @@ func TestDieWithParent(t *testing.T) {
 				}
 				confinePid := pids[0]
 				var live []int
-				testutil.WaitFor(5*time.Second, func() bool { live = testutil.TokenPids(tok); return len(live) >= 2 })
+				testutil.Await(func() bool { live = testutil.TokenPids(tok); return len(live) >= 2 })
 				if len(live) < 2 {
 					killCaller()
 					t.Fatalf("only %d processes of the run alive before the caller's kill: %v", len(live), live)
 				}
 				killCaller()
 				if die {
-					if !testutil.WaitFor(20*time.Second, func() bool { return len(testutil.TokenPids(tok)) == 0 && !testutil.Alive(confinePid) }) {
+					if !testutil.Await(func() bool { return len(testutil.TokenPids(tok)) == 0 && !testutil.Alive(confinePid) }) {
 						t.Errorf("after the caller's SIGKILL: confine alive %v, the run's processes %v", testutil.Alive(confinePid), testutil.TokenPids(tok))
 					}
 				} else {
@@ -91,7 +91,7 @@ func TestDieWithParent(t *testing.T) {
 				}
 				// Ours: its pid was written by the shell that started it.
 				_ = syscall.Kill(confinePid, syscall.SIGTERM)
-				if !testutil.WaitFor(20*time.Second, func() bool { return len(testutil.TokenPids(tok)) == 0 }) {
+				if !testutil.Await(func() bool { return len(testutil.TokenPids(tok)) == 0 }) {
 					t.Errorf("the run's processes outlived confine's SIGTERM: %v", testutil.TokenPids(tok))
 				}
 			})

@@ -18,9 +18,19 @@ import (
 // escaped (and was blocked confined, with the mechanism the run reported),
 // or say for each vector why it does not apply on this host.
 func TestSelftest(t *testing.T) {
-	for _, u := range testutil.Users(t) {
+	users := testutil.Users(t)
+	for i, u := range users {
 		for _, backend := range []string{"auto", "bwrap"} {
-			t.Run(u.Name+"/"+backend, func(t *testing.T) { testSelftest(t, u, backend) })
+			t.Run(u.Name+"/"+backend, func(t *testing.T) {
+				// --backend bwrap as one user, the last (unprivileged
+				// where the tests run as root): the vectors under bwrap
+				// are escape's TestEscapeBwrap, as every user; here it
+				// is the option's way through selftest (about 20 s).
+				if backend == "bwrap" && i != len(users)-1 {
+					t.Skipf("--backend bwrap is checked as %s; escape's TestEscapeBwrap runs the vectors as every user", users[len(users)-1].Name)
+				}
+				testSelftest(t, u, backend)
+			})
 		}
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/confine-sandbox/confine/internal/serve"
 	"github.com/confine-sandbox/confine/internal/testutil"
@@ -205,7 +204,7 @@ func TestServeDisconnectKillsTree(t *testing.T) {
 				t.Fatal(err)
 			}
 			var ps []int
-			if !testutil.WaitFor(time.Minute, func() bool {
+			if !testutil.Await(func() bool {
 				_, err := os.Stat(ready)
 				ps = testutil.TokenPids(token)
 				return err == nil && len(ps) >= 3
@@ -216,7 +215,7 @@ func TestServeDisconnectKillsTree(t *testing.T) {
 			}
 			_ = cmd.Process.Signal(syscall.SIGKILL)
 			_ = cmd.Wait()
-			if !testutil.WaitFor(time.Minute, func() bool { return len(testutil.TokenPids(token)) == 0 }) {
+			if !testutil.Await(func() bool { return len(testutil.TokenPids(token)) == 0 }) {
 				var alive []string
 				for _, p := range testutil.TokenPids(token) {
 					alive = append(alive, strconv.Itoa(p)+" ("+testutil.Comm(p)+")")
@@ -236,7 +235,7 @@ func TestServeDisconnectKillsTree(t *testing.T) {
 			if err := ctl.Start(); err != nil {
 				t.Fatal(err)
 			}
-			testutil.WaitFor(time.Minute, func() bool {
+			testutil.Await(func() bool {
 				_, err := os.Stat(filepath.Join(wd, "ready.control"))
 				return err == nil
 			})
@@ -269,7 +268,7 @@ func TestServeInterrupt(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			if !testutil.WaitFor(time.Minute, func() bool { _, err := os.Stat(filepath.Join(wd, "ready")); return err == nil }) {
+			if !testutil.Await(func() bool { _, err := os.Stat(filepath.Join(wd, "ready")); return err == nil }) {
 				_ = cmd.Process.Kill()
 				_ = cmd.Wait()
 				t.Fatal("the command never started")

@@ -5,35 +5,52 @@ package mcpserver_test
 import (
 	"encoding/json"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/confine-sandbox/confine/internal/testutil"
 )
 
-// TestDocSnippet checks docs/mcp.md's client configuration: it parses the
-// snippet and starts the server with its very arguments (its command,
-// "confine", is this test binary acting as the CLI), in the directory a
-// client would start it in, and calls a Tier 1 tool and run_command.
-func TestDocSnippet(t *testing.T) {
-	nodeClient(t)
-	b, err := os.ReadFile("../../docs/mcp.md")
+// mcpClientConfig is an MCP client's configuration (Claude Code's
+// .mcp.json).
+type mcpClientConfig struct {
+	MCPServers map[string]struct {
+		Command string   `json:"command"`
+		Args    []string `json:"args"`
+	} `json:"mcpServers"`
+}
+
+// docSnippet parses the ```json block after "<!-- mcp-snippet -->" in a
+// document of the repository.
+func docSnippet(t *testing.T, doc string) mcpClientConfig {
+	t.Helper()
+	b, err := os.ReadFile(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, rest, ok := strings.Cut(string(b), "<!-- mcp-snippet -->\n```json\n")
 	block, _, ok2 := strings.Cut(rest, "```")
 	if !ok || !ok2 {
-		t.Fatal("docs/mcp.md: no ```json block after <!-- mcp-snippet -->")
+		t.Fatalf("%s: no ```json block after <!-- mcp-snippet -->", doc)
 	}
-	var cfg struct {
-		MCPServers map[string]struct {
-			Command string   `json:"command"`
-			Args    []string `json:"args"`
-		} `json:"mcpServers"`
-	}
+	var cfg mcpClientConfig
 	if err := json.Unmarshal([]byte(block), &cfg); err != nil {
-		t.Fatalf("the snippet is not JSON: %v\n%s", err, block)
+		t.Fatalf("%s: the snippet is not JSON: %v\n%s", doc, err, block)
+	}
+	return cfg
+}
+
+// TestDocSnippet checks the README's MCP client configuration (and its
+// copy in docs/mcp.md): it parses the snippet and starts the server with
+// its very arguments (its command, "confine", is this test binary acting
+// as the CLI), in the directory a client would start it in, and calls a
+// Tier 1 tool and run_command.
+func TestDocSnippet(t *testing.T) {
+	nodeClient(t)
+	cfg := docSnippet(t, "../../README.md")
+	if other := docSnippet(t, "../../docs/mcp.md"); !reflect.DeepEqual(other, cfg) {
+		t.Errorf("docs/mcp.md's snippet %+v differs from the README's %+v", other, cfg)
 	}
 	srv, ok := cfg.MCPServers["confine"]
 	if !ok || srv.Command != "confine" || len(srv.Args) == 0 || srv.Args[0] != "mcp" {

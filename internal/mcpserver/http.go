@@ -25,7 +25,12 @@ func (s *Server) HTTPHandler(token string) (http.Handler, error) {
 	if len(token) < 16 {
 		return nil, fmt.Errorf("%w: an HTTP token needs at least 16 characters", ErrRefused)
 	}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv }, &mcp.StreamableHTTPOptions{MaxRequestBodyBytes: maxBody})
+	idle := s.idle
+	if idle <= 0 {
+		idle = idleSession
+	}
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv },
+		&mcp.StreamableHTTPOptions{MaxRequestBodyBytes: maxBody, SessionTimeout: idle})
 	want := []byte("Bearer " + token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -62,7 +61,7 @@ func TestHTTPUnixSocket(t *testing.T) {
 				_ = cmd.Process.Signal(syscall.SIGTERM)
 				_ = cmd.Wait()
 			}()
-			if !testutil.WaitFor(30*time.Second, func() bool { return exists(sock) }) {
+			if !testutil.Await(func() bool { return exists(sock) }) {
 				t.Fatalf("no socket: %s", trace.String())
 			}
 			st, err := os.Stat(sock)

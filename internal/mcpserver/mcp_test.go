@@ -14,7 +14,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	confine "github.com/confine-sandbox/confine"
 	"github.com/confine-sandbox/confine/internal/cli"
@@ -237,7 +236,7 @@ func exists(p string) bool { _, err := os.Lstat(p); return err == nil }
 // it is gone); it returns the ones that remain.
 func waitGone(token string, pids []int) []int {
 	var left []int
-	testutil.WaitFor(30*time.Second, func() bool {
+	testutil.Await(func() bool {
 		left = testutil.TokenPids(token)
 		for _, p := range pids {
 			if testutil.Alive(p) && !slices.Contains(left, p) {

@@ -44,10 +44,20 @@ type Server struct {
 	cfg Config
 	srv *mcp.Server
 	// grants are the approval tokens a user gave through elicitation,
-	// by session; each was verified with the operator's key.
+	// by session; each was verified with the operator's key. A session's
+	// are dropped when it ends (keepGrant).
 	mu     sync.Mutex
 	grants map[string][]string
+	// idle ends an HTTP session that made no request for this long (its
+	// grants with it); 0 is idleSession.
+	idle time.Duration
 }
+
+// idleSession is how long an HTTP session may go without a request
+// before the server ends it: a client that went away without ending its
+// session (DELETE) would otherwise hold it, and its grants, as long as
+// the server runs. A call in progress keeps its session.
+const idleSession = 30 * time.Minute
 
 // recordedKey marks, in a tool call's context, whether the call reached a
 // layer that records it (hostop, the launcher or refuse).

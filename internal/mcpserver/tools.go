@@ -64,8 +64,27 @@ type (
 	}
 )
 
+// tier1Ops is each Tier 1 tool's host operation: a tool is served only
+// when the operator's Tier 1 profile allows its operation (host-readonly
+// serves no write_file or apply_patch), so a client never sees a tool
+// that every call would be refused; a call to one is an unknown tool.
+var tier1Ops = map[string]policy.HostOp{
+	"read_file": policy.OpReadFile, "list": policy.OpList, "search": policy.OpSearch,
+	"apply_patch": policy.OpApplyPatch, "write_file": policy.OpWriteFile,
+	"git_status": policy.OpGitRead, "git_diff": policy.OpGitRead, "git_log": policy.OpGitRead,
+}
+
+// addTool adds a Tier 1 tool when the operator's profile allows it.
+func addTool[In any](s *Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, any]) {
+	op, ok := tier1Ops[t.Name]
+	if !ok || !s.cfg.Host.Allows(op) {
+		return
+	}
+	mcp.AddTool(s.srv, t, h)
+}
+
 func (s *Server) addTier1() {
-	mcp.AddTool(s.srv, &mcp.Tool{Name: "read_file", Description: "Read a file beneath the root (bounded: head and tail)",
+	addTool(s, &mcp.Tool{Name: "read_file", Description: "Read a file beneath the root (bounded: head and tail)",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
 		func(ctx context.Context, req *mcp.CallToolRequest, a ReadFileArgs) (*mcp.CallToolResult, any, error) {
 			res, err := s.host(ctx, req).ReadFile(a.Path, a.Limit)
@@ -74,7 +93,7 @@ func (s *Server) addTier1() {
 			}
 			return textResult(res.Content.Text(), res)
 		})
-	mcp.AddTool(s.srv, &mcp.Tool{Name: "list", Description: "List a directory beneath the root without following its entries",
+	addTool(s, &mcp.Tool{Name: "list", Description: "List a directory beneath the root without following its entries",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
 		func(ctx context.Context, req *mcp.CallToolRequest, a ListArgs) (*mcp.CallToolResult, any, error) {
 			res, err := s.host(ctx, req).List(dot(a.Path), a.Limit)
@@ -91,7 +110,7 @@ func (s *Server) addTier1() {
 			}
 			return textResult(b.String(), res)
 		})
-	mcp.AddTool(s.srv, &mcp.Tool{Name: "search", Description: "Search files beneath the root for a regular expression (skips .git and binaries)",
+	addTool(s, &mcp.Tool{Name: "search", Description: "Search files beneath the root for a regular expression (skips .git and binaries)",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
 		func(ctx context.Context, req *mcp.CallToolRequest, a SearchArgs) (*mcp.CallToolResult, any, error) {
 			res, err := s.host(ctx, req).Search(ctx, dot(a.Path), a.Pattern, hostop.SearchOptions{MaxMatches: a.MaxMatches})
@@ -110,7 +129,7 @@ func (s *Server) addTier1() {
 			}
 			return textResult(b.String(), res)
 		})
-	mcp.AddTool(s.srv, &mcp.Tool{Name: "apply_patch", Description: "Apply a unified diff to files beneath the root, all or nothing"},
+	addTool(s, &mcp.Tool{Name: "apply_patch", Description: "Apply a unified diff to files beneath the root, all or nothing"},
 		func(ctx context.Context, req *mcp.CallToolRequest, a ApplyPatchArgs) (*mcp.CallToolResult, any, error) {
 			res, err := s.host(ctx, req).ApplyPatch([]byte(a.Patch), 0)
 			if err != nil {
@@ -122,7 +141,7 @@ func (s *Server) addTier1() {
 			}
 			return textResult(b.String(), res)
 		})
-	mcp.AddTool(s.srv, &mcp.Tool{Name: "write_file", Description: "Replace (or create) a file beneath the root, atomically"},
+	addTool(s, &mcp.Tool{Name: "write_file", Description: "Replace (or create) a file beneath the root, atomically"},
 		func(ctx context.Context, req *mcp.CallToolRequest, a WriteFileArgs) (*mcp.CallToolResult, any, error) {
 			res, err := s.host(ctx, req).WriteFile(a.Path, []byte(a.Content), hostop.WriteOptions{})
 			if err != nil {
@@ -162,15 +181,15 @@ func (s *Server) addTier1() {
 		}
 	}
 	ro := &mcp.ToolAnnotations{ReadOnlyHint: true}
-	mcp.AddTool(s.srv, &mcp.Tool{Name: "git_status", Description: "git status of the repository at the root (runs no hook or configured program)", Annotations: ro},
+	addTool(s, &mcp.Tool{Name: "git_status", Description: "git status of the repository at the root (runs no hook or configured program)", Annotations: ro},
 		func(ctx context.Context, req *mcp.CallToolRequest, _ GitStatusArgs) (*mcp.CallToolResult, any, error) {
 			return gitTool(func(ctx context.Context, r *git.Repo) (git.Result, error) { return r.Status(ctx) })(ctx, req)
 		})
-	mcp.AddTool(s.srv, &mcp.Tool{Name: "git_diff", Description: "git diff of the repository at the root: work tree against the index, or the index against HEAD", Annotations: ro},
+	addTool(s, &mcp.Tool{Name: "git_diff", Description: "git diff of the repository at the root: work tree against the index, or the index against HEAD", Annotations: ro},
 		func(ctx context.Context, req *mcp.CallToolRequest, a GitDiffArgs) (*mcp.CallToolResult, any, error) {
 			return gitTool(func(ctx context.Context, r *git.Repo) (git.Result, error) { return r.Diff(ctx, a.Cached, a.Paths...) })(ctx, req)
 		})
-	mcp.AddTool(s.srv, &mcp.Tool{Name: "git_log", Description: "The last commits of the repository at the root", Annotations: ro},
+	addTool(s, &mcp.Tool{Name: "git_log", Description: "The last commits of the repository at the root", Annotations: ro},
 		func(ctx context.Context, req *mcp.CallToolRequest, a GitLogArgs) (*mcp.CallToolResult, any, error) {
 			n := a.MaxCount
 			if n <= 0 {
@@ -285,9 +304,7 @@ func (s *Server) grantAnswers(ctx context.Context, req *mcp.CallToolRequest, tas
 		if tok == "" || err != nil {
 			continue
 		}
-		s.mu.Lock()
-		s.grants[task] = append(s.grants[task], tok)
-		s.mu.Unlock()
+		s.keepGrant(req.Session, task, tok)
 		out.Approvals[i].Granted = true
 		granted = append(granted, gs[0].ID)
 	}
@@ -297,6 +314,27 @@ func (s *Server) grantAnswers(ctx context.Context, req *mcp.CallToolRequest, tas
 	r, v, _ := textResult(s.summary(out, nil), out)
 	r.IsError = out.ExitCode != 0 || out.Signal != 0 || out.TimedOut
 	return r, v, nil
+}
+
+// keepGrant keeps a verified grant for the session's later runs, until
+// the session ends (the client closed it, its HTTP session was deleted or
+// went idle, the stdio peer went away): the first grant of a session
+// starts the one goroutine that waits for its end and drops its grants.
+func (s *Server) keepGrant(ss *mcp.ServerSession, task, tok string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	first := len(s.grants[task]) == 0
+	if !slices.Contains(s.grants[task], tok) {
+		s.grants[task] = append(s.grants[task], tok)
+	}
+	if first && ss != nil {
+		go func() {
+			_ = ss.Wait()
+			s.mu.Lock()
+			delete(s.grants, task)
+			s.mu.Unlock()
+		}()
+	}
 }
 
 func (s *Server) sessionGrants(task string) []string {

@@ -444,6 +444,21 @@ func runOp(op probeOp, base string) (r probeResult) {
 		return probeProc(op)
 	case "sleep":
 		time.Sleep(time.Duration(op.Iter) * time.Millisecond)
+	case "mark":
+		// Tell the test this point was reached.
+		if err := os.WriteFile(expand(op.Path), nil, 0o644); err != nil {
+			return setupFail("mark", err)
+		}
+	case "await":
+		// Wait for the test to create Path.
+		for deadline := time.Now().Add(probeHang); ; time.Sleep(5 * time.Millisecond) {
+			if _, err := os.Stat(expand(op.Path)); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				return setupFail("await", os.ErrNotExist)
+			}
+		}
 	case "truncate", "renameat2", "linkat":
 		e = fileOp(op, sys, d, path, cstr(expand(op.Alt)))
 	case "mkdirat", "symlinkat", "mknodat", "openat-creat":
@@ -531,20 +546,45 @@ func probeConnect(op probeOp, expand func(string) string) probeResult {
 		r.FDState = fdState(s)
 	}
 	if e == 0 && domain == unix.AF_UNIX && typ&0xf == unix.SOCK_STREAM {
-		if op.Nonblock {
-			// Wait for the listener's byte.
-			fds := []unix.PollFd{{Fd: int32(s), Events: unix.POLLIN}}
-			_, _ = unix.Poll(fds, 5000)
-		}
-		_ = unix.SetsockoptTimeval(s, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Sec: 5})
-		var b [1]byte
-		if n, _ := unix.Read(s, b[:]); n == 1 {
-			r.Byte = string(b[:])
+		if b, ok := awaitByte(s); ok {
+			r.Byte = string(b)
 			_, _ = unix.Write(s, []byte{'y'})
 		}
 	}
 	return r
 }
+
+// awaitByte waits for the listener's byte on s, blocking or not. It waits
+// for the event, not for a time: poll is retried when a signal interrupts
+// it (poll is never restarted, and a read with SO_RCVTIMEO neither: both
+// returned early on a loaded host), and its bound (probeHang) only keeps a
+// broken run from hanging the test.
+func awaitByte(s int) (byte, bool) {
+	deadline := time.Now().Add(probeHang)
+	for {
+		fds := []unix.PollFd{{Fd: int32(s), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, int(time.Until(deadline).Milliseconds()))
+		if err == unix.EINTR && time.Now().Before(deadline) {
+			continue
+		}
+		if err != nil || n == 0 {
+			return 0, false
+		}
+		var b [1]byte
+		for {
+			n, err := unix.Read(s, b[:])
+			if err == unix.EINTR {
+				continue
+			}
+			return b[0], n == 1
+		}
+	}
+}
+
+// probeHang bounds what a probe or a fixture's listener waits for: not a
+// timing assumption (every wait ends on its event, the byte, EOF or the
+// probe's exit), only how long a broken run may hang before it fails.
+const probeHang = 2 * time.Minute
 
 // fixture is a directory tree for one probe run:
 //
@@ -574,6 +614,8 @@ type fixture struct {
 
 	mu    sync.Mutex
 	conns map[string][]unix.Ucred // listener name -> peer credentials seen
+	// open counts the accepted connections not yet closed.
+	open sync.WaitGroup
 }
 
 func newFixture(t testing.TB, uid int) *fixture {
@@ -662,13 +704,24 @@ func (fx *fixture) serve(name string, l *net.UnixListener) {
 		fx.mu.Lock()
 		fx.conns[name] = append(fx.conns[name], cred)
 		fx.mu.Unlock()
-		_, _ = c.Write([]byte{'x'})
-		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
-		var b [1]byte
-		_, _ = c.Read(b[:])
-		c.Close()
+		// Each connection on its own: one the probe is slow to answer
+		// never holds up the next accept.
+		fx.open.Add(1)
+		go func() {
+			defer fx.open.Done()
+			defer c.Close()
+			_, _ = c.Write([]byte{'x'})
+			// The probe's answer, or EOF when it closes or exits.
+			_ = c.SetReadDeadline(time.Now().Add(probeHang))
+			var b [1]byte
+			_, _ = c.Read(b[:])
+		}()
 	}
 }
+
+// quiet waits until every connection the listeners accepted is closed
+// (after the probe exited, each ends with EOF).
+func (fx *fixture) quiet() { fx.open.Wait() }
 
 func (fx *fixture) peers(name string) []unix.Ucred {
 	fx.mu.Lock()

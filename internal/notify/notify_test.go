@@ -20,6 +20,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/confine-sandbox/confine/internal/testutil"
 )
 
 // tcase is one probe operation with the errno expected when confined
@@ -510,41 +512,44 @@ func TestRaces(t *testing.T) {
 	}
 }
 
-// TestServeCancel checks that Serve stops promptly on cancellation while the
+// TestServeCancel checks that Serve stops on cancellation while the
 // confined task lives on, and that the task's notified calls then fail
-// (ENOSYS) instead of hanging once the listener is closed.
+// (ENOSYS) instead of hanging once the listener is closed. The probe
+// marks when its first call was served and waits for the test's go
+// before the next: no step depends on how fast either side runs.
 func TestServeCancel(t *testing.T) {
 	needRoot(t)
 	fx := newFixture(t, 65534)
 	ops := []probeOp{
 		{Name: "before", Call: "chmod", Path: "w/f", Mode: 0o600},
-		{Name: "sleep", Call: "sleep", Iter: 1500},
+		{Name: "ready", Call: "mark", Path: "w/ready"},
+		{Name: "go", Call: "await", Path: "w/go"},
 		{Name: "after", Call: "chmod", Path: "w/f", Mode: 0o640},
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cmd, lfd, wait := startConfined(t, fx, ops)
+	_, lfd, wait := startConfined(t, fx, ops)
 	errc := make(chan error, 1)
 	go func() { errc <- Serve(ctx, lfd, fx.config(nil)) }()
-	time.Sleep(500 * time.Millisecond)
-	start := time.Now()
+	if !testutil.Await(func() bool { _, err := os.Stat(filepath.Join(fx.w, "ready")); return err == nil }) {
+		t.Fatal("the probe never reached its mark")
+	}
 	cancel()
 	select {
 	case err := <-errc:
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("Serve returned %v, want context.Canceled", err)
 		}
-		if d := time.Since(start); d > time.Second {
-			t.Errorf("Serve took %v to stop", d)
-		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(probeHang):
 		t.Fatal("Serve did not return after cancel")
 	}
 	unix.Close(lfd)
+	if err := os.WriteFile(filepath.Join(fx.w, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	res := wait()
-	_ = cmd
-	if len(res) != 3 || res[0].Errno != 0 || unix.Errno(res[2].Errno) != unix.ENOSYS {
-		t.Errorf("results %+v; want OK, -, ENOSYS", res)
+	if len(res) != 4 || res[0].Errno != 0 || res[1].Errno != 0 || res[2].Errno != 0 || unix.Errno(res[3].Errno) != unix.ENOSYS {
+		t.Errorf("results %+v; want OK, OK, OK, ENOSYS", res)
 	}
 }
 
@@ -587,17 +592,11 @@ func TestNoDescriptorLeak(t *testing.T) {
 	runProbe(t, fx, opsOf(cases[:1]), runOpts{confined: true, cfg: fx.config(nil)})
 	before := countFDs(t)
 	runProbe(t, fx, opsOf(cases), runOpts{confined: true, cfg: fx.config(nil)})
-	deadline := time.Now().Add(3 * time.Second)
-	for {
-		// (The fixture's listeners close accepted connections shortly.)
-		after := countFDs(t)
-		if after == before {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("descriptors: %d before, %d after", before, after)
-		}
-		time.Sleep(50 * time.Millisecond)
+	// The fixture's listeners close their connections once the probe is
+	// gone (EOF): wait for that, then count.
+	fx.quiet()
+	if after := countFDs(t); after != before {
+		t.Fatalf("descriptors: %d before, %d after", before, after)
 	}
 }
 

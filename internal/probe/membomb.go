@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -93,12 +94,29 @@ func vMemoryBombTree(args []string) result {
 	select {
 	case k := <-got:
 		if k == n {
-			return escaped("%d processes held %d MiB each at once (%d MiB)", n, mib, n*mib)
+			return escapedHolding(args, 2, "%d processes held %d MiB each at once (%d MiB)", n, mib, n*mib)
 		}
 		return blockedf("only %d of %d holders got their %d MiB", k, n, mib)
 	case e := <-exits:
 		return blockedf("holder %d of %d ended before holding %d MiB: %v", e.i+1, n, mib, e.st)
 	}
+}
+
+// holdOn is the optional last argument of the memory bombs that a
+// sampling bound must stop (the memory watch): with it, a bomb that got
+// its memory keeps holding it, until the run is ended, instead of
+// reporting at once and letting go. A sampling bound then sees it however
+// loaded the host; without it, a run whose samples all fell before the
+// bomb filled up or after it let go escaped by timing (issue 24).
+const holdOn = "hold"
+
+// escapedHolding reports escaped, first holding what the bomb got for as
+// long as the run lasts (an hour at most) when asked to.
+func escapedHolding(args []string, i int, format string, a ...any) result {
+	if len(args) > i && args[i] == holdOn {
+		time.Sleep(time.Hour)
+	}
+	return escaped(format, a...)
 }
 
 // hold is hiddenHold.
@@ -145,7 +163,7 @@ func vMemoryBombShared(args []string) result {
 	for off := 0; off < len(mem); off += os.Getpagesize() {
 		mem[off] = 1
 	}
-	return escaped("allocated and touched %d MiB of shared memory", mib)
+	return escapedHolding(args, 1, "allocated and touched %d MiB of shared memory", mib)
 }
 
 // vMemoryBombMemfd writes MIB MiB into a memfd with write(), 1 MiB at a
@@ -171,7 +189,7 @@ func vMemoryBombMemfd(args []string) result {
 			return blocked(fmt.Sprintf("write MiB %d of %d into a memfd", i+1, mib), err)
 		}
 	}
-	return escaped("held %d MiB in a memfd no process maps", mib)
+	return escapedHolding(args, 1, "held %d MiB in a memfd no process maps", mib)
 }
 
 // vReserve is what the JVM, V8's WebAssembly memories and sanitizers do:

@@ -252,6 +252,15 @@ func ReadPids(path string) ([]int, error) {
 // assertion.
 func WaitFor(limit time.Duration, cond func() bool) bool { return fixture.WaitFor(limit, cond) }
 
+// Patience is how long a test waits for an event that must come (a file a
+// run writes, a process that must end, a socket that must appear). It only
+// bounds how long a broken run hangs before the test fails: a passing test
+// waits for the event, however loaded the machine, never for this.
+const Patience = 3 * time.Minute
+
+// Await polls cond until it holds, for at most Patience.
+func Await(cond func() bool) bool { return fixture.WaitFor(Patience, cond) }
+
 // TokenEnv is the variable a test gives a run (--env TokenEnv=TOKEN, or
 // in CommandSpec.Env) to find its processes again with TokenPids: pids the
 // command writes down are those of its own PID namespace under the
