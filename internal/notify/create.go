@@ -105,12 +105,6 @@ func refuseGit(path, why string) result {
 // isCreateKind says k is one of create.go's calls.
 func isCreateKind(k sysKind) bool { return k >= sysMkdir && k <= sysSetgroups }
 
-func init() {
-	for nr, e := range createSysTable {
-		sysTable[nr] = e
-	}
-}
-
 // creator holds the Landlock ruleset of the performing threads, prepared on
 // the first call that needs it (most runs create nothing through it before
 // they have run a while, and a launch should not pay for it).
@@ -370,7 +364,7 @@ func (h *handler) stopConfined() {
 	h.confined = nil
 }
 
-// createCall handles the calls of createSysTable.
+// createCall handles the calls of create.go (isCreateKind).
 func (t *task) createCall(kind sysKind) result {
 	args := t.n.Data.Args
 	switch {

@@ -16,12 +16,6 @@ import (
 // root.
 func isFileKind(k sysKind) bool { return k >= sysTruncate && k <= sysLinkat }
 
-func init() {
-	for nr, e := range fileSysTable {
-		sysTable[nr] = e
-	}
-}
-
 func (t *task) fileCall(kind sysKind) result {
 	if kind == sysTruncate {
 		return t.truncate()
