@@ -20,6 +20,7 @@ import (
 	"github.com/confine-sandbox/confine/internal/ledger"
 	"github.com/confine-sandbox/confine/internal/persist"
 	"github.com/confine-sandbox/confine/internal/plan"
+	"github.com/confine-sandbox/confine/internal/planner"
 	"github.com/confine-sandbox/confine/internal/provider"
 	"github.com/confine-sandbox/confine/internal/rlimit"
 	"github.com/confine-sandbox/confine/internal/tmpdir"
@@ -80,13 +81,13 @@ type inputs struct {
 // shares. It creates nothing.
 func validate(s *spec.CommandSpec, prof policy.Profile, h host.Info, limits spec.Limits, callerEnv envLookup, control func(runUID int) []ctlpaths.Path) (*inputs, error) {
 	in := &inputs{h: h, prof: prof, limits: limits, uid: -1, gid: -1, callerEnv: callerEnv}
-	worktree, err := canonicalDir(s.Worktree)
+	worktree, err := planner.CanonicalDir(s.Worktree)
 	if err != nil {
 		return nil, fmt.Errorf("%w: worktree: %v", spec.ErrInvalidSpec, err)
 	}
 	in.dir, in.worktree = worktree, worktree
 	if s.Dir != "" {
-		if in.dir, err = canonicalDir(s.Dir); err != nil {
+		if in.dir, err = planner.CanonicalDir(s.Dir); err != nil {
 			return nil, fmt.Errorf("%w: dir: %v", spec.ErrInvalidSpec, err)
 		}
 		if !spec.Within(in.dir, worktree) {
@@ -139,29 +140,29 @@ func validate(s *spec.CommandSpec, prof policy.Profile, h host.Info, limits spec
 func (in *inputs) roots(s *spec.CommandSpec, prof policy.Profile, worktree string) error {
 	in.rw = []string{worktree}
 	for _, r := range append(slices.Clone(prof.Writable), s.ReadWrite...) {
-		c, err := canonicalDir(r)
+		c, err := planner.CanonicalDir(r)
 		if err != nil {
 			return fmt.Errorf("%w: read-write root: %v", spec.ErrInvalidSpec, err)
 		}
 		in.rw = append(in.rw, c)
 	}
 	waive := prof.Waives()
-	if err := checkWritableRoots(in.rw, waive); err != nil {
+	if err := planner.CheckWritableRoots(in.rw, waive); err != nil {
 		return err
 	}
-	if err := checkControl(in.rw, in.control); err != nil {
+	if err := planner.CheckControl(in.rw, in.control); err != nil {
 		return err
 	}
 	var err error
-	if in.guarded, err = gitGuard(in.rw, waive); err != nil {
+	if in.guarded, err = planner.GitGuard(in.rw, waive); err != nil {
 		return err
 	}
-	in.repos = reportedRepos(worktree, in.guarded, waive)
+	in.repos = planner.ReportedRepos(worktree, in.guarded, waive)
 	gp, err := prof.GuardPolicy()
 	if err != nil {
 		return fmt.Errorf("%w: profile %s: %v", spec.ErrInvalidSpec, prof.Name, err)
 	}
-	kept, watch, err := profileGuard(in.rw, worktree, in.guarded, prof.Guard != nil, gp)
+	kept, watch, err := planner.ProfileGuard(in.rw, worktree, in.guarded, prof.Guard != nil, gp)
 	if err != nil {
 		return err
 	}
@@ -176,7 +177,7 @@ func (in *inputs) roots(s *spec.CommandSpec, prof policy.Profile, worktree strin
 		var inControl []string
 		for _, p := range in.control {
 			if spec.Within(c, p.Path) {
-				return fmt.Errorf("%w: %s: read-only root %s lies inside its %s %s", spec.ErrUnavailable, controlGuarantee, c, p.What, p.Path)
+				return fmt.Errorf("%w: %s: read-only root %s lies inside its %s %s", spec.ErrUnavailable, planner.ControlGuarantee, c, p.What, p.Path)
 			}
 			inControl = append(inControl, p.Path)
 		}
@@ -194,7 +195,7 @@ func (in *inputs) roots(s *spec.CommandSpec, prof policy.Profile, worktree strin
 // environment builds the command's environment and finds its program.
 func (in *inputs) environment(s *spec.CommandSpec, prof policy.Profile) error {
 	var err error
-	in.env, in.omitted, in.prog, err = commandEnv(s, prof.Env.Waive, in.ro, in.rw, in.callerEnv.get("PATH"), in.dir)
+	in.env, in.omitted, in.prog, err = planner.CommandEnv(s, prof.Env.Waive, in.ro, in.rw, in.callerEnv.get("PATH"), in.dir)
 	if err != nil {
 		return in.outsideView(s.Program, err)
 	}
@@ -427,7 +428,7 @@ func (in *inputs) prepare(backend provider.Provider, required bool) (*run, error
 	if root, err := cacheRoot(in.callerEnv, in.prof, in.dir, in.uid); err == nil && len(in.prof.Caches) > 0 && outsideRoots(root, in.rw) {
 		r.caches, _ = cacheDirsFrom(in.callerEnv, in.prof, in.dir, in.uid)
 	}
-	if own := getEnv(r.caches, "GOCACHE"); own != "" && !hasEnv(in.env, "GOCACHE") && !hasEnv(in.env, "GOCACHEPROG") {
+	if own := planner.GetEnv(r.caches, "GOCACHE"); own != "" && !planner.HasEnv(in.env, "GOCACHE") && !planner.HasEnv(in.env, "GOCACHEPROG") {
 		// Without it the run's first build in a work directory is cold.
 		r.goProg, _ = startGoCacheProg(in.callerEnv, own, td.Scratch(), in.limits.FileSizeBytes)
 	}
@@ -462,17 +463,17 @@ func (in *inputs) build(backend provider.Provider, r *run) (planned, error) {
 		return planned{}, err
 	}
 	env := slices.Clone(in.env)
-	if !hasEnv(env, "HOME") {
+	if !planner.HasEnv(env, "HOME") {
 		env = append(env, "HOME="+r.tmp.Home)
 	}
-	if !hasEnv(env, "TMPDIR") {
+	if !planner.HasEnv(env, "TMPDIR") {
 		env = append(env, "TMPDIR="+r.tmp.Tmp)
 	}
 	rw := append(slices.Clone(in.rw), r.tmp.Grants()...)
 	ro := slices.Clone(in.ro)
 	for _, c := range r.caches {
 		name, dir, _ := strings.Cut(c, "=")
-		if own := profileValue(in.prof, name); !hasEnv(env, name) || own != "" && getEnv(env, name) == own {
+		if own := profileValue(in.prof, name); !planner.HasEnv(env, name) || own != "" && planner.GetEnv(env, name) == own {
 			// The caller's own value wins (and is not granted here); the
 			// profile's own (the caller's cache, read-only) is the
 			// fallback the cache replaces.

@@ -7,8 +7,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -212,21 +210,6 @@ func fellBack(skipped []spec.SkippedBackend, left provider.Provider, why string)
 		}
 	}
 	return out
-}
-
-func canonicalDir(p string) (string, error) {
-	c, err := filepath.EvalSymlinks(p)
-	if err != nil {
-		return "", err
-	}
-	st, err := os.Stat(c)
-	if err != nil {
-		return "", err
-	}
-	if !st.IsDir() {
-		return "", fmt.Errorf("%s is not a directory", p)
-	}
-	return c, nil
 }
 
 func randHex() string {
