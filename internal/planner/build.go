@@ -312,6 +312,10 @@ func (in *Inputs) Build(backend provider.Provider, r Resources) (Planned, error)
 		p.MemoryWatch = in.Limits.MemoryBytes
 	}
 	backend.Configure(p)
+	if err := p.CheckBackend(); err != nil {
+		// What follows reads the backend from p.Backend alone.
+		return Planned{}, fmt.Errorf("%w: %v", spec.ErrLaunch, err)
+	}
 	if p.Backend == plan.BackendCore {
 		// Without a PID namespace only the supervisor keeps calls that
 		// name another process inside the run: signals too where
@@ -329,7 +333,7 @@ func (in *Inputs) Build(backend provider.Provider, r Resources) (Planned, error)
 		// Without namespaces Landlock grants the work tree entry by
 		// entry: entries made during the run are written and removed
 		// through the supervisor (notify's guardtree.go).
-		p.Seccomp.NotifyGuardTree = p.Namespaces == nil
+		p.Seccomp.NotifyGuardTree = p.Backend == plan.BackendCore
 	}
 	return Planned{Backend: backend, Plan: p, Guarantees: gs, Layers: layers(backend, p)}, nil
 }
@@ -341,7 +345,7 @@ func layers(prov provider.Provider, p *plan.Plan) []string {
 		ls = append(ls, "seccomp-notify")
 	}
 	switch {
-	case p.Namespaces != nil && p.Namespaces.PidMax > 0:
+	case p.Backend != plan.BackendCore && p.Namespaces.PidMax > 0:
 		ls = append(ls, "pid-max")
 	case p.PidsCgroup != "":
 		ls = append(ls, "pids-cgroup")
