@@ -311,7 +311,7 @@ func (in *Inputs) Build(backend provider.Provider, r Resources) (Planned, error)
 		// the watch would kill the whole run.
 		p.MemoryWatch = in.Limits.MemoryBytes
 	}
-	backend.Configure(p)
+	p.Backend, p.Namespaces = backend.Section(*p)
 	if err := p.CheckBackend(); err != nil {
 		// What follows reads the backend from p.Backend alone.
 		return Planned{}, fmt.Errorf("%w: %v", spec.ErrLaunch, err)
