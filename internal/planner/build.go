@@ -3,9 +3,7 @@
 package planner
 
 import (
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -90,10 +88,8 @@ func Validate(s *spec.CommandSpec, prof policy.Profile, h host.Info, limits spec
 			return nil, fmt.Errorf("%w: dir %q resolves outside worktree %q", spec.ErrInvalidSpec, in.Dir, worktree)
 		}
 	}
-	if s.Network == spec.Allowlist && prof.Network != spec.Allowlist {
-		return nil, fmt.Errorf("%w: the spec asks for network %q but profile %q is %q; a spec cannot widen its profile's network", spec.ErrInvalidSpec, s.Network, prof.Name, spec.DenyAll)
-	}
-	// A spec may narrow an allowlist profile to deny-all.
+	// A spec may narrow an allowlist profile to deny-all; one that widens
+	// a deny-all profile is refused by CheckRun.
 	if prof.Network == spec.Allowlist && s.Network != spec.DenyAll {
 		a := prof.Allowlist
 		if a == nil {
@@ -124,15 +120,14 @@ func Validate(s *spec.CommandSpec, prof policy.Profile, h host.Info, limits spec
 	in.pidsOptional = slices.Contains(prof.Waives(), spec.GProcesses)
 	in.WantPidsGroup = in.runAsRoot && limits.MaxProcs > 0 && h.PidsCgroupRoot != ""
 
-	if err := in.environment(s, prof); err != nil {
-		return nil, err
-	}
 	in.argv = append([]string{s.Program}, s.Args...)
 	return in, nil
 }
 
-// roots checks and resolves the run's read-write roots (the worktree
-// first) and read-only roots, with the same rules whatever asked for them.
+// roots resolves the run's read-write roots (the worktree first) and
+// read-only roots, and checks them and the environment with CheckRun,
+// the rules every OS's launch applies; then the paths the persistence
+// report watches and the profile's [guard] changes (Linux only).
 func (in *Inputs) roots(s *spec.CommandSpec, prof policy.Profile, worktree string) error {
 	in.RW = []string{worktree}
 	for _, r := range append(slices.Clone(prof.Writable), s.ReadWrite...) {
@@ -142,17 +137,23 @@ func (in *Inputs) roots(s *spec.CommandSpec, prof policy.Profile, worktree strin
 		}
 		in.RW = append(in.RW, c)
 	}
+	var asked []string
+	for _, r := range append(slices.Clone(prof.ReadExec), s.ReadOnly...) {
+		c, err := filepath.EvalSymlinks(r)
+		if err != nil {
+			return fmt.Errorf("%w: read-only root: %v", spec.ErrInvalidSpec, err)
+		}
+		asked = append(asked, c)
+	}
+	system := landlock.DefaultSystemReadExec()
+	c, err := CheckRun(s, prof, Roots{Dir: in.Dir, Writable: in.RW, System: system, Asked: asked, Split: credpath.SplitReadGrant}, in.control, in.callerPATH)
+	if err != nil {
+		return err
+	}
+	in.Guarded, in.RO, in.Hidden = c.Guarded, c.ReadOnly, c.Hidden
+	in.Env, in.Omitted, in.Prog = c.Env, c.Omitted, c.Prog
+	in.optional = append(slices.Clone(system), prof.Devices...)
 	waive := prof.Waives()
-	if err := CheckWritableRoots(in.RW, waive); err != nil {
-		return err
-	}
-	if err := CheckControl(in.RW, in.control); err != nil {
-		return err
-	}
-	var err error
-	if in.Guarded, err = GitGuard(in.RW, waive); err != nil {
-		return err
-	}
 	in.Repos = ReportedRepos(worktree, in.Guarded, waive)
 	gp, err := prof.GuardPolicy()
 	if err != nil {
@@ -163,74 +164,14 @@ func (in *Inputs) roots(s *spec.CommandSpec, prof policy.Profile, worktree strin
 		return err
 	}
 	in.Guarded, in.Watch = append(in.Guarded, kept...), watch
-	in.RO = landlock.DefaultSystemReadExec()
-	in.optional = slices.Clone(in.RO)
-	for _, r := range append(slices.Clone(prof.ReadExec), s.ReadOnly...) {
-		c, err := filepath.EvalSymlinks(r)
-		if err != nil {
-			return fmt.Errorf("%w: read-only root: %v", spec.ErrInvalidSpec, err)
-		}
-		var inControl []string
-		for _, p := range in.control {
-			if spec.Within(c, p.Path) {
-				return fmt.Errorf("%w: %s: read-only root %s lies inside its %s %s", spec.ErrUnavailable, ControlGuarantee, c, p.What, p.Path)
-			}
-			inControl = append(inControl, p.Path)
-		}
-		grants, excluded, err := credpath.SplitReadGrant(c, inControl...)
-		if err != nil {
-			return fmt.Errorf("%w: read-only root: %v", spec.ErrInvalidSpec, err)
-		}
-		in.RO = append(in.RO, grants...)
-		in.Hidden = append(in.Hidden, excluded...)
-	}
-	in.optional = append(in.optional, prof.Devices...)
 	return nil
 }
 
-// environment builds the command's environment and finds its program.
-func (in *Inputs) environment(s *spec.CommandSpec, prof policy.Profile) error {
-	var err error
-	in.Env, in.Omitted, in.Prog, err = CommandEnv(s, prof.Env.Waive, in.RO, in.RW, in.callerPATH, in.Dir)
-	if err != nil {
-		return in.OutsideView(s.Program, err)
-	}
-	return nil
-}
-
-// outsideView turns a program the run cannot find or execute into a
-// hinted refusal (spec.Hinted) when the program exists on the host
-// outside every granted root (found as the caller would find it: by its
-// path, or in the caller's PATH): the fix is a --ro of its directory. A
-// program inside the roots failed for another reason and keeps err.
+// OutsideView is outsideView with the run's roots: a program the run
+// cannot find or execute that exists on the host outside them is a
+// hinted refusal.
 func (in *Inputs) OutsideView(prog string, err error) error {
-	if !errors.Is(err, spec.ErrNotFound) && !errors.Is(err, spec.ErrNotExecutable) {
-		return err
-	}
-	host := hostProgram(prog, in.Dir, in.callerPATH)
-	if host == "" {
-		return err
-	}
-	real, rerr := filepath.EvalSymlinks(host)
-	if rerr != nil {
-		return err
-	}
-	roots := append(slices.Clone(in.RO), in.RW...)
-	var grants []string
-	for _, d := range []string{filepath.Dir(host), filepath.Dir(real)} {
-		if !slices.ContainsFunc(roots, func(r string) bool { return spec.Within(d, r) }) && !slices.Contains(grants, "--ro "+d) {
-			grants = append(grants, "--ro "+d)
-		}
-	}
-	if slices.ContainsFunc(roots, func(r string) bool { return spec.Within(real, r) }) || len(grants) == 0 {
-		return err
-	}
-	errno := "ENOENT"
-	if errors.Is(err, spec.ErrNotExecutable) {
-		errno = "EACCES"
-	}
-	return &spec.Hinted{Err: err, Denial: spec.Denial{Syscall: "execve", Path: host, Errno: errno,
-		Reason: host + " exists on the host, outside the sandbox's read roots", Hint: strings.Join(grants, " ")}}
+	return outsideView(prog, in.Dir, in.callerPATH, append(slices.Clone(in.RO), in.RW...), err)
 }
 
 // guarantees resolves the ledger for backend p: every guarantee with the
@@ -370,7 +311,11 @@ func (in *Inputs) Build(backend provider.Provider, r Resources) (Planned, error)
 		// the watch would kill the whole run.
 		p.MemoryWatch = in.Limits.MemoryBytes
 	}
-	backend.Configure(p)
+	p.Backend, p.Namespaces = backend.Section(*p)
+	if err := p.CheckBackend(); err != nil {
+		// What follows reads the backend from p.Backend alone.
+		return Planned{}, fmt.Errorf("%w: %v", spec.ErrLaunch, err)
+	}
 	if p.Backend == plan.BackendCore {
 		// Without a PID namespace only the supervisor keeps calls that
 		// name another process inside the run: signals too where
@@ -388,7 +333,7 @@ func (in *Inputs) Build(backend provider.Provider, r Resources) (Planned, error)
 		// Without namespaces Landlock grants the work tree entry by
 		// entry: entries made during the run are written and removed
 		// through the supervisor (notify's guardtree.go).
-		p.Seccomp.NotifyGuardTree = p.Namespaces == nil
+		p.Seccomp.NotifyGuardTree = p.Backend == plan.BackendCore
 	}
 	return Planned{Backend: backend, Plan: p, Guarantees: gs, Layers: layers(backend, p)}, nil
 }
@@ -400,7 +345,7 @@ func layers(prov provider.Provider, p *plan.Plan) []string {
 		ls = append(ls, "seccomp-notify")
 	}
 	switch {
-	case p.Namespaces != nil && p.Namespaces.PidMax > 0:
+	case p.Backend != plan.BackendCore && p.Namespaces.PidMax > 0:
 		ls = append(ls, "pid-max")
 	case p.PidsCgroup != "":
 		ls = append(ls, "pids-cgroup")
@@ -416,29 +361,4 @@ func layers(prov provider.Provider, p *plan.Plan) []string {
 		ls = append(ls, "caps-dropped")
 	}
 	return ls
-}
-
-// hostProgram is the executable regular file prog names on the host: a
-// path (relative to dir), or the first match in path (the caller's PATH,
-// not the run's); "" when there is none.
-func hostProgram(prog, dir, path string) string {
-	var cands []string
-	switch {
-	case strings.Contains(prog, "/") && filepath.IsAbs(prog):
-		cands = []string{prog}
-	case strings.Contains(prog, "/"):
-		cands = []string{filepath.Join(dir, prog)}
-	default:
-		for _, d := range filepath.SplitList(path) {
-			if filepath.IsAbs(d) {
-				cands = append(cands, filepath.Join(d, prog))
-			}
-		}
-	}
-	for _, c := range cands {
-		if st, err := os.Stat(c); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
-			return filepath.Clean(c)
-		}
-	}
-	return ""
 }

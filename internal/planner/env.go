@@ -36,7 +36,7 @@ func GetEnv(env []string, name string) string {
 	return ""
 }
 
-// lookPath resolves the program the way execvp would inside the run: a name
+// LookPath resolves the program the way execvp would inside the run: a name
 // without a slash is searched in the run's PATH, never the caller's.
 func LookPath(prog, dir string, env []string) (string, error) {
 	if strings.Contains(prog, "/") {
@@ -73,7 +73,7 @@ func checkExec(p string) error {
 	return nil
 }
 
-// checkControl refuses a writable root that covers a control surface or
+// CheckControl refuses a writable root that covers a control surface or
 // lies inside one: Landlock cannot take a part of a writable directory
 // back, and a command that may create the surface's path could plant a
 // key or a symlink the host's confine would then use. No profile waives
@@ -88,7 +88,7 @@ func CheckControl(rw []string, ps []ctlpaths.Path) error {
 	return nil
 }
 
-// controlGuarantee names the rule in refusals (it is part of
+// ControlGuarantee names the rule in refusals (it is part of
 // no-credential-files and no-foreign-unix-sockets in the ledger, and not
 // waivable).
 const ControlGuarantee = "confine's control plane"

@@ -14,7 +14,7 @@ import (
 	"github.com/confine-sandbox/confine/spec"
 )
 
-// gitGuard returns the paths the persistence guard keeps read-only for a
+// GitGuard returns the paths the persistence guard keeps read-only for a
 // run whose writable roots are rw (canonical, the work tree first): each
 // root's .git, a directory or a gitfile, and the directory a gitfile names
 // when that lies inside the same root; then every nested repository's

@@ -13,7 +13,7 @@ import (
 	"github.com/confine-sandbox/confine/spec"
 )
 
-// profileGuard applies a profile's [guard] changes (g) in Tier 2, at
+// ProfileGuard applies a profile's [guard] changes (g) in Tier 2, at
 // launch, beside gitGuard (which keeps git's set as a whole: a git row
 // moved to report waives no-git-persistence, policy.Profile.Waives). It
 // returns:

@@ -10,11 +10,10 @@ import (
 	"github.com/confine-sandbox/confine/spec"
 )
 
-// The checks every backend applies to a run's roots and environment, on
-// every OS: Linux's validate and macOS's launch call these, so both
-// refuse the same inputs with the same words.
+// The checks CheckRun (check.go) is made of: every OS's launch applies
+// them to a run's roots and environment through it.
 
-// checkWritableRoots applies the rules for the run's writable roots
+// CheckWritableRoots applies the rules for the run's writable roots
 // (canonical paths), whoever asked for them (profile, --rw, --workdir,
 // library callers): unless the profile waives fs-write-confined, none is,
 // contains or lies inside a system directory (policy.CheckWritableRoot);
@@ -40,7 +39,7 @@ func CheckWritableRoots(rw, waive []string) error {
 	return nil
 }
 
-// commandEnv builds the command's environment and finds its program, with
+// CommandEnv builds the command's environment and finds its program, with
 // the same rules for library callers as for the CLI: refused variables are
 // errors (envWaive lifts some), path-list variables are checked component
 // by component against the read-only roots ro and writable roots rw, PATH
