@@ -547,12 +547,12 @@ func (in *inputs) build(backend provider.Provider, r *run) (planned, error) {
 		p.Seccomp.NotifyProcTargets = true
 		p.Seccomp.NotifySignals = !landlock.Has(in.h.LandlockABI, landlock.FeatScope)
 	}
-	if len(p.Guarded) > 0 && (p.Backend == plan.BackendCore ||
-		p.Backend == plan.BackendNamespaces && landlock.Has(in.h.LandlockABI, landlock.FeatRefer)) {
+	if len(p.Guarded) > 0 && (p.Backend == plan.BackendCore || p.Backend == plan.BackendNamespaces) {
 		// The persistence guard's refusal of a new .git (notify.Create).
 		// With namespaces the supervisor resolves in the command's own
-		// tree, which needs Landlock to govern renames across directories
-		// (ABI 2); bubblewrap's supervisor has no such resolution.
+		// tree (on Landlock ABI 1 its emulation of renames across
+		// directories does too); bubblewrap's supervisor has no such
+		// resolution.
 		p.Seccomp.NotifyCreate = true
 		// Without namespaces Landlock grants the work tree entry by
 		// entry: entries made during the run are written and removed

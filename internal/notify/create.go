@@ -52,7 +52,9 @@ type Create struct {
 	// Namespaced: the command has its own mount namespace and root
 	// (landlock+namespaces). Its paths are then resolved in its own
 	// tree (inroot.go) and every call goes to the confined thread: the
-	// fast path's path checks are the supervisor's view. Needs Refer.
+	// fast path's path checks are the supervisor's view. Without Refer
+	// (ABI 1) renames and links across directories go to renameLink's
+	// emulation, which resolves in the command's tree too (ownTree).
 	Namespaced bool
 	// InRoot are rules of Landlock the command's init added in its own
 	// mount namespace (its private tmpfs directories): the performing
@@ -667,12 +669,6 @@ func (t *task) enterRoot(path string) (result, bool) {
 	c := t.h.s.creator
 	if c == nil || !c.Namespaced {
 		return result{}, true
-	}
-	if !c.Refer {
-		// The launcher never asks for it (build.go): with namespaces
-		// the refusal of a new .git needs ABI 2, and nothing performs
-		// calls for it below.
-		return deny(unix.EACCES, "persistence guard in a mount namespace needs Landlock ABI 2", path), false
 	}
 	t.inRoot = true
 	if _, e := t.rootFD(); e != 0 {
