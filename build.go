@@ -57,6 +57,7 @@ type inputs struct {
 	// guarded are the paths inside the writable roots the persistence
 	// guard keeps read-only (the work tree's .git); see gitGuard.
 	guarded   []string
+	guardRows []plan.GuardRow // the profile's refused rows besides git's (plan.Plan.GuardRows)
 	repos     []string        // the git directories the persistence report watches (reportedRepos)
 	watch     []persist.Watch // further paths it watches: the profile's [guard] rows (profileGuard)
 	omitted   []string        // PATH components left out
@@ -166,6 +167,11 @@ func (in *inputs) roots(s *spec.CommandSpec, prof policy.Profile, worktree strin
 		return err
 	}
 	in.guarded, in.watch = append(in.guarded, kept...), watch
+	if prof.Guard != nil {
+		for _, e := range gp.Refused() {
+			in.guardRows = append(in.guardRows, plan.GuardRow{Name: e.Name, Pattern: e.Pattern, Why: e.Why})
+		}
+	}
 	in.ro = landlock.DefaultSystemReadExec()
 	in.optional = slices.Clone(in.ro)
 	for _, r := range append(slices.Clone(prof.ReadExec), s.ReadOnly...) {
@@ -515,6 +521,7 @@ func (in *inputs) build(backend provider.Provider, r *run) (planned, error) {
 		PrivateTmp:    r.tmp.Removable(),
 		WritableRoots: slices.Clone(rw),
 		Guarded:       slices.Clone(in.guarded),
+		GuardRows:     slices.Clone(in.guardRows),
 		WallTime:      in.limits.WallTime,
 		KillGrace:     in.limits.KillGrace,
 	}
@@ -547,7 +554,12 @@ func (in *inputs) build(backend provider.Provider, r *run) (planned, error) {
 		p.Seccomp.NotifyProcTargets = true
 		p.Seccomp.NotifySignals = !landlock.Has(in.h.LandlockABI, landlock.FeatScope)
 	}
-	if len(p.Guarded) > 0 && (p.Backend == plan.BackendCore || p.Backend == plan.BackendNamespaces) {
+	if len(p.GuardRows) > 0 && p.Backend == plan.BackendBwrap {
+		// No silent downgrade: what matches a refused row during the
+		// run would be written.
+		return planned{}, fmt.Errorf("%w: %w: %s: the profile's [guard] refuses %s, and bubblewrap's supervisor cannot refuse a new entry by name (it does not resolve the command's paths in its tree); use the default backend or --backend core", spec.ErrUnavailable, ErrGuard, spec.GGitPersistence, rowNames(p.GuardRows))
+	}
+	if (len(p.Guarded) > 0 || len(p.GuardRows) > 0) && (p.Backend == plan.BackendCore || p.Backend == plan.BackendNamespaces) {
 		// The persistence guard's refusal of a new .git (notify.Create).
 		// With namespaces the supervisor resolves in the command's own
 		// tree (on Landlock ABI 1 its emulation of renames across
@@ -557,7 +569,7 @@ func (in *inputs) build(backend provider.Provider, r *run) (planned, error) {
 		// Without namespaces Landlock grants the work tree entry by
 		// entry: entries made during the run are written and removed
 		// through the supervisor (notify's guardtree.go).
-		p.Seccomp.NotifyGuardTree = p.Namespaces == nil
+		p.Seccomp.NotifyGuardTree = p.Namespaces == nil && len(p.Guarded) > 0
 	}
 	return planned{backend: backend, plan: p, guarantees: gs, layers: layers(backend, p)}, nil
 }
@@ -614,4 +626,13 @@ func layers(prov provider.Provider, p *plan.Plan) []string {
 		ls = append(ls, "caps-dropped")
 	}
 	return ls
+}
+
+// rowNames names guard rows for a refusal.
+func rowNames(rows []plan.GuardRow) string {
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = r.Name + " (" + r.Pattern + ")"
+	}
+	return strings.Join(out, ", ")
 }

@@ -399,6 +399,28 @@ func Match(e Entry, path string) bool {
 	return e.Pattern != "" && match(components(e.Pattern), components(path))
 }
 
+// MatchBelow says some path below path (path and at least one more
+// component) could match e's pattern: a directory moved to path may carry
+// a match.
+func MatchBelow(e Entry, path string) bool {
+	return e.Pattern != "" && matchBelow(components(e.Pattern), components(path))
+}
+
+func matchBelow(pat, comps []string) bool {
+	switch {
+	case len(comps) == 0:
+		return len(pat) > 0
+	case len(pat) == 0:
+		return false
+	case pat[0] == "**":
+		// It can take every component left and more.
+		return true
+	case pat[0] != "*" && !strings.EqualFold(pat[0], comps[0]):
+		return false
+	}
+	return matchBelow(pat[1:], comps[1:])
+}
+
 // Refusal is the error for a refused write to path under e; it wraps
 // ErrProtected.
 func Refusal(path string, e Entry) error {

@@ -351,6 +351,9 @@ func (t *task) fast(ts *taskStatus, parents []*prepared, lasts []string, op func
 		if !ok || !h.s.pol.entryWritable(real, lasts[i]) {
 			return 0, 0, false
 		}
+		if _, _, ok := h.s.pol.refusedRow(real, lasts[i]); ok {
+			return 0, 0, false // the confined thread's path refuses it, naming the row
+		}
 		pfds[i] = fd
 	}
 	if !t.valid() {
@@ -456,6 +459,9 @@ func (t *task) createCall(kind sysKind) result {
 		pfd, e := t.resolve(&pp, false)
 		if e != 0 {
 			return 0, e
+		}
+		if t.rowNew(pfd, last) {
+			return 0, unix.EPERM
 		}
 		if !t.valid() {
 			return 0, unix.EACCES
@@ -602,6 +608,9 @@ func (t *task) openCreate(ts *taskStatus, dirfd int32, path string, flags int, m
 			}
 			if why, ok := gitName(last); ok {
 				gitWhy = why
+				return -1, unix.EPERM
+			}
+			if t.rowNew(pfd, last) {
 				return -1, unix.EPERM
 			}
 			if !t.valid() {

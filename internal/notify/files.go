@@ -251,6 +251,9 @@ func (t *task) renameLink(kind sysKind) result {
 	if (t.h.s.creator != nil || t.h.s.pol.guarding()) && !link && (t.h.s.pol.holdsGit(ofd, oldLast) || flags&unix.RENAME_EXCHANGE != 0 && t.h.s.pol.holdsGit(nfd, newLast)) {
 		return refuseGit(oldPath, "a directory holding a repository's .git, moved")
 	}
+	if link && t.rowNew(nfd, newLast) || !link && (t.rowMove(ofd, oldLast, nfd, newLast) || flags&unix.RENAME_EXCHANGE != 0 && t.rowMove(nfd, newLast, ofd, oldLast)) {
+		return fail(unix.EPERM)
+	}
 	src := -1
 	if link && flags&unix.AT_SYMLINK_FOLLOW != 0 {
 		// The file linked is where the symlink leads, not the symlink.
@@ -368,6 +371,9 @@ func (t *task) renameLinkConfined(oldDir int32, oldPath string, newDir int32, ne
 			if link {
 				return 0, errnoOf(unix.Linkat(pfds[0], oldLast, pfds[1], newLast, 0))
 			}
+			if t.rowMove(pfds[0], oldLast, pfds[1], newLast) || flags&unix.RENAME_EXCHANGE != 0 && t.rowMove(pfds[1], newLast, pfds[0], oldLast) {
+				return 0, unix.EPERM
+			}
 			return 0, errnoOf(unix.Renameat2(pfds[0], oldLast, pfds[1], newLast, uint(flags)))
 		}); ok {
 			return fail(en)
@@ -395,6 +401,9 @@ func (t *task) renameLinkConfined(oldDir int32, oldPath string, newDir int32, ne
 		}
 		if !link && (t.h.s.pol.holdsGit(src, oldLast) || flags&unix.RENAME_EXCHANGE != 0 && t.h.s.pol.holdsGit(nfd, newLast)) {
 			heldGit = true
+			return 0, unix.EPERM
+		}
+		if link && t.rowNew(nfd, newLast) || !link && (t.rowMove(src, oldLast, nfd, newLast) || flags&unix.RENAME_EXCHANGE != 0 && t.rowMove(nfd, newLast, src, oldLast)) {
 			return 0, unix.EPERM
 		}
 		switch {
