@@ -557,7 +557,7 @@ func (in *inputs) build(backend provider.Provider, r *run) (planned, error) {
 	if len(p.GuardRows) > 0 && p.Backend == plan.BackendBwrap {
 		// No silent downgrade: what matches a refused row during the
 		// run would be written.
-		return planned{}, fmt.Errorf("%w: %w: %s: the profile's [guard] refuses %s, and bubblewrap's supervisor cannot refuse a new entry by name (it does not resolve the command's paths in its tree); use the default backend or --backend core", spec.ErrUnavailable, ErrGuard, spec.GGitPersistence, rowNames(p.GuardRows))
+		return planned{}, fmt.Errorf("%w: %w: %s: the profile's [guard] refuses rows besides git's (%s): bubblewrap's supervisor cannot refuse a new entry matching one by name (it does not resolve the command's paths in its tree); use the default backend or --backend core", spec.ErrUnavailable, ErrGuard, spec.GGitPersistence, rowNames(p.GuardRows))
 	}
 	if (len(p.Guarded) > 0 || len(p.GuardRows) > 0) && (p.Backend == plan.BackendCore || p.Backend == plan.BackendNamespaces) {
 		// The persistence guard's refusal of a new .git (notify.Create).

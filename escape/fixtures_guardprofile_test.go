@@ -32,6 +32,16 @@ pattern = "ci/run.sh"
 action = "report"
 `
 
+// reportProfile is guardProfile's reported rows alone: it refuses no row
+// besides git's, so bubblewrap runs it too.
+const reportProfile = `name = "guard-report"
+[guard]
+report = ["git-hooks"]
+[guard.add.ci]
+pattern = "ci/run.sh"
+action = "report"
+`
+
 // guardProfileVectors attack the entries a profile's [guard] refuses, in
 // a git work tree, and write those it reports: a write to a refused one
 // must fail under every backend (the default, the core, bubblewrap in
@@ -41,14 +51,18 @@ action = "report"
 func guardProfileVectors() []vcase {
 	// tree makes e.wd a work tree with the entries, and the profile
 	// file beside it (never inside what the command writes).
-	tree := func(e *env) (prof string) {
+	tree := func(e *env, profile ...string) (prof string) {
+		text := guardProfile
+		if len(profile) > 0 {
+			text = profile[0]
+		}
 		for _, f := range []string{".git/config", ".git/HEAD", "src/main.c", "src/Makefile", ".envrc", "ci/run.sh"} {
 			e.file(e.wd, f, 0o644)
 		}
 		e.file(e.wd, ".git/hooks/pre-commit.sample", 0o755)
 		dir := e.freshDir("guard-profile-")
 		prof = filepath.Join(dir, "guard-changes.toml")
-		if err := os.WriteFile(prof, []byte(guardProfile), 0o644); err != nil {
+		if err := os.WriteFile(prof, []byte(text), 0o644); err != nil {
 			e.t.Fatal(err)
 		}
 		return prof
@@ -81,12 +95,12 @@ func guardProfileVectors() []vcase {
 			return fixture{args: []string{rc}, cliArgs: []string{"--profile", prof}, effect: contentChanged(rc), mustReport: true}
 		}},
 		{name: "guard-profile-moved-reported-write", vector: "write-file", setup: func(e *env) fixture {
-			prof := tree(e)
+			prof := tree(e, reportProfile)
 			hook := filepath.Join(e.wd, ".git", "hooks", "post-checkout")
 			return fixture{args: []string{hook}, cliArgs: []string{"--profile", prof}, judge: reported(fx.Exists(hook), ".git/hooks/post-checkout")}
 		}},
 		{name: "guard-profile-added-reported-write", vector: "append-file", setup: func(e *env) fixture {
-			prof := tree(e)
+			prof := tree(e, reportProfile)
 			ci := filepath.Join(e.wd, "ci", "run.sh")
 			return fixture{args: []string{ci}, cliArgs: []string{"--profile", prof}, judge: reported(contentChanged(ci), "ci/run.sh")}
 		}},
