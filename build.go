@@ -554,22 +554,8 @@ func (in *inputs) build(backend provider.Provider, r *run) (planned, error) {
 		p.Seccomp.NotifyProcTargets = true
 		p.Seccomp.NotifySignals = !landlock.Has(in.h.LandlockABI, landlock.FeatScope)
 	}
-	if len(p.GuardRows) > 0 && p.Backend == plan.BackendBwrap {
-		// No silent downgrade: what matches a refused row during the
-		// run would be written.
-		return planned{}, fmt.Errorf("%w: %w: %s: the profile's [guard] refuses rows besides git's (%s): bubblewrap's supervisor cannot refuse a new entry matching one by name (it does not resolve the command's paths in its tree); use the default backend or --backend core", spec.ErrUnavailable, ErrGuard, spec.GGitPersistence, rowNames(p.GuardRows))
-	}
-	if (len(p.Guarded) > 0 || len(p.GuardRows) > 0) && (p.Backend == plan.BackendCore || p.Backend == plan.BackendNamespaces) {
-		// The persistence guard's refusal of a new .git (notify.Create).
-		// With namespaces the supervisor resolves in the command's own
-		// tree (on Landlock ABI 1 its emulation of renames across
-		// directories does too); bubblewrap's supervisor has no such
-		// resolution.
-		p.Seccomp.NotifyCreate = true
-		// Without namespaces Landlock grants the work tree entry by
-		// entry: entries made during the run are written and removed
-		// through the supervisor (notify's guardtree.go).
-		p.Seccomp.NotifyGuardTree = p.Namespaces == nil && len(p.Guarded) > 0
+	if err := guardNotify(p); err != nil {
+		return planned{}, err
 	}
 	return planned{backend: backend, plan: p, guarantees: gs, layers: layers(backend, p)}, nil
 }
@@ -635,4 +621,28 @@ func rowNames(rows []plan.GuardRow) string {
 		out[i] = r.Name + " (" + r.Pattern + ")"
 	}
 	return strings.Join(out, ", ")
+}
+
+// guardNotify sends the persistence guard's calls to the supervisor where
+// the plan guards a path or refuses rows by name; bubblewrap, whose
+// supervisor cannot refuse a name, refuses a profile's rows besides git's.
+func guardNotify(p *plan.Plan) error {
+	if len(p.GuardRows) > 0 && p.Backend == plan.BackendBwrap {
+		// No silent downgrade: what matches a refused row during the
+		// run would be written.
+		return fmt.Errorf("%w: %w: %s: the profile's [guard] refuses rows besides git's (%s): bubblewrap's supervisor cannot refuse a new entry matching one by name (it does not resolve the command's paths in its tree); use the default backend or --backend core", spec.ErrUnavailable, ErrGuard, spec.GGitPersistence, rowNames(p.GuardRows))
+	}
+	if (len(p.Guarded) > 0 || len(p.GuardRows) > 0) && (p.Backend == plan.BackendCore || p.Backend == plan.BackendNamespaces) {
+		// The persistence guard's refusal of a new .git (notify.Create).
+		// With namespaces the supervisor resolves in the command's own
+		// tree (on Landlock ABI 1 its emulation of renames across
+		// directories does too); bubblewrap's supervisor has no such
+		// resolution.
+		p.Seccomp.NotifyCreate = true
+		// Without namespaces Landlock grants the work tree entry by
+		// entry: entries made during the run are written and removed
+		// through the supervisor (notify's guardtree.go).
+		p.Seccomp.NotifyGuardTree = p.Namespaces == nil && len(p.Guarded) > 0
+	}
+	return nil
 }

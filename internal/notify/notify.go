@@ -457,8 +457,8 @@ type policy struct {
 	roots         []string
 	guarded       []string
 	rows          []guardset.Entry // Config.GuardRows
-	fixed         []string // directories whose entries only Landlock may change (GuardFixed)
-	namespaced    bool     // Config.Namespaced
+	fixed         []string         // directories whose entries only Landlock may change (GuardFixed)
+	namespaced    bool             // Config.Namespaced
 	sockets       map[string]bool
 	allowAbstract bool
 	init          *Init
