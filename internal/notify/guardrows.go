@@ -81,7 +81,7 @@ func (t *task) rowNew(dir int, name string) bool {
 		return true
 	}
 	if e, rel, ok := pol.refusedRow(real, name); ok {
-		t.rowWhy = rowRefusal(e, rel)
+		t.rowWhy, t.rowPath = rowRefusal(e, rel), real+"/"+strings.TrimRight(name, "/")
 		return true
 	}
 	return false
@@ -130,11 +130,13 @@ func (t *task) rowMove(src int, oldName string, dst int, newName string) bool {
 	switch {
 	case !complete:
 		t.rowWhy = "persistence guard: a directory too large to check against the profile's refused rows, moved"
-		return true
 	case found:
 		t.rowWhy = rowRefusal(e, rel) + " (in a directory moved there)"
-		return true
+	default:
+		return false
 	}
+	t.rowPath = real + "/" + strings.TrimRight(newName, "/")
+	return true
 	return false
 }
 
@@ -192,7 +194,7 @@ func (p *policy) carriedRow(dir int, places []string, budget *int) (e guardset.E
 // the refusal, naming the row.
 func (t *task) rowDeny(r result) result {
 	if t.rowWhy != "" && r.errno == unix.EPERM && !r.denied {
-		return deny(unix.EPERM, t.rowWhy, r.path)
+		return deny(unix.EPERM, t.rowWhy, t.rowPath)
 	}
 	return r
 }

@@ -121,8 +121,9 @@ type task struct {
 	// needUmask: the call may create an entry, so its status was read
 	// with the umask (status, not idStatus).
 	needUmask bool
-	// rowWhy: a row of Config.GuardRows refused the call (guardrows.go).
-	rowWhy string
+	// rowWhy: a row of Config.GuardRows refused the call (guardrows.go),
+	// at rowPath.
+	rowWhy, rowPath string
 }
 
 func (h *handler) handle(n *seccompNotif) (r result) {
