@@ -175,7 +175,9 @@ why = "the CI runs it"
 // refuses it, Tier 2 must too): created at depth, renamed into place,
 // created in a tree without .git, and a directory holding a match moved
 // to where the row's anchored pattern matches it. Each control makes it
-// unconfined.
+// unconfined. A symlink named for a directory of a refused pattern,
+// made or moved there, is refused as well: it would alias a directory
+// holding a match.
 func newGuardRowVectors() []vcase {
 	tree := func(e *env, git bool) (prof string) {
 		files := []string{"src/main.c", "src/payload"}
@@ -211,6 +213,20 @@ func newGuardRowVectors() []vcase {
 			prof := tree(e, true)
 			run := filepath.Join(e.wd, "ci", "run.sh")
 			return fixture{command: []string{"sh", "-c", `mkdir a && echo x > a/run.sh && "$0" rename-out a ci`, probePath},
+				cliArgs: []string{"--profile", prof}, effect: fx.Exists(run)}
+		}},
+		// A symlink named for a pattern's directory aliases a directory
+		// holding a match: ci/run.sh then resolves to a/run.sh.
+		{name: "guard-profile-new-refused-symlink-dir", vector: "symlink", setup: func(e *env) fixture {
+			prof := tree(e, true)
+			run := filepath.Join(e.wd, "ci", "run.sh")
+			return fixture{command: []string{"sh", "-c", `mkdir a && echo x > a/run.sh && "$0" symlink a ci`, probePath},
+				cliArgs: []string{"--profile", prof}, effect: fx.Exists(run)}
+		}},
+		{name: "guard-profile-new-refused-symlink-move", vector: "rename-out", setup: func(e *env) fixture {
+			prof := tree(e, true)
+			run := filepath.Join(e.wd, "ci", "run.sh")
+			return fixture{command: []string{"sh", "-c", `mkdir a && echo x > a/run.sh && ln -s a l && "$0" rename-out l ci`, probePath},
 				cliArgs: []string{"--profile", prof}, effect: fx.Exists(run)}
 		}},
 	}
