@@ -267,3 +267,31 @@ func TestMatchBelow(t *testing.T) {
 		}
 	}
 }
+
+func TestMatchAlias(t *testing.T) {
+	for _, c := range []struct {
+		pattern, path string
+		want          bool
+	}{
+		{"ci/run.sh", "ci", true},
+		{"ci/run.sh", "CI", true},
+		{"ci/run.sh", "ci/run.sh", false}, // the name itself: Match
+		{"ci/run.sh", "src", false},
+		{"ci/run.sh", "src/ci", false},
+		{"**/Makefile", "x", false},
+		{"**/Makefile", "a/b", false},
+		{"**/.vscode/tasks.json", ".vscode", true},
+		{"**/.vscode/tasks.json", "a/.vscode", true},
+		{"**/.vscode/tasks.json", "a/b", false},
+		{"src/**/Makefile", "src", true},
+		{"src/**/Makefile", "src/b", true},
+		{"src/**/Makefile", "src/b/c", true},
+		{"src/**/Makefile", "lib", false},
+		{"src/*/Makefile", "src/x", true},
+		{"src/*/Makefile", "src/x/y", false},
+	} {
+		if got := MatchAlias(Entry{Pattern: c.pattern}, c.path); got != c.want {
+			t.Errorf("MatchAlias(%q, %q) = %v, want %v", c.pattern, c.path, got, c.want)
+		}
+	}
+}

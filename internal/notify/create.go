@@ -443,6 +443,9 @@ func (t *task) createCall(kind sysKind) result {
 				}
 				return 0, errnoOf(unix.Mkdirat(pfds[0], last, t.modeFor(&ts, mode)))
 			case sysSymlink, sysSymlinkat:
+				if t.rowSymlink(pfds[0], last) {
+					return 0, unix.EPERM
+				}
 				return 0, errnoOf(unix.Symlinkat(target, pfds[0], last))
 			}
 			return 0, errnoOf(unix.Mknodat(pfds[0], last, t.modeFor(&ts, mode), int(dev)))
@@ -460,7 +463,7 @@ func (t *task) createCall(kind sysKind) result {
 		if e != 0 {
 			return 0, e
 		}
-		if t.rowNew(pfd, last) {
+		if t.rowNew(pfd, last) || (kind == sysSymlink || kind == sysSymlinkat) && t.rowSymlink(pfd, last) {
 			return 0, unix.EPERM
 		}
 		if !t.valid() {

@@ -251,7 +251,7 @@ func (t *task) renameLink(kind sysKind) result {
 	if (t.h.s.creator != nil || t.h.s.pol.guarding()) && !link && (t.h.s.pol.holdsGit(ofd, oldLast) || flags&unix.RENAME_EXCHANGE != 0 && t.h.s.pol.holdsGit(nfd, newLast)) {
 		return refuseGit(oldPath, "a directory holding a repository's .git, moved")
 	}
-	if link && t.rowNew(nfd, newLast) || !link && (t.rowMove(ofd, oldLast, nfd, newLast) || flags&unix.RENAME_EXCHANGE != 0 && t.rowMove(nfd, newLast, ofd, oldLast)) {
+	if t.rowMove(ofd, oldLast, nfd, newLast) || !link && flags&unix.RENAME_EXCHANGE != 0 && t.rowMove(nfd, newLast, ofd, oldLast) {
 		return fail(unix.EPERM)
 	}
 	src := -1
@@ -368,11 +368,11 @@ func (t *task) renameLinkConfined(oldDir int32, oldPath string, newDir int32, ne
 		// Both directories where Landlock grants everything: on the
 		// handler's thread (create.go, fast).
 		if _, en, ok := t.fast(&ts, []*prepared{&op, &np}, []string{oldLast, newLast}, func(pfds []int) (int, unix.Errno) {
+			if t.rowMove(pfds[0], oldLast, pfds[1], newLast) || !link && flags&unix.RENAME_EXCHANGE != 0 && t.rowMove(pfds[1], newLast, pfds[0], oldLast) {
+				return 0, unix.EPERM
+			}
 			if link {
 				return 0, errnoOf(unix.Linkat(pfds[0], oldLast, pfds[1], newLast, 0))
-			}
-			if t.rowMove(pfds[0], oldLast, pfds[1], newLast) || flags&unix.RENAME_EXCHANGE != 0 && t.rowMove(pfds[1], newLast, pfds[0], oldLast) {
-				return 0, unix.EPERM
 			}
 			return 0, errnoOf(unix.Renameat2(pfds[0], oldLast, pfds[1], newLast, uint(flags)))
 		}); ok {
@@ -403,7 +403,7 @@ func (t *task) renameLinkConfined(oldDir int32, oldPath string, newDir int32, ne
 			heldGit = true
 			return 0, unix.EPERM
 		}
-		if link && t.rowNew(nfd, newLast) || !link && (t.rowMove(src, oldLast, nfd, newLast) || flags&unix.RENAME_EXCHANGE != 0 && t.rowMove(nfd, newLast, src, oldLast)) {
+		if t.rowMove(src, oldLast, nfd, newLast) || !link && flags&unix.RENAME_EXCHANGE != 0 && t.rowMove(nfd, newLast, src, oldLast) {
 			return 0, unix.EPERM
 		}
 		switch {

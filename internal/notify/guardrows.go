@@ -67,6 +67,49 @@ func (p *policy) refusedRow(real, name string) (guardset.Entry, string, bool) {
 	return guardset.Entry{}, "", false
 }
 
+// aliasRow returns the row a symlink at the entry name of the directory
+// real could alias a directory for (guardset.MatchAlias).
+func (p *policy) aliasRow(real, name string) (guardset.Entry, string, bool) {
+	name = strings.TrimRight(name, "/")
+	if len(p.rows) == 0 || name == "" || name == "." || name == ".." {
+		return guardset.Entry{}, "", false
+	}
+	for _, r := range p.roots {
+		rel, ok := relIn(r, real, name)
+		if !ok {
+			continue
+		}
+		for _, e := range p.rows {
+			if guardset.MatchAlias(e, rel) {
+				return e, rel, true
+			}
+		}
+	}
+	return guardset.Entry{}, "", false
+}
+
+// rowSymlink checks a new symlink at the entry name of directory dir: its
+// name (rowNew), and whether it could alias a directory for a row.
+func (t *task) rowSymlink(dir int, name string) bool {
+	if len(t.h.s.pol.rows) == 0 {
+		return false
+	}
+	if t.rowNew(dir, name) {
+		return true
+	}
+	real, ok := fdPath(dir)
+	if !ok {
+		t.rowWhy = "persistence guard: cannot determine a parent directory's path"
+		return true
+	}
+	if e, rel, ok := t.h.s.pol.aliasRow(real, name); ok {
+		t.rowWhy = rowRefusal(e, rel) + " (a symlink there would lead a path the row matches elsewhere)"
+		t.rowPath = real + "/" + strings.TrimRight(name, "/")
+		return true
+	}
+	return false
+}
+
 // rowNew checks the new entry name of directory dir (a descriptor) against
 // the rows; when one matches, t.rowWhy says which and the call answers
 // EPERM (t.rowDeny turns it into the refusal).
@@ -87,9 +130,11 @@ func (t *task) rowNew(dir int, name string) bool {
 	return false
 }
 
-// rowMove checks a rename of the entry oldName of directory src to newName
-// of directory dst: the new name itself (rowNew) and, for a directory,
-// every entry it holds, at the place it would take.
+// rowMove checks a rename or link of the entry oldName of directory src
+// to newName of directory dst: the new name itself (rowNew), a symlink
+// as rowSymlink does and, for a directory, every entry it holds, at the
+// place it would take. An empty oldName (a link of an open file) checks
+// the name only.
 func (t *task) rowMove(src int, oldName string, dst int, newName string) bool {
 	pol := &t.h.s.pol
 	if len(pol.rows) == 0 {
@@ -97,6 +142,13 @@ func (t *task) rowMove(src int, oldName string, dst int, newName string) bool {
 	}
 	if t.rowNew(dst, newName) {
 		return true
+	}
+	if oldName == "" {
+		return false
+	}
+	var st unix.Stat_t
+	if unix.Fstatat(src, strings.TrimRight(oldName, "/"), &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		return t.rowSymlink(dst, newName)
 	}
 	real, ok := fdPath(dst)
 	if !ok {
@@ -137,7 +189,6 @@ func (t *task) rowMove(src int, oldName string, dst int, newName string) bool {
 	}
 	t.rowPath = real + "/" + strings.TrimRight(newName, "/")
 	return true
-	return false
 }
 
 // carriedRow walks the directory dir (a descriptor it closes), whose
