@@ -12,6 +12,7 @@ import (
 
 	"github.com/confine-sandbox/confine/internal/credpath"
 	"github.com/confine-sandbox/confine/internal/ledger"
+	"github.com/confine-sandbox/confine/internal/planner"
 	"github.com/confine-sandbox/confine/internal/seatbelt"
 	"github.com/confine-sandbox/confine/internal/tmpdir"
 	"github.com/confine-sandbox/confine/policy"
@@ -52,10 +53,10 @@ func (l *Launcher) launch(ctx context.Context, c *policy.Cap, prof policy.Profil
 	if err != nil {
 		return err
 	}
-	if err := checkWritableRoots(lay.Writable, prof.Waives()); err != nil {
+	if err := planner.CheckWritableRoots(lay.Writable, prof.Waives()); err != nil {
 		return err
 	}
-	guarded, err := gitGuard(lay.Writable, prof.Waives())
+	guarded, err := planner.GitGuard(lay.Writable, prof.Waives())
 	if err != nil {
 		return err
 	}
@@ -72,7 +73,7 @@ func (l *Launcher) launch(ctx context.Context, c *policy.Cap, prof policy.Profil
 		getenv = l.CallerEnv
 	}
 	callerPATH, _ := getenv("PATH")
-	env, omitted, prog, err := commandEnv(&s, prof.Env.Waive, ro, rw, callerPATH, dir)
+	env, omitted, prog, err := planner.CommandEnv(&s, prof.Env.Waive, ro, rw, callerPATH, dir)
 	if err != nil {
 		return err
 	}
@@ -93,10 +94,10 @@ func (l *Launcher) launch(ctx context.Context, c *policy.Cap, prof policy.Profil
 	if err != nil {
 		return fmt.Errorf("%w: private temp dir: %v", spec.ErrLaunch, err)
 	}
-	if !hasEnv(env, "HOME") {
+	if !planner.HasEnv(env, "HOME") {
 		env = append(env, "HOME="+scratch+"/"+tmpdir.HomeName)
 	}
-	if !hasEnv(env, "TMPDIR") {
+	if !planner.HasEnv(env, "TMPDIR") {
 		env = append(env, "TMPDIR="+scratch+"/"+tmpdir.TmpName)
 	}
 	sbs := lay.Spec(scratch, append(seatbelt.Devices(), prof.Devices...))

@@ -1,6 +1,6 @@
 //go:build linux || darwin
 
-package confine
+package planner
 
 import (
 	"errors"
@@ -49,12 +49,12 @@ func TestSharedValidation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := checkWritableRoots(tt.rw, tt.waive)
+			err := CheckWritableRoots(tt.rw, tt.waive)
 			var env, omitted []string
 			var prog string
 			if err == nil {
 				s := &spec.CommandSpec{Program: tt.prog, Env: tt.env}
-				env, omitted, prog, err = commandEnv(s, nil, ro, tt.rw, binDir+":"+work+":/nonexistent/bin", work)
+				env, omitted, prog, err = CommandEnv(s, nil, ro, tt.rw, binDir+":"+work+":/nonexistent/bin", work)
 			}
 			if tt.wantIs != nil {
 				if !errors.Is(err, tt.wantIs) || !strings.Contains(err.Error(), tt.want) {
@@ -68,13 +68,13 @@ func TestSharedValidation(t *testing.T) {
 			// Accepted: PATH keeps the read-only root and drops the
 			// writable and the missing components; git's system config
 			// stays off; the program is the one on that PATH.
-			if path := strings.Split(getEnv(env, "PATH"), ":"); !slices.Contains(path, binDir) || slices.Contains(path, work) {
+			if path := strings.Split(GetEnv(env, "PATH"), ":"); !slices.Contains(path, binDir) || slices.Contains(path, work) {
 				t.Errorf("PATH = %q, want %s in it and not %s", path, binDir, work)
 			}
 			if !slices.Contains(omitted, work) {
 				t.Errorf("omitted = %v, want the writable %s among them", omitted, work)
 			}
-			if getEnv(env, "GIT_CONFIG_NOSYSTEM") != "1" {
+			if GetEnv(env, "GIT_CONFIG_NOSYSTEM") != "1" {
 				t.Errorf("env %v lacks GIT_CONFIG_NOSYSTEM=1", env)
 			}
 			if prog != filepath.Join(binDir, "sh") {
