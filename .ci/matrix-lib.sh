@@ -331,6 +331,8 @@ fi
 
 export PATH="$GOROOT/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 export CONFINE_ESCAPE_PROBE=$WORK/probe
+# The standard library's packages compiled on the host (.ci/kernel-matrix.sh).
+[ -d "$WORK/gocache-seed" ] && export CONFINE_ESCAPE_GOCACHE_SEED=$WORK/gocache-seed
 # A cold `go build` under TCG takes about 4 minutes: more than the
 # harness's default 3-minute limit on one run, and close to the functional
 # tests' --timeout 5m on a loaded machine. 10m raises that --timeout to 9m
