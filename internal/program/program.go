@@ -198,11 +198,9 @@ func (b *Prepared) mountOps(ns *plan.Namespaces, layout nsinit.Layout) []spawn.O
 			mkdirs(bp.Path)
 		} else {
 			// It may exist already: inside a read-only bind, a device
-			// node granted on its own. mknodat makes the empty regular
-			// file without opening it (one call instead of openat and
-			// close, for each of the thirty-odd files of /etc a run is
-			// granted one by one).
-			add(b.call("create "+bp.Path, unix.SYS_MKNODAT, spawn.AtFDCWD, str(st+bp.Path), unix.S_IFREG|0o644, 0).OK(unix.EEXIST))
+			// node granted on its own.
+			add(b.call("create "+bp.Path, unix.SYS_OPENAT, spawn.AtFDCWD, str(st+bp.Path), unix.O_CREAT|unix.O_EXCL|unix.O_RDONLY|unix.O_CLOEXEC, 0o644).ToSlot(0).SkipOn(unix.EEXIST, 1))
+			add(b.call("close "+bp.Path, unix.SYS_CLOSE, 0).FromSlot(0, 0))
 		}
 		add(b.call("bind "+bp.Path, unix.SYS_MOVE_MOUNT, uintptr(spawn.FDFree+i), str(""), spawn.AtFDCWD, str(st+bp.Path), unix.MOVE_MOUNT_F_EMPTY_PATH))
 	}
