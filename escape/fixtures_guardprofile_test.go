@@ -18,18 +18,7 @@ import (
 // ([guard], docs/guard.md): .envrc moved to refused, git's hooks moved to
 // reported (a waiver of no-git-persistence), a refused row of its own
 // (any Makefile) and a reported one (ci/run.sh at the top level).
-const guardProfile = `name = "guard-changes"
-[guard]
-refuse = ["envrc"]
-report = ["git-hooks"]
-[guard.add.makefile]
-pattern = "**/Makefile"
-action = "refuse"
-why = "make runs it"
-[guard.add.ci]
-pattern = "ci/run.sh"
-action = "report"
-`
+var guardProfile = testutil.GuardProfile("guard-changes", "", "envrc")
 
 // guardProfileVectors attack the entries a profile's [guard] refuses, in
 // a git work tree, and write those it reports: a write to a refused one

@@ -105,12 +105,6 @@ func refuseGit(path, why string) result {
 // isCreateKind says k is one of create.go's calls.
 func isCreateKind(k sysKind) bool { return k >= sysMkdir && k <= sysSetgroups }
 
-func init() {
-	for nr, e := range createSysTable {
-		sysTable[nr] = e
-	}
-}
-
 // creator holds the Landlock ruleset of the performing threads, prepared on
 // the first call that needs it (most runs create nothing through it before
 // they have run a while, and a launch should not pay for it).
@@ -370,7 +364,7 @@ func (h *handler) stopConfined() {
 	h.confined = nil
 }
 
-// createCall handles the calls of createSysTable.
+// createCall handles the calls of create.go (isCreateKind).
 func (t *task) createCall(kind sysKind) result {
 	args := t.n.Data.Args
 	switch {
@@ -537,20 +531,29 @@ func (t *task) openCreate(ts *taskStatus, dirfd int32, path string, flags int, m
 	if e != 0 {
 		return fail(e)
 	}
-	// The common case on the handler's thread: in a directory where
-	// Landlock grants everything (or, in a guarded work tree, where the
-	// supervisor adds the entry itself), a last component that is not a
-	// symlink, or one followed here hop by hop while each hop stays in
-	// such a directory (a dangling symlink's target is created).
+	if r, done := t.openCreateFast(ts, &pp, &last, path, flags, mode); done {
+		return r
+	}
+	return t.openCreateConfined(ts, pp, last, path, flags, mode)
+}
+
+// openCreateFast is openCreate's common case, on the handler's thread: in
+// a directory where Landlock grants everything (or, in a guarded work tree,
+// where the supervisor adds the entry itself), a last component that is not
+// a symlink, or one followed here hop by hop while each hop stays in such a
+// directory (a dangling symlink's target is created). It returns false to
+// leave the open to the confined thread, with *pp and *last at the name
+// the hops reached.
+func (t *task) openCreateFast(ts *taskStatus, pp *prepared, last *string, path string, flags int, mode uint32) (result, bool) {
 	var link string
 	var linkDir int
 	open := func(pfds []int) (int, unix.Errno) {
 		how := unix.OpenHow{Mode: uint64(t.modeFor(ts, mode)), Resolve: unix.RESOLVE_NO_MAGICLINKS,
 			Flags: uint64(flags | unix.O_NOFOLLOW | unix.O_CLOEXEC)}
-		fd, err := unix.Openat2(pfds[0], last, &how)
+		fd, err := unix.Openat2(pfds[0], *last, &how)
 		if err == unix.ELOOP && flags&(unix.O_NOFOLLOW|unix.O_EXCL) == 0 {
 			var buf [pathMax]byte
-			if n, err := unix.Readlinkat(pfds[0], last, buf[:]); err == nil && n > 0 {
+			if n, err := unix.Readlinkat(pfds[0], *last, buf[:]); err == nil && n > 0 {
 				link, linkDir = string(buf[:n]), pfds[0]
 			}
 		}
@@ -561,7 +564,7 @@ func (t *task) openCreate(ts *taskStatus, dirfd int32, path string, flags int, m
 	var ok bool
 	for hop := 0; ; hop++ {
 		link = ""
-		fd, en, ok = t.fast(ts, []*prepared{&pp}, []string{last}, open)
+		fd, en, ok = t.fast(ts, []*prepared{pp}, []string{*last}, open)
 		if !ok || en != unix.ELOOP || link == "" || hop >= maxFollow {
 			break
 		}
@@ -570,28 +573,34 @@ func (t *task) openCreate(ts *taskStatus, dirfd int32, path string, flags int, m
 		}
 		lp, ll := splitParent(t.ownProc(ts, link))
 		if why, bad := gitName(ll); bad {
-			return refuseGit(path+" (through a symlink)", why)
+			return refuseGit(path+" (through a symlink)", why), true
 		}
 		switch {
 		case strings.HasPrefix(lp, "/"):
-			pp = prepared{base: unix.AT_FDCWD, path: lp}
+			*pp = prepared{base: unix.AT_FDCWD, path: lp}
 		case lp == "":
-			pp = prepared{base: linkDir}
+			*pp = prepared{base: linkDir}
 		default:
-			pp = prepared{base: linkDir, path: lp}
+			*pp = prepared{base: linkDir, path: lp}
 		}
-		last = ll
+		*last = ll
 	}
 	switch {
 	case ok && en == 0:
-		return t.install(fd, flags)
+		return t.install(fd, flags), true
 	case ok && (en != unix.ELOOP || flags&unix.O_NOFOLLOW != 0):
-		return fail(en)
+		return fail(en), true
 	}
+	return result{}, false
+}
+
+// openCreateConfined is openCreate on the confined thread, from the
+// directory pp and the name last: there the run's own Landlock rules check
+// the open, and a symlink at the last component is followed hop by hop.
+func (t *task) openCreateConfined(ts *taskStatus, pp prepared, last, path string, flags int, mode uint32) result {
 	var gitWhy string
 	reopen := int32(-1)
-	var r result
-	fd, en, r, ok = t.perform(ts, func() (int, unix.Errno) {
+	fd, en, r, ok := t.perform(ts, func() (int, unix.Errno) {
 		how := unix.OpenHow{Mode: uint64(t.modeFor(ts, mode)), Resolve: unix.RESOLVE_NO_MAGICLINKS}
 		for hop := 0; ; hop++ {
 			pfd, e := t.resolve(&pp, false)

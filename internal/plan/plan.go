@@ -123,9 +123,10 @@ type Namespaces struct {
 	Bwrap string `json:"bwrap,omitempty"`
 }
 
-// Backend names the backend a plan is for. The provider that configures
-// the plan sets it (provider.Configure); the launcher, the supervisors and
-// the layers ask it, never the plan's shape.
+// Backend names the backend a plan is for. The planner sets it from the
+// backend's provider (provider.Provider.Section) as it builds the plan;
+// the launcher, the supervisors and the layers ask it, never the plan's
+// shape.
 type Backend string
 
 // The backends, named as their providers are.

@@ -1,6 +1,6 @@
 //go:build linux
 
-package confine
+package planner
 
 import (
 	"errors"
@@ -64,7 +64,7 @@ func TestProfileGuard(t *testing.T) {
 				must(t, err)
 			}
 			guarded := []string{filepath.Join(w, ".git"), filepath.Join(w, "vendor", "lib", ".git")}
-			keep, watch, err := profileGuard(c.rw, w, guarded, c.changes != nil, g)
+			keep, watch, err := ProfileGuard(c.rw, w, guarded, c.changes != nil, g)
 			if c.refused != "" {
 				if !errors.Is(err, ErrGuard) || !errors.Is(err, spec.ErrUnavailable) || !strings.Contains(err.Error(), c.refused) {
 					t.Fatalf("err = %v, want a guard refusal naming %q", err, c.refused)
