@@ -52,7 +52,9 @@ type Create struct {
 	// Namespaced: the command has its own mount namespace and root
 	// (landlock+namespaces). Its paths are then resolved in its own
 	// tree (inroot.go) and every call goes to the confined thread: the
-	// fast path's path checks are the supervisor's view. Needs Refer.
+	// fast path's path checks are the supervisor's view. Without Refer
+	// (ABI 1) renames and links across directories go to renameLink's
+	// emulation, which resolves in the command's tree too (ownTree).
 	Namespaced bool
 	// InRoot are rules of Landlock the command's init added in its own
 	// mount namespace (its private tmpfs directories): the performing
@@ -343,6 +345,9 @@ func (t *task) fast(ts *taskStatus, parents []*prepared, lasts []string, op func
 		if !ok || !h.s.pol.entryWritable(real, lasts[i]) {
 			return 0, 0, false
 		}
+		if _, _, ok := h.s.pol.refusedRow(real, lasts[i]); ok {
+			return 0, 0, false // the confined thread's path refuses it, naming the row
+		}
 		pfds[i] = fd
 	}
 	if !t.valid() {
@@ -432,6 +437,9 @@ func (t *task) createCall(kind sysKind) result {
 				}
 				return 0, errnoOf(unix.Mkdirat(pfds[0], last, t.modeFor(&ts, mode)))
 			case sysSymlink, sysSymlinkat:
+				if t.rowSymlink(pfds[0], last) {
+					return 0, unix.EPERM
+				}
 				return 0, errnoOf(unix.Symlinkat(target, pfds[0], last))
 			}
 			return 0, errnoOf(unix.Mknodat(pfds[0], last, t.modeFor(&ts, mode), int(dev)))
@@ -448,6 +456,9 @@ func (t *task) createCall(kind sysKind) result {
 		pfd, e := t.resolve(&pp, false)
 		if e != 0 {
 			return 0, e
+		}
+		if t.rowNew(pfd, last) || (kind == sysSymlink || kind == sysSymlinkat) && t.rowSymlink(pfd, last) {
+			return 0, unix.EPERM
 		}
 		if !t.valid() {
 			return 0, unix.EACCES
@@ -611,6 +622,9 @@ func (t *task) openCreateConfined(ts *taskStatus, pp prepared, last, path string
 				gitWhy = why
 				return -1, unix.EPERM
 			}
+			if t.rowNew(pfd, last) {
+				return -1, unix.EPERM
+			}
 			if !t.valid() {
 				return -1, unix.EACCES
 			}
@@ -676,12 +690,6 @@ func (t *task) enterRoot(path string) (result, bool) {
 	c := t.h.s.creator
 	if c == nil || !c.Namespaced {
 		return result{}, true
-	}
-	if !c.Refer {
-		// The launcher never asks for it (build.go): with namespaces
-		// the refusal of a new .git needs ABI 2, and nothing performs
-		// calls for it below.
-		return deny(unix.EACCES, "persistence guard in a mount namespace needs Landlock ABI 2", path), false
 	}
 	t.inRoot = true
 	if _, e := t.rootFD(); e != 0 {

@@ -221,6 +221,9 @@ func (t *task) renameLinkAcross(ts *taskStatus, op, np *prepared, a renameArgs, 
 	if (t.h.s.creator != nil || t.h.s.pol.guarding()) && !link && (t.h.s.pol.holdsGit(ofd, oldLast) || flags&unix.RENAME_EXCHANGE != 0 && t.h.s.pol.holdsGit(nfd, newLast)) {
 		return refuseGit(oldPath, "a directory holding a repository's .git, moved")
 	}
+	if t.rowMove(ofd, oldLast, nfd, newLast) || !link && flags&unix.RENAME_EXCHANGE != 0 && t.rowMove(nfd, newLast, ofd, oldLast) {
+		return fail(unix.EPERM)
+	}
 	src := -1
 	if link && flags&unix.AT_SYMLINK_FOLLOW != 0 {
 		// The file linked is where the symlink leads, not the symlink.
@@ -389,6 +392,9 @@ func (t *task) renameLinkConfined(oldDir int32, oldPath string, newDir int32, ne
 		// Both directories where Landlock grants everything: on the
 		// handler's thread (create.go, fast).
 		if _, en, ok := t.fast(&ts, []*prepared{&op, &np}, []string{oldLast, newLast}, func(pfds []int) (int, unix.Errno) {
+			if t.rowMove(pfds[0], oldLast, pfds[1], newLast) || !link && flags&unix.RENAME_EXCHANGE != 0 && t.rowMove(pfds[1], newLast, pfds[0], oldLast) {
+				return 0, unix.EPERM
+			}
 			if link {
 				return 0, errnoOf(unix.Linkat(pfds[0], oldLast, pfds[1], newLast, 0))
 			}
@@ -419,6 +425,9 @@ func (t *task) renameLinkConfined(oldDir int32, oldPath string, newDir int32, ne
 		}
 		if !link && (t.h.s.pol.holdsGit(src, oldLast) || flags&unix.RENAME_EXCHANGE != 0 && t.h.s.pol.holdsGit(nfd, newLast)) {
 			heldGit = true
+			return 0, unix.EPERM
+		}
+		if t.rowMove(src, oldLast, nfd, newLast) || !link && flags&unix.RENAME_EXCHANGE != 0 && t.rowMove(nfd, newLast, src, oldLast) {
 			return 0, unix.EPERM
 		}
 		switch {

@@ -55,6 +55,7 @@ type Inputs struct {
 	// Guarded are the paths inside the writable roots the persistence
 	// guard keeps read-only (the work tree's .git); see GitGuard.
 	Guarded   []string
+	GuardRows []plan.GuardRow // the profile's refused rows besides git's (plan.Plan.GuardRows)
 	Repos     []string        // the git directories the persistence report watches (ReportedRepos)
 	Watch     []persist.Watch // further paths it watches: the profile's [guard] rows (ProfileGuard)
 	Omitted   []string        // PATH components left out
@@ -164,6 +165,11 @@ func (in *Inputs) roots(s *spec.CommandSpec, prof policy.Profile, worktree strin
 		return err
 	}
 	in.Guarded, in.Watch = append(in.Guarded, kept...), watch
+	if prof.Guard != nil {
+		for _, e := range gp.Refused() {
+			in.GuardRows = append(in.GuardRows, plan.GuardRow{Name: e.Name, Pattern: e.Pattern, Why: e.Why})
+		}
+	}
 	return nil
 }
 
@@ -287,6 +293,7 @@ func (in *Inputs) Build(backend provider.Provider, r Resources) (Planned, error)
 		PrivateTmp:    r.Tmp.Removable(),
 		WritableRoots: slices.Clone(rw),
 		Guarded:       slices.Clone(in.Guarded),
+		GuardRows:     slices.Clone(in.GuardRows),
 		WallTime:      in.Limits.WallTime,
 		KillGrace:     in.Limits.KillGrace,
 	}
@@ -323,17 +330,8 @@ func (in *Inputs) Build(backend provider.Provider, r Resources) (Planned, error)
 		p.Seccomp.NotifyProcTargets = true
 		p.Seccomp.NotifySignals = !landlock.Has(in.Host.LandlockABI, landlock.FeatScope)
 	}
-	if len(p.Guarded) > 0 && (p.Backend == plan.BackendCore ||
-		p.Backend == plan.BackendNamespaces && landlock.Has(in.Host.LandlockABI, landlock.FeatRefer)) {
-		// The persistence guard's refusal of a new .git (notify.Create).
-		// With namespaces the supervisor resolves in the command's own
-		// tree, which needs Landlock to govern renames across directories
-		// (ABI 2); bubblewrap's supervisor has no such resolution.
-		p.Seccomp.NotifyCreate = true
-		// Without namespaces Landlock grants the work tree entry by
-		// entry: entries made during the run are written and removed
-		// through the supervisor (notify's guardtree.go).
-		p.Seccomp.NotifyGuardTree = p.Backend == plan.BackendCore
+	if err := guardNotify(p); err != nil {
+		return Planned{}, err
 	}
 	return Planned{Backend: backend, Plan: p, Guarantees: gs, Layers: layers(backend, p)}, nil
 }
@@ -361,4 +359,37 @@ func layers(prov provider.Provider, p *plan.Plan) []string {
 		ls = append(ls, "caps-dropped")
 	}
 	return ls
+}
+
+// rowNames names guard rows for a refusal.
+func rowNames(rows []plan.GuardRow) string {
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = r.Name + " (" + r.Pattern + ")"
+	}
+	return strings.Join(out, ", ")
+}
+
+// guardNotify sends the persistence guard's calls to the supervisor where
+// the plan guards a path or refuses rows by name; bubblewrap, whose
+// supervisor cannot refuse a name, refuses a profile's rows besides git's.
+func guardNotify(p *plan.Plan) error {
+	if len(p.GuardRows) > 0 && p.Backend == plan.BackendBwrap {
+		// No silent downgrade: what matches a refused row during the
+		// run would be written.
+		return fmt.Errorf("%w: %w: %s: the profile's [guard] refuses rows besides git's (%s): bubblewrap's supervisor cannot refuse a new entry matching one by name (it does not resolve the command's paths in its tree); use the default backend or --backend core", spec.ErrUnavailable, ErrGuard, spec.GGitPersistence, rowNames(p.GuardRows))
+	}
+	if (len(p.Guarded) > 0 || len(p.GuardRows) > 0) && (p.Backend == plan.BackendCore || p.Backend == plan.BackendNamespaces) {
+		// The persistence guard's refusal of a new .git (notify.Create).
+		// With namespaces the supervisor resolves in the command's own
+		// tree (on Landlock ABI 1 its emulation of renames across
+		// directories does too); bubblewrap's supervisor has no such
+		// resolution.
+		p.Seccomp.NotifyCreate = true
+		// Without namespaces Landlock grants the work tree entry by
+		// entry: entries made during the run are written and removed
+		// through the supervisor (notify's guardtree.go).
+		p.Seccomp.NotifyGuardTree = p.Backend == plan.BackendCore && len(p.Guarded) > 0
+	}
+	return nil
 }

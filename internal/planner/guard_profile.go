@@ -69,6 +69,9 @@ func ProfileGuard(rw []string, worktree string, guarded []string, changed bool, 
 				return false, err
 			}
 			for _, e := range refused {
+				if de.Type()&fs.ModeSymlink != 0 && guardset.MatchAlias(e, rel) {
+					return false, fmt.Errorf("%s is a symlink where the refused row %s (%s) could lead a path it matches into another directory", p, e.Name, e.Pattern)
+				}
 				if !guardset.Match(e, rel) {
 					continue
 				}

@@ -54,6 +54,8 @@ func TestProfileGuard(t *testing.T) {
 		{name: "git row reported: nothing here (gitGuard's waiver)", changes: &guardset.Changes{Report: []string{"git-hooks"}}, rw: []string{w}},
 		{name: "symlink matching a refused row", changes: &guardset.Changes{Add: []guardset.Entry{{Name: "link", Pattern: "src/link", Default: guardset.Refuse}}},
 			rw: []string{w}, refused: "is a symlink"},
+		{name: "symlink named for a refused pattern's directory", changes: &guardset.Changes{Add: []guardset.Entry{{Name: "viasrc", Pattern: "src/link/run.sh", Default: guardset.Refuse}}},
+			rw: []string{w}, refused: "could lead"},
 		{name: "writable root inside a refused path", changes: &guardset.Changes{Add: []guardset.Entry{{Name: "build", Pattern: "build", Default: guardset.Refuse}}},
 			rw: []string{w, filepath.Join(w, "build", "Makefile")}, refused: "lies inside"},
 	} {

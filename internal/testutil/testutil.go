@@ -193,6 +193,21 @@ func (c CLI) Command() *exec.Cmd {
 	return cmd
 }
 
+// StartReady starts cmd and waits for the file ready, which the command
+// writes once it is set up. When the file never comes it kills cmd, reaps
+// it, and fails the test with what.
+func StartReady(t testing.TB, cmd *exec.Cmd, ready, what string) {
+	t.Helper()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if !Await(func() bool { _, err := os.Stat(ready); return err == nil }) {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatal(what)
+	}
+}
+
 // Run runs the CLI to completion.
 func (c CLI) Run(t testing.TB) Result {
 	t.Helper()
