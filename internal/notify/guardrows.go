@@ -49,27 +49,18 @@ func relIn(root, real, name string) (string, bool) {
 // refusedRow returns the row (Config.GuardRows) the entry name of the
 // directory real matches, relative to a writable root holding it.
 func (p *policy) refusedRow(real, name string) (guardset.Entry, string, bool) {
-	name = strings.TrimRight(name, "/")
-	if len(p.rows) == 0 || name == "" || name == "." || name == ".." {
-		return guardset.Entry{}, "", false
-	}
-	for _, r := range p.roots {
-		rel, ok := relIn(r, real, name)
-		if !ok {
-			continue
-		}
-		for _, e := range p.rows {
-			if guardset.Match(e, rel) {
-				return e, rel, true
-			}
-		}
-	}
-	return guardset.Entry{}, "", false
+	return p.rowFor(real, name, guardset.Match)
 }
 
 // aliasRow returns the row a symlink at the entry name of the directory
 // real could alias a directory for (guardset.MatchAlias).
 func (p *policy) aliasRow(real, name string) (guardset.Entry, string, bool) {
+	return p.rowFor(real, name, guardset.MatchAlias)
+}
+
+// rowFor returns the first row match accepts for the entry name of the
+// directory real, relative to a writable root holding it.
+func (p *policy) rowFor(real, name string, match func(guardset.Entry, string) bool) (guardset.Entry, string, bool) {
 	name = strings.TrimRight(name, "/")
 	if len(p.rows) == 0 || name == "" || name == "." || name == ".." {
 		return guardset.Entry{}, "", false
@@ -80,7 +71,7 @@ func (p *policy) aliasRow(real, name string) (guardset.Entry, string, bool) {
 			continue
 		}
 		for _, e := range p.rows {
-			if guardset.MatchAlias(e, rel) {
+			if match(e, rel) {
 				return e, rel, true
 			}
 		}
