@@ -777,3 +777,57 @@ func TestSmallReserve(t *testing.T) {
 		})
 	}
 }
+
+// TestShortBacklog: a listener that went through shortBacklog (as Serve's
+// does) holds at most listenBacklog+1 connections the server has not
+// accepted (the kernel counts one over), and a non-blocking connect
+// beyond them fails at once with EAGAIN; the control, Go's listener as
+// it comes (the system's maximum), holds more.
+func TestShortBacklog(t *testing.T) {
+	tests := []struct {
+		name  string
+		short bool
+	}{
+		{"Go's default backlog (control)", false},
+		{"short backlog", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(privDir(t), "s.sock")
+			ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			if tt.short {
+				rc, err := ln.SyscallConn()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := shortBacklog(rc); err != nil {
+					t.Fatal(err)
+				}
+			}
+			held := 0
+			for range 2 * listenBacklog {
+				fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer unix.Close(fd)
+				err = unix.Connect(fd, &unix.SockaddrUnix{Name: path})
+				if errors.Is(err, unix.EAGAIN) {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				held++
+			}
+			t.Logf("%d connections held in the backlog (listenBacklog %d)", held, listenBacklog)
+			if full := held <= listenBacklog+1; full != tt.short {
+				t.Errorf("%d connections held before EAGAIN; want at most %d: %v", held, listenBacklog+1, tt.short)
+			}
+		})
+	}
+}
