@@ -185,6 +185,10 @@ func (s *Server) Listen() (*net.UnixListener, error) {
 		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
 			c.Close()
 			return nil, fmt.Errorf("a server already listens at %s", path)
+		} else if errors.Is(err, unix.EAGAIN) {
+			// Its backlog is full (a flood, or a busy server): someone
+			// listens there; never taken for stale.
+			return nil, fmt.Errorf("a server already listens at %s (its listen backlog is full)", path)
 		}
 		if err := os.Remove(path); err != nil {
 			return nil, fmt.Errorf("stale socket %s: %w", path, err)
