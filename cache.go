@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/confine-sandbox/confine/internal/gocacheprog"
+	"github.com/confine-sandbox/confine/internal/planner"
 	"github.com/confine-sandbox/confine/internal/tmpdir"
 	"github.com/confine-sandbox/confine/policy"
 	"github.com/confine-sandbox/confine/spec"
@@ -175,7 +176,7 @@ var cacheSeeds = map[string]func(dst, from string) error{
 
 // profileValue is what prof itself sets name to, "" if nothing.
 func profileValue(prof policy.Profile, name string) string {
-	return getEnv(prof.Env.Set, name)
+	return planner.GetEnv(prof.Env.Set, name)
 }
 
 // makeCache creates dir (a directory directly inside root, which no run

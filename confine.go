@@ -7,8 +7,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -18,6 +16,7 @@ import (
 	"github.com/confine-sandbox/confine/internal/launch"
 	"github.com/confine-sandbox/confine/internal/persist"
 	"github.com/confine-sandbox/confine/internal/plan"
+	"github.com/confine-sandbox/confine/internal/planner"
 	"github.com/confine-sandbox/confine/internal/provider"
 	"github.com/confine-sandbox/confine/policy"
 	"github.com/confine-sandbox/confine/spec"
@@ -64,22 +63,22 @@ func (l *Launcher) launch(ctx context.Context, c *policy.Cap, prof policy.Profil
 		h = host.ProbeBwrap(h)
 	}
 	ce := l.callerEnv()
-	in, err := validate(&s, prof, h, limits, ce, func(runUID int) []ctlpaths.Path { return l.controlPaths(ce, runUID) })
+	in, err := planner.Validate(&s, prof, h, limits, ce.get("PATH"), func(runUID int) []ctlpaths.Path { return l.controlPaths(ce, runUID) })
 	if err != nil {
 		return err
 	}
-	in.warm = l.Warm
+	var grants []policy.EgressGrant
 	if len(s.Approvals) > 0 {
-		if in.allow == nil {
+		if in.Allow == nil {
 			return fmt.Errorf("%w: egress approvals need a profile with network = %q", spec.ErrInvalidSpec, spec.Allowlist)
 		}
-		if in.grants, err = policy.VerifyGrants(c, s.Approvals, s.TaskID); err != nil {
+		if grants, err = policy.VerifyGrants(c, s.Approvals, s.TaskID); err != nil {
 			return err
 		}
 	}
 	named := l.Backend != "" && l.Backend != "auto"
 	sel, err := provider.Select(h, provider.Request{Tier: prof.Tier, RequireNamespaces: prof.RequireNamespaces, Backend: l.Backend,
-		Enforce: func(p provider.Provider) error { _, err := in.guarantees(p); return err }})
+		Enforce: func(p provider.Provider) error { _, err := in.Guarantees(p); return err }})
 	res.SkippedBackends = sel.Skipped
 	if err != nil {
 		return err
@@ -93,13 +92,14 @@ func (l *Launcher) launch(ctx context.Context, c *policy.Cap, prof policy.Profil
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if in.allow != nil {
-		if in.egress, err = startEgress(in.allow, in.grants, res.RunID, &s, in.callerEnv); err != nil {
+	var eg *egressRun
+	if in.Allow != nil {
+		if eg, err = startEgress(in.Allow, grants, res.RunID, &s, ce); err != nil {
 			return err
 		}
-		defer func() { res.Connections = in.egress.stop() }()
+		defer func() { res.Connections = eg.stop() }()
 	}
-	run, err := in.prepare(sel.Provider, prof.RequireNamespaces || named)
+	run, err := prepare(in, ce, l.Warm, eg, sel.Provider, prof.RequireNamespaces || named)
 	if err != nil {
 		return err
 	}
@@ -109,7 +109,7 @@ func (l *Launcher) launch(ctx context.Context, c *policy.Cap, prof policy.Profil
 		if !run.tmp.Stable() {
 			// Once the run is over: making the next run's directory
 			// does not take the CPU from this one.
-			in.warm.refillPrivate(in.callerEnv.tempDir(), in.uid, in.gid)
+			l.Warm.refillPrivate(ce.tempDir(), in.UID, in.GID)
 		}
 		switch {
 		case !detached:
@@ -121,30 +121,30 @@ func (l *Launcher) launch(ctx context.Context, c *policy.Cap, prof policy.Profil
 			run.tmp.Remove()
 		}
 	}()
-	res.PathOmitted = in.omitted
+	res.PathOmitted = in.Omitted
 	res.Caches = run.caches
-	res.HiddenCredentials = in.hidden
-	run.primary.describe(res)
+	res.HiddenCredentials = in.Hidden
+	run.primary.Describe(res)
 
-	pio := l.runIO(&s, limits, in)
+	pio := l.runIO(&s, limits, eg)
 	if err := run.tmp.Wait(); err != nil {
 		return fmt.Errorf("%w: %v", spec.ErrLaunch, err)
 	}
 	// What the run changes among the paths a host program may execute
 	// later (git hooks and config, rc and editor task files) is reported.
-	before := persist.TakeWith(in.worktree, in.watch, in.repos...)
+	before := persist.TakeWith(in.Worktree, in.Watch, in.Repos...)
 	start := time.Now()
-	out, err := launch.Run(ctx, run.primary.plan, run.fallback(), pio)
+	out, err := launch.Run(ctx, run.primary.Plan, run.fallback(), pio)
 	res.Duration = time.Since(start)
-	res.Persistence = persist.Diff(before, persist.TakeWith(in.worktree, in.watch, in.repos...))
+	res.Persistence = persist.Diff(before, persist.TakeWith(in.Worktree, in.Watch, in.Repos...))
 	detached = out != nil && out.CleanupDetached
 	if out != nil {
 		res.Stdout, res.Stderr = out.Stdout, out.Stderr
-		if out.Ran != nil && out.Ran != run.primary.plan {
+		if out.Ran != nil && out.Ran != run.primary.Plan {
 			// The namespaces could not be set up: the core's own plan
 			// ran, and the result is that plan's.
-			run.core.describe(res)
-			res.SkippedBackends = fellBack(res.SkippedBackends, run.primary.backend, out.Report.NamespacesSkipped)
+			run.core.Describe(res)
+			res.SkippedBackends = fellBack(res.SkippedBackends, run.primary.Backend, out.Report.NamespacesSkipped)
 		}
 		if out.NoPidsCgroup {
 			// Waived, and it could not be created.
@@ -155,21 +155,21 @@ func (l *Launcher) launch(ctx context.Context, c *policy.Cap, prof policy.Profil
 		return err
 	}
 	if err := reported(res, out.Report); err != nil {
-		return in.outsideView(s.Program, err)
+		return in.OutsideView(s.Program, err)
 	}
 	if res.ExitCode != 0 {
-		in.inferDenials(res)
+		inferDenials(in, res)
 	}
 	return nil
 }
 
 // runIO is the launch's I/O: the output bounds, the live streams, stdin
 // (the launcher's, else the spec's) and the egress proxy's hooks.
-func (l *Launcher) runIO(s *spec.CommandSpec, limits spec.Limits, in *inputs) launch.IO {
+func (l *Launcher) runIO(s *spec.CommandSpec, limits spec.Limits, eg *egressRun) launch.IO {
 	pio := launch.IO{OutputLimit: limits.OutputBytes, LiveLimit: l.LiveLimit, Stdout: l.LiveStdout, Stderr: l.LiveStderr,
 		DetachCleanup: l.DetachCleanup}
-	if in.egress != nil {
-		pio.Egress = in.egress.hooks()
+	if eg != nil {
+		pio.Egress = eg.hooks()
 	}
 	switch {
 	case l.Stdin != nil:
@@ -214,23 +214,13 @@ func fellBack(skipped []spec.SkippedBackend, left provider.Provider, why string)
 	return out
 }
 
-func canonicalDir(p string) (string, error) {
-	c, err := filepath.EvalSymlinks(p)
-	if err != nil {
-		return "", err
-	}
-	st, err := os.Stat(c)
-	if err != nil {
-		return "", err
-	}
-	if !st.IsDir() {
-		return "", fmt.Errorf("%s is not a directory", p)
-	}
-	return c, nil
-}
-
 func randHex() string {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
+
+// defaultMemory is a run's memory bound when neither its profile nor its
+// spec sets one: half the machine's RAM, at most the caller's own cgroup
+// limit (host.DefaultMemoryBound); fallback where RAM is unknown.
+func defaultMemory(fallback int64) int64 { return host.DefaultMemoryBound(fallback) }

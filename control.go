@@ -1,14 +1,12 @@
-//go:build linux
+//go:build linux || darwin
 
 package confine
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/confine-sandbox/confine/internal/ctlpaths"
-	"github.com/confine-sandbox/confine/spec"
 )
 
 // controlPaths are confine's own control surfaces a run must not reach
@@ -36,23 +34,3 @@ func (l *Launcher) controlPaths(callerEnv envLookup, runUID int) []ctlpaths.Path
 	}
 	return ps
 }
-
-// checkControl refuses a writable root that covers a control surface or
-// lies inside one: Landlock cannot take a part of a writable directory
-// back, and a command that may create the surface's path could plant a
-// key or a symlink the host's confine would then use. No profile waives
-// it.
-func checkControl(rw []string, ps []ctlpaths.Path) error {
-	for _, r := range rw {
-		if p, ok := ctlpaths.Overlap(r, ps); ok {
-			return fmt.Errorf("%w: %s: its %s %s is inside writable root %s, where the command could reach it; choose a work directory (and --rw roots) that does not contain it",
-				spec.ErrUnavailable, controlGuarantee, p.What, p.Path, r)
-		}
-	}
-	return nil
-}
-
-// controlGuarantee names the rule in refusals (it is part of
-// no-credential-files and no-foreign-unix-sockets in the ledger, and not
-// waivable).
-const controlGuarantee = "confine's control plane"

@@ -16,18 +16,6 @@ import (
 // counting the lines of the tables it holds (issue 25).
 const maxFuncLines = 110
 
-// pendingSplit are the functions still over maxFuncLines, each in a file
-// that other work is changing at the time of writing (splitting them now
-// would collide with it). Not an allowlist for new code: the test fails
-// when one of them is no longer over the limit, so the list only shrinks.
-var pendingSplit = map[string]string{
-	"internal/notify/files.go (*task).renameLink":    "the ABI 1 rename emulation (guard work in progress)",
-	"internal/notify/create.go (*task).openCreate":   "the persistence guard's open(O_CREAT) (guard work in progress)",
-	"internal/notify/inroot.go (*task).walk":         "the supervisor's in-root walk (guard work in progress)",
-	"internal/mcpserver/tools.go (*Server).addTier1": "the MCP tools (MCP work in progress)",
-	"internal/serve/server.go (*Server).handle":      "the server's admission and request budget (server hardening in progress)",
-}
-
 // funcLength is one function's length.
 type funcLength struct {
 	file  string
@@ -137,28 +125,12 @@ func TestFunctionLength(t *testing.T) {
 	if len(fl) < 100 {
 		t.Fatalf("measured only %d functions", len(fl))
 	}
-	pending := map[string]bool{}
 	for i, f := range fl {
 		if i < 20 {
 			t.Logf("%4d lines (+%d of tables) %s %s", f.lines, f.table, f.where, f.name)
 		}
-		key := f.file + " " + f.name
-		if why, ok := pendingSplit[key]; ok {
-			pending[key] = true
-			if f.lines <= maxFuncLines {
-				t.Errorf("%s: %s is %d lines now: remove it from pendingSplit", f.where, f.name, f.lines)
-			} else {
-				t.Logf("%s: %s has %d lines, still to split: %s", f.where, f.name, f.lines, why)
-			}
-			continue
-		}
 		if f.lines > maxFuncLines {
 			t.Errorf("%s: %s has %d lines (tables aside), over %d: split it", f.where, f.name, f.lines, maxFuncLines)
-		}
-	}
-	for key := range pendingSplit {
-		if !pending[key] {
-			t.Errorf("pendingSplit names %s, which no longer exists", key)
 		}
 	}
 }

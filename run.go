@@ -13,6 +13,7 @@ import (
 	"fmt"
 
 	"github.com/confine-sandbox/confine/internal/eventlog"
+	"github.com/confine-sandbox/confine/internal/planner"
 	"github.com/confine-sandbox/confine/policy"
 	"github.com/confine-sandbox/confine/spec"
 )
@@ -31,7 +32,7 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 	}
 	prof, err = admit(c, s)
 	// Once per run: the event log records the same.
-	limits = mergeLimits(prof.Limits, s.Limits)
+	limits = planner.MergeLimits(prof.Limits, s.Limits, defaultMemory)
 	if err != nil {
 		return res, err
 	}
@@ -91,7 +92,7 @@ func (l *Launcher) release() {
 
 // record appends the run, or its refusal, to the event log. A log that
 // cannot be written does not change the run's outcome; it goes to
-// EventLogError. limits are the run's (mergeLimits), once admitted.
+// EventLogError. limits are the run's (planner.MergeLimits), once admitted.
 func (l *Launcher) record(c *policy.Cap, prof policy.Profile, limits spec.Limits, s spec.CommandSpec, res spec.CommandResult, runErr error) {
 	e := eventlog.Event{RunID: res.RunID, Backend: res.Backend, Layers: res.Layers}
 	if c != nil {

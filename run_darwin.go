@@ -12,6 +12,7 @@ import (
 
 	"github.com/confine-sandbox/confine/internal/credpath"
 	"github.com/confine-sandbox/confine/internal/ledger"
+	"github.com/confine-sandbox/confine/internal/planner"
 	"github.com/confine-sandbox/confine/internal/seatbelt"
 	"github.com/confine-sandbox/confine/internal/tmpdir"
 	"github.com/confine-sandbox/confine/policy"
@@ -52,29 +53,21 @@ func (l *Launcher) launch(ctx context.Context, c *policy.Cap, prof policy.Profil
 	if err != nil {
 		return err
 	}
-	if err := checkWritableRoots(lay.Writable, prof.Waives()); err != nil {
-		return err
-	}
-	guarded, err := gitGuard(lay.Writable, prof.Waives())
+	ce := l.callerEnv()
+	system := seatbelt.SystemReadExec()
+	chk, err := planner.CheckRun(&s, prof, planner.Roots{Dir: lay.Dir, Writable: lay.Writable, System: system, Asked: lay.ReadExec[len(system):]},
+		l.controlPaths(ce, -1), ce.get("PATH"))
 	if err != nil {
 		return err
 	}
+	guarded, env, omitted, prog := chk.Guarded, chk.Env, chk.Omitted, chk.Prog
 	gs, err := ledger.Resolve(seatbelt.Decide(os.Geteuid() == 0, len(guarded) > 0), prof.Waives())
 	if err != nil {
 		return err
 	}
-	dir, ro, rw := lay.Dir, lay.ReadExec, lay.Writable
-	for _, r := range ro[len(seatbelt.SystemReadExec()):] {
+	dir := lay.Dir
+	for _, r := range chk.ReadOnly[len(system):] {
 		res.HiddenCredentials = append(res.HiddenCredentials, credpath.Find(r)...)
-	}
-	getenv := os.LookupEnv
-	if l.CallerEnv != nil {
-		getenv = l.CallerEnv
-	}
-	callerPATH, _ := getenv("PATH")
-	env, omitted, prog, err := commandEnv(&s, prof.Env.Waive, ro, rw, callerPATH, dir)
-	if err != nil {
-		return err
 	}
 	res.PathOmitted = omitted
 	if err := l.acquire(ctx); err != nil {
@@ -93,10 +86,10 @@ func (l *Launcher) launch(ctx context.Context, c *policy.Cap, prof policy.Profil
 	if err != nil {
 		return fmt.Errorf("%w: private temp dir: %v", spec.ErrLaunch, err)
 	}
-	if !hasEnv(env, "HOME") {
+	if !planner.HasEnv(env, "HOME") {
 		env = append(env, "HOME="+scratch+"/"+tmpdir.HomeName)
 	}
-	if !hasEnv(env, "TMPDIR") {
+	if !planner.HasEnv(env, "TMPDIR") {
 		env = append(env, "TMPDIR="+scratch+"/"+tmpdir.TmpName)
 	}
 	sbs := lay.Spec(scratch, append(seatbelt.Devices(), prof.Devices...))

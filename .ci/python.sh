@@ -44,11 +44,12 @@ for how in bin path; do
   fi
 done
 rm "$tmp/wd/confine"
-# The package type-checks strictly (Debian's mypy; the client supports 3.9).
+# The whole of python/ (the package, its build backend, the tests)
+# type-checks strictly (Debian's mypy; the client supports 3.9).
 command -v mypy >/dev/null 2>&1 || {
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mypy
 }
-(cd python && mypy --strict --python-version 3.9 --cache-dir "$tmp/mypy-cache" confine)
+(cd python && mypy --strict --python-version 3.9 --cache-dir "$tmp/mypy-cache" confine _build/confine_build.py tests)
 # From the repository root so the tests import the installed package.
 CONFINE_BIN="$tmp/confine" "$tmp/venv/bin/python" -m pytest -q -p no:cacheprovider python/tests
 echo "python client: $((SECONDS - start)) s"

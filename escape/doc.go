@@ -2,7 +2,9 @@
 // tests.
 //
 // Every vector runs twice per user (root, and uid 65534 when the tests run
-// as root) against a fixture the test creates: first the probe program
+// as root; the rows bounded by RLIMIT_NPROC, which counts a uid's tasks
+// host-wide, run as a uid no other process has instead, vcase.ownUID)
+// against a fixture the test creates: first the probe program
 // (escape/probe) unconfined, the control, which must really escape (and the
 // harness checks the effect: the listener got the byte, the file changed,
 // the process was signalled); then the same attempt under `confine run`,

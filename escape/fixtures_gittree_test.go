@@ -126,6 +126,18 @@ func gitTreeVectors() []vcase {
 			lib := filepath.Dir(v)
 			return fixture{args: []string{lib, filepath.Join(e.wd, "ext", "moved")}, effect: fx.Gone(filepath.Join(v, "config"))}
 		}},
+		vcase{name: "git-nested-repo-move-samedir", vector: "rename-out", setup: func(e *env) fixture {
+			// A directory holding a .git renamed within its own
+			// directory (into a submodule's path beside it, say):
+			// Landlock ABI 1 allows that rename on its own, so the
+			// supervisor must see it too.
+			if e.confined && e.backend == "bwrap" {
+				e.t.Skip("bubblewrap has no supervisor to refuse moving a directory that holds a repository (its .git stays read-only where it goes; ledger: no-git-persistence)")
+			}
+			v, _, _, _ := nested(e)
+			lib := filepath.Dir(v)
+			return fixture{args: []string{lib, filepath.Join(filepath.Dir(lib), "sub")}, effect: fx.Gone(filepath.Join(v, "config"))}
+		}},
 	)
 	all := make([]vcase, 0, 2*len(rows))
 	for _, r := range rows {

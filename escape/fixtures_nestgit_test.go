@@ -19,7 +19,7 @@ import (
 // the first creates it. Each control plants the .git unconfined.
 //
 // The supervisor refuses them under the core and, resolving in the
-// command's own tree, under landlock+namespaces on Landlock ABI 2 and later
+// command's own tree, under landlock+namespaces on every Landlock ABI
 // (the ledger says so): each row runs with --backend namespaces (skipped,
 // saying why, where that backend or the refusal is unavailable) and again
 // as "-core" with --backend core. Bubblewrap only reports them, so the
@@ -129,11 +129,11 @@ func nestGitVectors() []vcase {
 var nsRefusal sync.Map
 
 // requireNamespaces skips a row of the landlock+namespaces refusal where
-// that backend does not work for the user, or where Landlock lacks ABI 2
-// (renames across directories), below which that backend only reports a
-// nested .git (ledger: no-git-persistence).
+// that backend does not work for the user. Every Landlock ABI counts: on
+// ABI 1 the supervisor emulates renames across directories and refuses
+// a new .git all the same (ledger: no-git-persistence).
 func requireNamespaces(e *env) {
-	requireNamespacesABI(e, 2, "landlock+namespaces reports a nested .git instead of refusing it")
+	requireNamespacesABI(e, 1, "landlock+namespaces needs Landlock")
 }
 
 // nsHost is what requireNamespacesABI learns from confine check, per uid.

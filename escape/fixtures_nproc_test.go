@@ -22,7 +22,7 @@ func nprocVectors() []vcase {
 		return fixture{args: args, cliArgs: cli, env: []string{testutil.ReadOnlyCgroupEnv + "=1"}, mustReport: true}
 	}
 	return []vcase{
-		{name: "fork-bomb-no-pids-cgroup", vector: "fork-bomb", setup: func(e *env) fixture {
+		{name: "fork-bomb-no-pids-cgroup", vector: "fork-bomb", ownUID: true, setup: func(e *env) fixture {
 			if e.confined {
 				return confined(e, "100000")
 			}
@@ -30,7 +30,7 @@ func nprocVectors() []vcase {
 		}},
 		// Forks from several processes at once: decisions taken in
 		// parallel must not pass on the same count.
-		{name: "fork-race-no-pids-cgroup", vector: "fork-race", setup: func(e *env) fixture {
+		{name: "fork-race-no-pids-cgroup", vector: "fork-race", ownUID: true, setup: func(e *env) fixture {
 			if e.confined {
 				return confined(e, "64", "8")
 			}

@@ -243,8 +243,51 @@ func goCache(t *testing.T, wd string) string {
 	if err := os.Chown(d, uid, uid); err != nil && os.Geteuid() == 0 {
 		t.Fatal(err)
 	}
+	if seed := os.Getenv(goCacheSeedEnv); seed != "" {
+		if err := seedGoCache(seed, d, uid); err != nil {
+			t.Fatalf("%s: %v", goCacheSeedEnv, err)
+		}
+	}
 	goCaches.Store(uid, d)
 	return d
+}
+
+// goCacheSeedEnv names a Go build cache filled beforehand by the same
+// toolchain at the same GOROOT (the kernel matrix fills one on the host
+// with `go build fmt sync`): each uid's cache starts as a copy of it, so
+// that a guest under TCG compiles only the job's own package, not the
+// standard library (3.5 to 4 minutes per uid there). The build still runs
+// in the sandbox; only its inputs are warm.
+const goCacheSeedEnv = "CONFINE_ESCAPE_GOCACHE_SEED"
+
+// seedGoCache copies the cache tree seed into dst, owned by uid when the
+// suite runs as root.
+func seedGoCache(seed, dst string, uid int) error {
+	return filepath.WalkDir(seed, func(p string, e os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(seed, p)
+		if err != nil {
+			return err
+		}
+		to := filepath.Join(dst, rel)
+		switch {
+		case e.IsDir():
+			err = os.MkdirAll(to, 0o700)
+		case e.Type().IsRegular():
+			err = testutil.CopyFile(p, to, 0o600)
+		default:
+			return nil
+		}
+		if err == nil && os.Geteuid() == 0 {
+			err = os.Chown(to, uid, uid)
+		}
+		if err != nil {
+			return fmt.Errorf("seeding the build cache %s from %s: %w", dst, seed, err)
+		}
+		return nil
+	})
 }
 
 func goEnv(t *testing.T, name string) string {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/confine-sandbox/confine/internal/eventlog"
 	"github.com/confine-sandbox/confine/internal/guardset"
+	"github.com/confine-sandbox/confine/internal/testutil"
 	"github.com/confine-sandbox/confine/policy"
 	"github.com/confine-sandbox/confine/spec"
 )
@@ -262,20 +263,8 @@ func TestHostGuardProfileChanges(t *testing.T) {
 	e, err := policy.NewEngine()
 	must(t, err)
 	pf := filepath.Join(t.TempDir(), "host-guard.toml")
-	must(t, os.WriteFile(pf, []byte(`name = "host-guard"
-tier = 1
-host_ops = ["write_file", "apply_patch"]
-[guard]
-refuse = ["envrc", "vscode-tasks"]
-report = ["git-hooks"]
-[guard.add.makefile]
-pattern = "**/Makefile"
-action = "refuse"
-why = "make runs it"
-[guard.add.ci]
-pattern = "ci/run.sh"
-action = "report"
-`), 0o600))
+	prof := testutil.GuardProfile("host-guard", "tier = 1\nhost_ops = [\"write_file\", \"apply_patch\"]\n", "envrc", "vscode-tasks")
+	must(t, os.WriteFile(pf, []byte(prof), 0o600))
 	p, err := policy.ResolveProfile(pf)
 	must(t, err)
 	must(t, e.Register(p))

@@ -5,7 +5,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"runtime/debug"
 
 	"github.com/confine-sandbox/confine"
 )
@@ -28,11 +27,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	switch cmd {
 	case "version":
-		v := "(devel)"
-		if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-			v = bi.Main.Version
-		}
-		fmt.Fprintf(stdout, "confine %s (no backends on this OS)\n", v)
+		fmt.Fprintf(stdout, "confine %s (no backends on this OS)\n", versionString())
 		return 0
 	case "check":
 		fmt.Fprintf(stdout, "backend:          NONE\n")

@@ -211,14 +211,7 @@ func TestLauncherSIGKILLLeavesNoSurvivor(t *testing.T) {
 			c := testutil.CLI{Bin: testutil.SelfBinary(t), UID: u.UID, Dir: wd, Args: []string{"run", "--env", testutil.TokenEnv + "=" + tok, "--", "sh", "-c",
 				`setsid sh -c 'sleep 300 & echo $! >> pids; wait' & echo $! >> pids; sleep 300 & echo $! >> pids; echo ready > ready; wait`}}
 			cmd := c.Command()
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			if !testutil.Await(func() bool { _, err := os.Stat(filepath.Join(wd, "ready")); return err == nil }) {
-				_ = cmd.Process.Kill()
-				_ = cmd.Wait()
-				t.Fatal("command never became ready")
-			}
+			testutil.StartReady(t, cmd, filepath.Join(wd, "ready"), "command never became ready")
 			// Let the setsid'd grandchild record its pid.
 			testutil.Await(func() bool { p, _ := testutil.ReadPids(filepath.Join(wd, "pids")); return len(p) >= 3 })
 			// The shell, the setsid'd shell and the two sleeps.
@@ -260,14 +253,7 @@ func TestTreeOf200GoneWhenEnded(t *testing.T) {
 	c := testutil.CLI{Bin: testutil.SelfBinary(t), UID: u.UID, Dir: wd,
 		Args: []string{"run", "--kill-grace", "200ms", "--env", testutil.TokenEnv + "=" + tok, "--", "sh", "-c", script}}
 	cmd := c.Command()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if !testutil.Await(func() bool { _, err := os.Stat(filepath.Join(wd, "ready")); return err == nil }) {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		t.Fatal("the 200 processes were never all started")
-	}
+	testutil.StartReady(t, cmd, filepath.Join(wd, "ready"), "the 200 processes were never all started")
 	_ = cmd.Process.Signal(syscall.SIGTERM) // confine, ours
 	err := cmd.Wait()
 	var ee *exec.ExitError

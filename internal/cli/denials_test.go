@@ -4,10 +4,12 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -229,6 +231,77 @@ func TestDenialInferredFromMessage(t *testing.T) {
 					}
 				})
 			}
+		}
+	}
+}
+
+// An allowlisted name that resolves to a special address (here loopback,
+// pinned; the issue's npm registry resolved to a documentation range): the
+// proxy refuses it, and the fix is special_addresses, not the hosts entry
+// the name already has. The command tries twice, as npm's retries do: one
+// line on stderr names the refusal and that fix, with the count; the
+// result's connections carry the same hint. The control: with the hint's
+// special_addresses the same command reaches the (loopback) server.
+func TestDenialSpecialAddress(t *testing.T) {
+	curl, err := exec.LookPath("curl")
+	if err != nil {
+		t.Skipf("curl is not installed: %v", err)
+	}
+	srv := testutil.ServeTLS(t, "allowed.test")
+	port := strconv.Itoa(srv.Port)
+	const fix = `add special_addresses = ["127.0.0.1/32"] to the profile's [allowlist]`
+	for _, u := range testutil.Users(t) {
+		wd := testutil.Workdir(t, u.UID)
+		ca := filepath.Join(wd, "ca.pem")
+		prof := func(special string) string {
+			return fmt.Sprintf("name = \"net\"\nnetwork = \"allowlist\"\n[allowlist]\nhosts = [\"allowed.test:%s\"]\n%s[allowlist.resolve]\n\"allowed.test\" = [\"127.0.0.1\"]\n", port, special)
+		}
+		for _, f := range [][2]string{{ca, string(srv.CAPEM)}, {filepath.Join(wd, "net.toml"), prof("")},
+			{filepath.Join(wd, "fixed.toml"), prof("special_addresses = [\"127.0.0.1/32\"]\n")}} {
+			if err := os.WriteFile(f[0], []byte(f[1]), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chown(f[0], u.UID, u.UID); err != nil && os.Geteuid() == 0 {
+				t.Fatal(err)
+			}
+		}
+		get := curl + " -sS https://allowed.test:" + port + "/"
+		for _, b := range hintBackends(t) {
+			t.Run(u.Name+"/"+b, func(t *testing.T) {
+				run := func(profile string, extra ...string) testutil.Result {
+					args := append([]string{"run", "--backend", b, "--profile", filepath.Join(wd, profile),
+						"--env", "SSL_CERT_FILE=" + ca, "--env", "CURL_CA_BUNDLE=" + ca}, extra...)
+					return cli(t, u, wd, append(args, "--", "sh", "-c", get+"; "+get)...)
+				}
+				r := run("net.toml")
+				var lines []string
+				for _, l := range strings.Split(r.Stderr, "\n") {
+					if strings.HasPrefix(l, "confine: network: refused") {
+						lines = append(lines, l)
+					}
+				}
+				if r.Code == 0 || strings.Contains(r.Stdout, "hello") || len(lines) != 1 ||
+					!strings.HasPrefix(lines[0], "confine: network: refused http-connect allowed.test:"+port+": ") ||
+					!strings.Contains(lines[0], "to allow it: "+fix) || !strings.HasSuffix(lines[0], " (2 times)") {
+					t.Fatalf("exit %d, stdout %q, stderr %s: want one line refusing allowed.test:%s twice, with %q", r.Code, r.Stdout, r.Stderr, port, fix)
+				}
+				r = run("net.toml", "--json")
+				var res spec.CommandResult
+				if err := json.Unmarshal([]byte(r.Stdout), &res); err != nil {
+					t.Fatalf("result %s: %v", r.Stdout, err)
+				}
+				if len(res.Connections) != 2 {
+					t.Fatalf("connections %+v: want the two refused attempts", res.Connections)
+				}
+				for _, c := range res.Connections {
+					if c.Verdict != spec.VerdictDenied || !strings.HasPrefix(c.Hint, fix) || !strings.Contains(c.Reason, "special addresses") {
+						t.Fatalf("connection %+v: want denied with the hint %q", c, fix)
+					}
+				}
+				if r := run("fixed.toml"); r.Code != 0 || r.Stdout != "hello from allowed.test\nhello from allowed.test\n" {
+					t.Fatalf("with special_addresses: exit %d, stdout %q, stderr %s", r.Code, r.Stdout, r.Stderr)
+				}
+			})
 		}
 	}
 }

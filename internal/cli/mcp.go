@@ -16,7 +16,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -147,9 +146,7 @@ func (o *mcpOpts) server(stderr io.Writer) (MCPServer, func(), error) {
 		return nil, nil, err
 	}
 	cfg := mcpconfig.Config{Host: h, Backend: o.backend, AgentEnv: o.agentEnv, Limits: o.limits}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		cfg.Version = bi.Main.Version
-	}
+	cfg.Version = versionString()
 	fail := func(err error) (MCPServer, func(), error) {
 		h.Close()
 		return nil, nil, err

@@ -56,14 +56,8 @@ func TestDieWithParent(t *testing.T) {
 				// and then only waits, as an agent would.
 				cmd.Args = append([]string{"sh", "-c", `"$0" "$@" & echo $! > confine.pid; exec sleep 300`}, cmd.Args...)
 				cmd.Path = "/bin/sh"
-				if err := cmd.Start(); err != nil {
-					t.Fatal(err)
-				}
+				testutil.StartReady(t, cmd, filepath.Join(wd, "ready"), "the command never became ready")
 				killCaller := func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
-				if !testutil.Await(func() bool { _, err := os.Stat(filepath.Join(wd, "ready")); return err == nil }) {
-					killCaller()
-					t.Fatal("the command never became ready")
-				}
 				pids, err := testutil.ReadPids(filepath.Join(wd, "confine.pid"))
 				if err != nil || len(pids) != 1 {
 					killCaller()

@@ -126,11 +126,19 @@ func TestVersionFrom(t *testing.T) {
 			t.Errorf("versionFrom(%q, %+v) = %q, want %q", c.linked, c.bi, got, c.want)
 		}
 	}
+	// The binary's own: `--version` and `version` print the same version,
+	// and it is not empty.
 	u := testutil.Users(t)[0]
-	r := cli(t, u, testutil.Workdir(t, u.UID), "--version")
-	if r.Code != 0 || r.Stdout != "confine "+versionString()+"\n" {
-		t.Errorf("--version: exit %d, %q", r.Code, r.Stdout)
+	wd := testutil.Workdir(t, u.UID)
+	r := cli(t, u, wd, "--version")
+	v, ok := strings.CutPrefix(strings.TrimSuffix(r.Stdout, "\n"), "confine ")
+	if r.Code != 0 || !ok || strings.TrimSpace(v) == "" || strings.ContainsAny(v, " \n") {
+		t.Fatalf("--version: exit %d, %q: want \"confine VERSION\" with a non-empty VERSION", r.Code, r.Stdout)
 	}
+	if r := cli(t, u, wd, "version"); r.Code != 0 || !strings.HasPrefix(r.Stdout, "confine "+v+" (backends ") {
+		t.Errorf("version: exit %d, %q; want the version --version printed, %q", r.Code, r.Stdout, v)
+	}
+	t.Logf("confine --version: %s", v)
 }
 
 // Shell completion offers --profile's built-in names and --backend's

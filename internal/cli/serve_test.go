@@ -265,14 +265,7 @@ func TestServeInterrupt(t *testing.T) {
 			cmd := c.Command()
 			var out, errb strings.Builder
 			cmd.Stdout, cmd.Stderr = &out, &errb
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			if !testutil.Await(func() bool { _, err := os.Stat(filepath.Join(wd, "ready")); return err == nil }) {
-				_ = cmd.Process.Kill()
-				_ = cmd.Wait()
-				t.Fatal("the command never started")
-			}
+			testutil.StartReady(t, cmd, filepath.Join(wd, "ready"), "the command never started")
 			_ = cmd.Process.Signal(syscall.SIGINT)
 			_ = cmd.Wait()
 			var res spec.CommandResult

@@ -399,6 +399,61 @@ func Match(e Entry, path string) bool {
 	return e.Pattern != "" && match(components(e.Pattern), components(path))
 }
 
+// MatchBelow says some path below path (path and at least one more
+// component) could match e's pattern: a directory moved to path may carry
+// a match.
+func MatchBelow(e Entry, path string) bool {
+	return e.Pattern != "" && matchBelow(components(e.Pattern), components(path))
+}
+
+func matchBelow(pat, comps []string) bool {
+	switch {
+	case len(comps) == 0:
+		return len(pat) > 0
+	case len(pat) == 0:
+		return false
+	case pat[0] == "**":
+		// It can take every component left and more.
+		return true
+	case pat[0] != "*" && !strings.EqualFold(pat[0], comps[0]):
+		return false
+	}
+	return matchBelow(pat[1:], comps[1:])
+}
+
+// MatchAlias says a symlink at path could make a path matching e resolve
+// to a directory the pattern does not cover: path's last component is
+// matched by a component of the pattern with more after it (ci for
+// "ci/run.sh", .vscode for "**/.vscode/tasks.json"), or taken by a "**"
+// that is not the pattern's first component (src/b for "src/**/Makefile").
+// A leading "**" covers every directory of every root, so a symlink it
+// takes leads to what the row already covers (or outside the writable
+// roots, where nothing is written).
+func MatchAlias(e Entry, path string) bool {
+	return e.Pattern != "" && matchAlias(components(e.Pattern), components(path), true)
+}
+
+func matchAlias(pat, comps []string, leading bool) bool {
+	if len(comps) == 0 || len(pat) == 0 {
+		return false
+	}
+	if pat[0] == "**" {
+		for i := 0; i < len(comps); i++ {
+			if matchAlias(pat[1:], comps[i:], false) {
+				return true
+			}
+		}
+		return !leading && len(pat) > 1
+	}
+	if pat[0] != "*" && !strings.EqualFold(pat[0], comps[0]) {
+		return false
+	}
+	if len(comps) == 1 {
+		return len(pat) > 1
+	}
+	return matchAlias(pat[1:], comps[1:], false)
+}
+
 // Refusal is the error for a refused write to path under e; it wraps
 // ErrProtected.
 func Refusal(path string, e Entry) error {

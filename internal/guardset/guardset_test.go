@@ -243,3 +243,55 @@ func TestNew(t *testing.T) {
 func add(name, pattern string, a Action) Entry {
 	return Entry{Name: name, Pattern: pattern, Default: a}
 }
+
+func TestMatchBelow(t *testing.T) {
+	for _, c := range []struct {
+		pattern, path string
+		want          bool
+	}{
+		{"ci/run.sh", "ci", true},
+		{"ci/run.sh", "CI", true},
+		{"ci/run.sh", "ci/run.sh", false},
+		{"ci/run.sh", "src", false},
+		{"ci/run.sh", "src/ci", false},
+		{"**/Makefile", "a/b", true},
+		{"**/Makefile", "", true},
+		{"src/*/Makefile", "src/x", true},
+		{"src/*/Makefile", "src", true},
+		{"src/*/Makefile", "lib/x", false},
+		{".vscode/tasks.json", ".vscode", true},
+		{".vscode/tasks.json", ".vscode/tasks.json", false},
+	} {
+		if got := MatchBelow(Entry{Pattern: c.pattern}, c.path); got != c.want {
+			t.Errorf("MatchBelow(%q, %q) = %v, want %v", c.pattern, c.path, got, c.want)
+		}
+	}
+}
+
+func TestMatchAlias(t *testing.T) {
+	for _, c := range []struct {
+		pattern, path string
+		want          bool
+	}{
+		{"ci/run.sh", "ci", true},
+		{"ci/run.sh", "CI", true},
+		{"ci/run.sh", "ci/run.sh", false}, // the name itself: Match
+		{"ci/run.sh", "src", false},
+		{"ci/run.sh", "src/ci", false},
+		{"**/Makefile", "x", false},
+		{"**/Makefile", "a/b", false},
+		{"**/.vscode/tasks.json", ".vscode", true},
+		{"**/.vscode/tasks.json", "a/.vscode", true},
+		{"**/.vscode/tasks.json", "a/b", false},
+		{"src/**/Makefile", "src", true},
+		{"src/**/Makefile", "src/b", true},
+		{"src/**/Makefile", "src/b/c", true},
+		{"src/**/Makefile", "lib", false},
+		{"src/*/Makefile", "src/x", true},
+		{"src/*/Makefile", "src/x/y", false},
+	} {
+		if got := MatchAlias(Entry{Pattern: c.pattern}, c.path); got != c.want {
+			t.Errorf("MatchAlias(%q, %q) = %v, want %v", c.pattern, c.path, got, c.want)
+		}
+	}
+}

@@ -61,6 +61,31 @@ func TestEntriesIsACopy(t *testing.T) {
 	}
 }
 
+// Decide remembers its answers per backend and facts: a second call gives
+// what a fresh computation gives, for every pair, and a caller that
+// changes its copy changes no later answer.
+func TestDecideRemembered(t *testing.T) {
+	facts := []Facts{
+		{LandlockABI: 6, Seccomp: true},
+		{LandlockABI: 6, Seccomp: true, RootCommand: true, PidsCgroup: true, PidMax: true, MemoryCgroup: true},
+		{LandlockABI: 1},
+		{Seccomp: true, GitDir: true, Allowlist: true},
+	}
+	for _, layers := range [][]Layer{coreOnly, withNS, withBwrap} {
+		for _, f := range facts {
+			fresh := make([]Decision, 0, len(table))
+			for _, g := range table {
+				fresh = append(fresh, decide(g, layers, f))
+			}
+			first := Decide(layers, f)
+			first[0].Mechanism, first[0].Missing = "changed by the caller", "changed"
+			if second := Decide(layers, f); !slices.Equal(second, fresh) {
+				t.Errorf("Decide(%v, %+v) the second time = %v, want %v", layers, f, second, fresh)
+			}
+		}
+	}
+}
+
 func TestDecide(t *testing.T) {
 	full := Facts{LandlockABI: 7, Seccomp: true}
 	abi2 := Facts{LandlockABI: 2, Seccomp: true}

@@ -100,15 +100,7 @@ func (s *Server) addTier1() {
 			if err != nil {
 				return errorResult(err)
 			}
-			var b strings.Builder
-			for _, e := range res.Entries {
-				fmt.Fprintf(&b, "%-8s %10d %s", e.Type, e.Size, e.Name)
-				if e.Target != "" {
-					fmt.Fprintf(&b, " -> %s", e.Target)
-				}
-				b.WriteByte('\n')
-			}
-			return textResult(b.String(), res)
+			return textResult(listText(res), res)
 		})
 	addTool(s, &mcp.Tool{Name: "search", Description: "Search files beneath the root for a regular expression (skips .git and binaries)",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
@@ -117,17 +109,7 @@ func (s *Server) addTier1() {
 			if err != nil {
 				return errorResult(err)
 			}
-			var b strings.Builder
-			for _, m := range res.Matches {
-				fmt.Fprintf(&b, "%s:%d:%s\n", m.Path, m.Line, m.Text)
-			}
-			if len(res.Matches) == 0 {
-				b.WriteString("no match\n")
-			}
-			if res.Truncated {
-				b.WriteString("(search stopped at its bound)\n")
-			}
-			return textResult(b.String(), res)
+			return textResult(searchText(res), res)
 		})
 	addTool(s, &mcp.Tool{Name: "apply_patch", Description: "Apply a unified diff to files beneath the root, all or nothing"},
 		func(ctx context.Context, req *mcp.CallToolRequest, a ApplyPatchArgs) (*mcp.CallToolResult, any, error) {
@@ -149,45 +131,14 @@ func (s *Server) addTier1() {
 			}
 			return textResult(fmt.Sprintf("wrote %d bytes to %s", res.Bytes, res.Path), res)
 		})
-	gitTool := func(f func(ctx context.Context, r *git.Repo) (git.Result, error)) func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, any, error) {
-		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, any, error) {
-			res, err := f(ctx, git.New(s.host(ctx, req)))
-			if err != nil && !errors.Is(err, git.ErrGit) {
-				return errorResult(err)
-			}
-			var b strings.Builder
-			switch {
-			case res.Subcommand == "status" && err == nil:
-				for _, e := range res.Status {
-					fmt.Fprintf(&b, "%s%s %s\n", e.X, e.Y, e.Path)
-				}
-				if len(res.Status) == 0 {
-					b.WriteString("clean\n")
-				}
-			case res.Subcommand == "log" && err == nil:
-				for _, e := range res.Log {
-					fmt.Fprintf(&b, "%.12s %s\n", e.Hash, e.Subject)
-				}
-			default:
-				b.WriteString(res.Stdout.Text())
-			}
-			if err != nil {
-				b.WriteString(res.Stderr.Text())
-				r, _, _ := textResult(b.String(), nil)
-				r.IsError = true
-				return r, map[string]any{"result": res, "error": map[string]string{"kind": "git", "message": err.Error()}}, nil
-			}
-			return textResult(b.String(), res)
-		}
-	}
 	ro := &mcp.ToolAnnotations{ReadOnlyHint: true}
 	addTool(s, &mcp.Tool{Name: "git_status", Description: "git status of the repository at the root (runs no hook or configured program)", Annotations: ro},
 		func(ctx context.Context, req *mcp.CallToolRequest, _ GitStatusArgs) (*mcp.CallToolResult, any, error) {
-			return gitTool(func(ctx context.Context, r *git.Repo) (git.Result, error) { return r.Status(ctx) })(ctx, req)
+			return s.gitTool(func(ctx context.Context, r *git.Repo) (git.Result, error) { return r.Status(ctx) })(ctx, req)
 		})
 	addTool(s, &mcp.Tool{Name: "git_diff", Description: "git diff of the repository at the root: work tree against the index, or the index against HEAD", Annotations: ro},
 		func(ctx context.Context, req *mcp.CallToolRequest, a GitDiffArgs) (*mcp.CallToolResult, any, error) {
-			return gitTool(func(ctx context.Context, r *git.Repo) (git.Result, error) { return r.Diff(ctx, a.Cached, a.Paths...) })(ctx, req)
+			return s.gitTool(func(ctx context.Context, r *git.Repo) (git.Result, error) { return r.Diff(ctx, a.Cached, a.Paths...) })(ctx, req)
 		})
 	addTool(s, &mcp.Tool{Name: "git_log", Description: "The last commits of the repository at the root", Annotations: ro},
 		func(ctx context.Context, req *mcp.CallToolRequest, a GitLogArgs) (*mcp.CallToolResult, any, error) {
@@ -195,8 +146,71 @@ func (s *Server) addTier1() {
 			if n <= 0 {
 				n = 20
 			}
-			return gitTool(func(ctx context.Context, r *git.Repo) (git.Result, error) { return r.Log(ctx, n, a.Rev) })(ctx, req)
+			return s.gitTool(func(ctx context.Context, r *git.Repo) (git.Result, error) { return r.Log(ctx, n, a.Rev) })(ctx, req)
 		})
+}
+
+// gitTool is the handler of a git tool that runs f on the repository at
+// the root: git's output as text, a git failure as an error result that
+// keeps the output.
+func (s *Server) gitTool(f func(ctx context.Context, r *git.Repo) (git.Result, error)) func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, any, error) {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, any, error) {
+		res, err := f(ctx, git.New(s.host(ctx, req)))
+		if err != nil && !errors.Is(err, git.ErrGit) {
+			return errorResult(err)
+		}
+		var b strings.Builder
+		switch {
+		case res.Subcommand == "status" && err == nil:
+			for _, e := range res.Status {
+				fmt.Fprintf(&b, "%s%s %s\n", e.X, e.Y, e.Path)
+			}
+			if len(res.Status) == 0 {
+				b.WriteString("clean\n")
+			}
+		case res.Subcommand == "log" && err == nil:
+			for _, e := range res.Log {
+				fmt.Fprintf(&b, "%.12s %s\n", e.Hash, e.Subject)
+			}
+		default:
+			b.WriteString(res.Stdout.Text())
+		}
+		if err != nil {
+			b.WriteString(res.Stderr.Text())
+			r, _, _ := textResult(b.String(), nil)
+			r.IsError = true
+			return r, map[string]any{"result": res, "error": map[string]string{"kind": "git", "message": err.Error()}}, nil
+		}
+		return textResult(b.String(), res)
+	}
+}
+
+// listText is a listing as text, one entry a line.
+func listText(res hostop.ListResult) string {
+	var b strings.Builder
+	for _, e := range res.Entries {
+		fmt.Fprintf(&b, "%-8s %10d %s", e.Type, e.Size, e.Name)
+		if e.Target != "" {
+			fmt.Fprintf(&b, " -> %s", e.Target)
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// searchText is a search's matches as text, grep's way.
+func searchText(res hostop.SearchResult) string {
+	var b strings.Builder
+	for _, m := range res.Matches {
+		fmt.Fprintf(&b, "%s:%d:%s\n", m.Path, m.Line, m.Text)
+	}
+	if len(res.Matches) == 0 {
+		b.WriteString("no match\n")
+	}
+	if res.Truncated {
+		b.WriteString("(search stopped at its bound)\n")
+	}
+	return b.String()
 }
 
 func dot(p string) string {

@@ -52,7 +52,9 @@ type Create struct {
 	// Namespaced: the command has its own mount namespace and root
 	// (landlock+namespaces). Its paths are then resolved in its own
 	// tree (inroot.go) and every call goes to the confined thread: the
-	// fast path's path checks are the supervisor's view. Needs Refer.
+	// fast path's path checks are the supervisor's view. Without Refer
+	// (ABI 1) renames and links across directories go to renameLink's
+	// emulation, which resolves in the command's tree too (ownTree).
 	Namespaced bool
 	// InRoot are rules of Landlock the command's init added in its own
 	// mount namespace (its private tmpfs directories): the performing
@@ -104,12 +106,6 @@ func refuseGit(path, why string) result {
 
 // isCreateKind says k is one of create.go's calls.
 func isCreateKind(k sysKind) bool { return k >= sysMkdir && k <= sysSetgroups }
-
-func init() {
-	for nr, e := range createSysTable {
-		sysTable[nr] = e
-	}
-}
 
 // creator holds the Landlock ruleset of the performing threads, prepared on
 // the first call that needs it (most runs create nothing through it before
@@ -349,6 +345,9 @@ func (t *task) fast(ts *taskStatus, parents []*prepared, lasts []string, op func
 		if !ok || !h.s.pol.entryWritable(real, lasts[i]) {
 			return 0, 0, false
 		}
+		if _, _, ok := h.s.pol.refusedRow(real, lasts[i]); ok {
+			return 0, 0, false // the confined thread's path refuses it, naming the row
+		}
 		pfds[i] = fd
 	}
 	if !t.valid() {
@@ -370,7 +369,7 @@ func (h *handler) stopConfined() {
 	h.confined = nil
 }
 
-// createCall handles the calls of createSysTable.
+// createCall handles the calls of create.go (isCreateKind).
 func (t *task) createCall(kind sysKind) result {
 	args := t.n.Data.Args
 	switch {
@@ -438,6 +437,9 @@ func (t *task) createCall(kind sysKind) result {
 				}
 				return 0, errnoOf(unix.Mkdirat(pfds[0], last, t.modeFor(&ts, mode)))
 			case sysSymlink, sysSymlinkat:
+				if t.rowSymlink(pfds[0], last) {
+					return 0, unix.EPERM
+				}
 				return 0, errnoOf(unix.Symlinkat(target, pfds[0], last))
 			}
 			return 0, errnoOf(unix.Mknodat(pfds[0], last, t.modeFor(&ts, mode), int(dev)))
@@ -454,6 +456,9 @@ func (t *task) createCall(kind sysKind) result {
 		pfd, e := t.resolve(&pp, false)
 		if e != 0 {
 			return 0, e
+		}
+		if t.rowNew(pfd, last) || (kind == sysSymlink || kind == sysSymlinkat) && t.rowSymlink(pfd, last) {
+			return 0, unix.EPERM
 		}
 		if !t.valid() {
 			return 0, unix.EACCES
@@ -537,20 +542,29 @@ func (t *task) openCreate(ts *taskStatus, dirfd int32, path string, flags int, m
 	if e != 0 {
 		return fail(e)
 	}
-	// The common case on the handler's thread: in a directory where
-	// Landlock grants everything (or, in a guarded work tree, where the
-	// supervisor adds the entry itself), a last component that is not a
-	// symlink, or one followed here hop by hop while each hop stays in
-	// such a directory (a dangling symlink's target is created).
+	if r, done := t.openCreateFast(ts, &pp, &last, path, flags, mode); done {
+		return r
+	}
+	return t.openCreateConfined(ts, pp, last, path, flags, mode)
+}
+
+// openCreateFast is openCreate's common case, on the handler's thread: in
+// a directory where Landlock grants everything (or, in a guarded work tree,
+// where the supervisor adds the entry itself), a last component that is not
+// a symlink, or one followed here hop by hop while each hop stays in such a
+// directory (a dangling symlink's target is created). It returns false to
+// leave the open to the confined thread, with *pp and *last at the name
+// the hops reached.
+func (t *task) openCreateFast(ts *taskStatus, pp *prepared, last *string, path string, flags int, mode uint32) (result, bool) {
 	var link string
 	var linkDir int
 	open := func(pfds []int) (int, unix.Errno) {
 		how := unix.OpenHow{Mode: uint64(t.modeFor(ts, mode)), Resolve: unix.RESOLVE_NO_MAGICLINKS,
 			Flags: uint64(flags | unix.O_NOFOLLOW | unix.O_CLOEXEC)}
-		fd, err := unix.Openat2(pfds[0], last, &how)
+		fd, err := unix.Openat2(pfds[0], *last, &how)
 		if err == unix.ELOOP && flags&(unix.O_NOFOLLOW|unix.O_EXCL) == 0 {
 			var buf [pathMax]byte
-			if n, err := unix.Readlinkat(pfds[0], last, buf[:]); err == nil && n > 0 {
+			if n, err := unix.Readlinkat(pfds[0], *last, buf[:]); err == nil && n > 0 {
 				link, linkDir = string(buf[:n]), pfds[0]
 			}
 		}
@@ -561,7 +575,7 @@ func (t *task) openCreate(ts *taskStatus, dirfd int32, path string, flags int, m
 	var ok bool
 	for hop := 0; ; hop++ {
 		link = ""
-		fd, en, ok = t.fast(ts, []*prepared{&pp}, []string{last}, open)
+		fd, en, ok = t.fast(ts, []*prepared{pp}, []string{*last}, open)
 		if !ok || en != unix.ELOOP || link == "" || hop >= maxFollow {
 			break
 		}
@@ -570,28 +584,34 @@ func (t *task) openCreate(ts *taskStatus, dirfd int32, path string, flags int, m
 		}
 		lp, ll := splitParent(t.ownProc(ts, link))
 		if why, bad := gitName(ll); bad {
-			return refuseGit(path+" (through a symlink)", why)
+			return refuseGit(path+" (through a symlink)", why), true
 		}
 		switch {
 		case strings.HasPrefix(lp, "/"):
-			pp = prepared{base: unix.AT_FDCWD, path: lp}
+			*pp = prepared{base: unix.AT_FDCWD, path: lp}
 		case lp == "":
-			pp = prepared{base: linkDir}
+			*pp = prepared{base: linkDir}
 		default:
-			pp = prepared{base: linkDir, path: lp}
+			*pp = prepared{base: linkDir, path: lp}
 		}
-		last = ll
+		*last = ll
 	}
 	switch {
 	case ok && en == 0:
-		return t.install(fd, flags)
+		return t.install(fd, flags), true
 	case ok && (en != unix.ELOOP || flags&unix.O_NOFOLLOW != 0):
-		return fail(en)
+		return fail(en), true
 	}
+	return result{}, false
+}
+
+// openCreateConfined is openCreate on the confined thread, from the
+// directory pp and the name last: there the run's own Landlock rules check
+// the open, and a symlink at the last component is followed hop by hop.
+func (t *task) openCreateConfined(ts *taskStatus, pp prepared, last, path string, flags int, mode uint32) result {
 	var gitWhy string
 	reopen := int32(-1)
-	var r result
-	fd, en, r, ok = t.perform(ts, func() (int, unix.Errno) {
+	fd, en, r, ok := t.perform(ts, func() (int, unix.Errno) {
 		how := unix.OpenHow{Mode: uint64(t.modeFor(ts, mode)), Resolve: unix.RESOLVE_NO_MAGICLINKS}
 		for hop := 0; ; hop++ {
 			pfd, e := t.resolve(&pp, false)
@@ -600,6 +620,9 @@ func (t *task) openCreate(ts *taskStatus, dirfd int32, path string, flags int, m
 			}
 			if why, ok := gitName(last); ok {
 				gitWhy = why
+				return -1, unix.EPERM
+			}
+			if t.rowNew(pfd, last) {
 				return -1, unix.EPERM
 			}
 			if !t.valid() {
@@ -667,12 +690,6 @@ func (t *task) enterRoot(path string) (result, bool) {
 	c := t.h.s.creator
 	if c == nil || !c.Namespaced {
 		return result{}, true
-	}
-	if !c.Refer {
-		// The launcher never asks for it (build.go): with namespaces
-		// the refusal of a new .git needs ABI 2, and nothing performs
-		// calls for it below.
-		return deny(unix.EACCES, "persistence guard in a mount namespace needs Landlock ABI 2", path), false
 	}
 	t.inRoot = true
 	if _, e := t.rootFD(); e != 0 {

@@ -16,12 +16,6 @@ import (
 // root.
 func isFileKind(k sysKind) bool { return k >= sysTruncate && k <= sysLinkat }
 
-func init() {
-	for nr, e := range fileSysTable {
-		sysTable[nr] = e
-	}
-}
-
 func (t *task) fileCall(kind sysKind) result {
 	if kind == sysTruncate {
 		return t.truncate()
@@ -114,47 +108,12 @@ func (t *task) truncate() result {
 // supervisor adds exactly one thing to what Landlock allows: moves and links
 // between two directories inside the writable roots.
 func (t *task) renameLink(kind sysKind) result {
-	args := t.n.Data.Args
-	oldDir, newDir := int32(unix.AT_FDCWD), int32(unix.AT_FDCWD)
-	var oldAddr, newAddr, flags uint64
-	switch kind {
-	case sysRename, sysLink:
-		oldAddr, newAddr = args[0], args[1]
-	default:
-		oldDir, oldAddr, newDir, newAddr = int32(args[0]), args[1], int32(args[2]), args[3]
-		if kind != sysRenameat {
-			flags = args[4]
-		}
+	a, e := t.renameLinkArgs(kind)
+	if e != 0 {
+		return fail(e)
 	}
-	link := kind == sysLink || kind == sysLinkat
-	if link {
-		if flags&^uint64(unix.AT_SYMLINK_FOLLOW|unix.AT_EMPTY_PATH) != 0 {
-			return fail(unix.EINVAL)
-		}
-	} else {
-		switch {
-		case flags&^uint64(unix.RENAME_NOREPLACE|unix.RENAME_EXCHANGE|unix.RENAME_WHITEOUT) != 0,
-			flags&unix.RENAME_NOREPLACE != 0 && flags&unix.RENAME_EXCHANGE != 0:
-			return fail(unix.EINVAL)
-		}
-		// NOREPLACE, EXCHANGE and WHITEOUT are passed on: every object
-		// they move or create stays in the two checked directories
-		// (EXCHANGE moves the destination into the source's directory;
-		// WHITEOUT leaves a 0:0 whiteout node, which opens nothing, where
-		// the source was).
-	}
+	oldDir, oldPath, newDir, newPath, flags, link := a.oldDir, a.oldPath, a.newDir, a.newPath, a.flags, a.link
 	emptySrc := link && flags&unix.AT_EMPTY_PATH != 0
-	oldPath, e := t.readPath(oldAddr)
-	if e == 0 && oldPath == "" && !emptySrc {
-		e = unix.ENOENT
-	}
-	if e != 0 {
-		return fail(e)
-	}
-	newPath, e := t.pathArg(newAddr)
-	if e != 0 {
-		return fail(e)
-	}
 	// cont resumes the call in the kernel, under the task's own Landlock
 	// domain; under the persistence guard's refusal of a new .git the
 	// names are checked first and the call is performed on the confined
@@ -180,8 +139,8 @@ func (t *task) renameLink(kind sysKind) result {
 		// directory is a reparenting Landlock refuses.
 		return cont()
 	}
-	oldParent, oldLast := splitParent(oldPath)
-	newParent, newLast := splitParent(newPath)
+	oldParent, _ := splitParent(oldPath)
+	newParent, _ := splitParent(newPath)
 	if oldDir == newDir && oldParent == newParent {
 		// The same directory by name: Landlock allows or refuses it on
 		// its own, with no resolution here (the common case: a file
@@ -210,17 +169,28 @@ func (t *task) renameLink(kind sysKind) result {
 	} else if np, e = t.acquireDir(&ts, newDir, newParent); e != 0 {
 		return cont()
 	}
+	return t.renameLinkAcross(&ts, &op, &np, a, cont)
+}
+
+// renameLinkAcross is renameLink between two parent directories, prepared
+// as op and np: it resolves them with the caller's credentials and performs
+// the call when both are distinct directories inside the writable roots
+// (cont resumes it in the kernel when they cannot be resolved).
+func (t *task) renameLinkAcross(ts *taskStatus, op, np *prepared, a renameArgs, cont func() result) result {
+	oldPath, flags, link := a.oldPath, a.flags, a.link
+	_, oldLast := splitParent(a.oldPath)
+	_, newLast := splitParent(a.newPath)
 	tc := t.h.tc
 	defer tc.restore()
 	if err := tc.become(&ts.cr); err != nil {
 		return deny(unix.EACCES, "cannot assume the caller's credentials: "+err.Error(), oldPath)
 	}
-	ofd, e := t.resolve(&op, false)
+	ofd, e := t.resolve(op, false)
 	if e != 0 {
 		tc.restore()
 		return cont()
 	}
-	nfd, e := t.resolve(&np, false)
+	nfd, e := t.resolve(np, false)
 	if e != 0 {
 		tc.restore()
 		return cont()
@@ -251,6 +221,9 @@ func (t *task) renameLink(kind sysKind) result {
 	if (t.h.s.creator != nil || t.h.s.pol.guarding()) && !link && (t.h.s.pol.holdsGit(ofd, oldLast) || flags&unix.RENAME_EXCHANGE != 0 && t.h.s.pol.holdsGit(nfd, newLast)) {
 		return refuseGit(oldPath, "a directory holding a repository's .git, moved")
 	}
+	if t.rowMove(ofd, oldLast, nfd, newLast) || !link && flags&unix.RENAME_EXCHANGE != 0 && t.rowMove(nfd, newLast, ofd, oldLast) {
+		return fail(unix.EPERM)
+	}
 	src := -1
 	if link && flags&unix.AT_SYMLINK_FOLLOW != 0 {
 		// The file linked is where the symlink leads, not the symlink.
@@ -273,6 +246,60 @@ func (t *task) renameLink(kind sysKind) result {
 		return fail(errnoOf(unix.Linkat(unix.AT_FDCWD, selfFD(src), nfd, newLast, unix.AT_SYMLINK_FOLLOW)))
 	}
 	return fail(errnoOf(unix.Linkat(ofd, oldLast, nfd, newLast, 0)))
+}
+
+// renameArgs are a rename or link call's arguments, its paths read once.
+type renameArgs struct {
+	oldDir, newDir   int32
+	oldPath, newPath string
+	flags            uint64
+	link             bool
+}
+
+// renameLinkArgs decodes and checks the arguments of rename, renameat,
+// renameat2, link or linkat and reads their paths.
+func (t *task) renameLinkArgs(kind sysKind) (renameArgs, unix.Errno) {
+	args := t.n.Data.Args
+	a := renameArgs{oldDir: unix.AT_FDCWD, newDir: unix.AT_FDCWD}
+	var oldAddr, newAddr uint64
+	switch kind {
+	case sysRename, sysLink:
+		oldAddr, newAddr = args[0], args[1]
+	default:
+		a.oldDir, oldAddr, a.newDir, newAddr = int32(args[0]), args[1], int32(args[2]), args[3]
+		if kind != sysRenameat {
+			a.flags = args[4]
+		}
+	}
+	a.link = kind == sysLink || kind == sysLinkat
+	flags := a.flags
+	if a.link {
+		if flags&^uint64(unix.AT_SYMLINK_FOLLOW|unix.AT_EMPTY_PATH) != 0 {
+			return a, unix.EINVAL
+		}
+	} else {
+		switch {
+		case flags&^uint64(unix.RENAME_NOREPLACE|unix.RENAME_EXCHANGE|unix.RENAME_WHITEOUT) != 0,
+			flags&unix.RENAME_NOREPLACE != 0 && flags&unix.RENAME_EXCHANGE != 0:
+			return a, unix.EINVAL
+		}
+		// NOREPLACE, EXCHANGE and WHITEOUT are passed on: every object
+		// they move or create stays in the two checked directories
+		// (EXCHANGE moves the destination into the source's directory;
+		// WHITEOUT leaves a 0:0 whiteout node, which opens nothing, where
+		// the source was).
+	}
+	emptySrc := a.link && flags&unix.AT_EMPTY_PATH != 0
+	var e unix.Errno
+	a.oldPath, e = t.readPath(oldAddr)
+	if e == 0 && a.oldPath == "" && !emptySrc {
+		e = unix.ENOENT
+	}
+	if e != 0 {
+		return a, e
+	}
+	a.newPath, e = t.pathArg(newAddr)
+	return a, e
 }
 
 // acquireDir takes the start of the walk to a parent directory: dirfd itself
@@ -365,6 +392,9 @@ func (t *task) renameLinkConfined(oldDir int32, oldPath string, newDir int32, ne
 		// Both directories where Landlock grants everything: on the
 		// handler's thread (create.go, fast).
 		if _, en, ok := t.fast(&ts, []*prepared{&op, &np}, []string{oldLast, newLast}, func(pfds []int) (int, unix.Errno) {
+			if t.rowMove(pfds[0], oldLast, pfds[1], newLast) || !link && flags&unix.RENAME_EXCHANGE != 0 && t.rowMove(pfds[1], newLast, pfds[0], oldLast) {
+				return 0, unix.EPERM
+			}
 			if link {
 				return 0, errnoOf(unix.Linkat(pfds[0], oldLast, pfds[1], newLast, 0))
 			}
@@ -395,6 +425,9 @@ func (t *task) renameLinkConfined(oldDir int32, oldPath string, newDir int32, ne
 		}
 		if !link && (t.h.s.pol.holdsGit(src, oldLast) || flags&unix.RENAME_EXCHANGE != 0 && t.h.s.pol.holdsGit(nfd, newLast)) {
 			heldGit = true
+			return 0, unix.EPERM
+		}
+		if t.rowMove(src, oldLast, nfd, newLast) || !link && flags&unix.RENAME_EXCHANGE != 0 && t.rowMove(nfd, newLast, src, oldLast) {
 			return 0, unix.EPERM
 		}
 		switch {

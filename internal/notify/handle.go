@@ -121,6 +121,9 @@ type task struct {
 	// needUmask: the call may create an entry, so its status was read
 	// with the umask (status, not idStatus).
 	needUmask bool
+	// rowWhy: a row of Config.GuardRows refused the call (guardrows.go),
+	// at rowPath.
+	rowWhy, rowPath string
 }
 
 func (h *handler) handle(n *seccompNotif) (r result) {
@@ -160,10 +163,10 @@ func (h *handler) handle(n *seccompNotif) (r result) {
 		return t.procCall(ent.kind)
 	}
 	if isFileKind(ent.kind) {
-		return t.fileCall(ent.kind)
+		return t.rowDeny(t.fileCall(ent.kind))
 	}
 	if isCreateKind(ent.kind) {
-		return t.createCall(ent.kind)
+		return t.rowDeny(t.createCall(ent.kind))
 	}
 	a, e := t.decode(ent.kind)
 	if e != 0 {

@@ -44,10 +44,6 @@ type Egress struct {
 	Refused func(dst netip.AddrPort, tid int)
 }
 
-func init() {
-	sysTable[int32(unix.SYS_SOCKET)] = sysEntry{"socket", sysSocket}
-}
-
 // checkEgress validates an Egress for newPolicy.
 func checkEgress(e *Egress) error {
 	if e == nil {

@@ -97,29 +97,8 @@ func (t *task) walk(base int, path string, follow bool) (int, unix.Errno) {
 	if strings.HasSuffix(path, "/") {
 		follow = true
 	}
-	// The common case in one call: without ".." and symlinks, the
-	// kernel's walk from the command's directory only goes down, through
-	// the command's mounts. ELOOP says a symlink is on the way.
-	if !slices.Contains(strings.Split(path, "/"), "..") {
-		start, rel := base, path
-		if strings.HasPrefix(path, "/") {
-			start, rel = t.root, strings.TrimLeft(path, "/")
-		}
-		if rel == "" {
-			return start, 0
-		}
-		how := unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC,
-			Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
-		if !follow {
-			how.Flags |= unix.O_NOFOLLOW
-		}
-		fd, err := unix.Openat2(start, rel, &how)
-		if err == nil {
-			return t.keep(fd), 0
-		}
-		if err != unix.ELOOP {
-			return -1, errnoOf(err)
-		}
+	if fd, e, done := t.walkDown(base, path, follow); done {
+		return fd, e
 	}
 	// cur is closed when left if the walk opened it (own): a long path
 	// must not hold a descriptor per component.
@@ -193,13 +172,7 @@ func (t *task) walk(base int, path string, follow bool) (int, unix.Errno) {
 			return found(fd)
 		}
 		// A symlink to follow.
-		target, e := t.ownProcLink(cur, comp)
-		if e == 0 && target == "" {
-			target, e = readLink(fd, links)
-		} else if e == 0 && links >= maxFollow {
-			e = unix.ELOOP
-		}
-		unix.Close(fd)
+		target, e := t.followLink(cur, fd, comp, links)
 		if e != 0 {
 			return -1, e
 		}
@@ -214,6 +187,50 @@ func (t *task) walk(base int, path string, follow bool) (int, unix.Errno) {
 		}
 		rest = target
 	}
+}
+
+// walkDown is walk's common case, in one call: without ".." and symlinks,
+// the kernel's walk from the command's directory only goes down, through
+// the command's mounts. It returns false when the walk must go component by
+// component: a ".." in path, or a symlink on the way (ELOOP).
+func (t *task) walkDown(base int, path string, follow bool) (int, unix.Errno, bool) {
+	if slices.Contains(strings.Split(path, "/"), "..") {
+		return -1, 0, false
+	}
+	start, rel := base, path
+	if strings.HasPrefix(path, "/") {
+		start, rel = t.root, strings.TrimLeft(path, "/")
+	}
+	if rel == "" {
+		return start, 0, true
+	}
+	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+	if !follow {
+		how.Flags |= unix.O_NOFOLLOW
+	}
+	fd, err := unix.Openat2(start, rel, &how)
+	if err == nil {
+		return t.keep(fd), 0, true
+	}
+	if err != unix.ELOOP {
+		return -1, errnoOf(err), true
+	}
+	return -1, 0, false
+}
+
+// followLink reads the symlink fd, named comp in the directory cur, the
+// walk's links+1st, and closes fd: the command's own /proc link
+// (ownProcLink) or the symlink's target (readLink).
+func (t *task) followLink(cur, fd int, comp string, links int) (string, unix.Errno) {
+	defer unix.Close(fd)
+	target, e := t.ownProcLink(cur, comp)
+	if e == 0 && target == "" {
+		target, e = readLink(fd, links)
+	} else if e == 0 && links >= maxFollow {
+		e = unix.ELOOP
+	}
+	return target, e
 }
 
 // readLink reads the symlink fd, the walk's links+1st: ELOOP past

@@ -2,8 +2,11 @@
 
 package notify
 
+import "github.com/confine-sandbox/confine/internal/seccomp"
+
 // sysKind identifies a handled system call independently of its number
-// (sysTable, per architecture, maps numbers to kinds). Kinds live only in
+// (sysCalls names the calls of each kind; sysTable maps the native
+// architecture's numbers to them). Kinds live only in
 // memory: nothing persists them.
 type sysKind int
 
@@ -83,3 +86,94 @@ const (
 	// keptStatus).
 	sysSetgroups
 )
+
+// sysCalls are the handled calls by name, one table for every
+// architecture: the numbers are seccomp's (seccomp.Number), which the
+// filter routes here, and a call an architecture lacks (arm64 has only the
+// *at forms of the path calls, no fork or vfork) has none there.
+var sysCalls = []sysEntry{
+	// Metadata calls (handle.go).
+	{"chmod", sysChmod},
+	{"fchmod", sysFchmod},
+	{"fchmodat", sysFchmodat},
+	{"fchmodat2", sysFchmodat2},
+	{"chown", sysChown},
+	{"lchown", sysLchown},
+	{"fchown", sysFchown},
+	{"fchownat", sysFchownat},
+	{"utime", sysUtime},
+	{"utimes", sysUtimes},
+	{"futimesat", sysFutimesat},
+	{"utimensat", sysUtimensat},
+	{"setxattr", sysSetxattr},
+	{"lsetxattr", sysLsetxattr},
+	{"fsetxattr", sysFsetxattr},
+	{"setxattrat", sysSetxattrat},
+	{"removexattr", sysRemovexattr},
+	{"lremovexattr", sysLremovexattr},
+	{"fremovexattr", sysFremovexattr},
+	{"removexattrat", sysRemovexattrat},
+	{"connect", sysConnect},
+	{"clone", sysFork},
+	{"fork", sysFork},
+	{"vfork", sysFork},
+	// Calls that name another process (proc_targets.go).
+	{"prlimit64", sysPrlimit},
+	{"sched_setaffinity", sysSchedPid},
+	{"sched_setscheduler", sysSchedPid},
+	{"sched_setparam", sysSchedPid},
+	{"sched_setattr", sysSchedPid},
+	{"migrate_pages", sysMemPid},
+	{"move_pages", sysMemPid},
+	{"setpriority", sysSetpriority},
+	{"ioprio_set", sysIoprioSet},
+	{"kill", sysKill},
+	{"tkill", sysTkill},
+	{"tgkill", sysTgkill},
+	{"rt_sigqueueinfo", sysRtSigqueueinfo},
+	{"rt_tgsigqueueinfo", sysRtTgsigqueueinfo},
+	{"pidfd_send_signal", sysPidfdSendSignal},
+	{"fcntl", sysFcntl},
+	// File calls (files.go).
+	{"truncate", sysTruncate},
+	{"rename", sysRename},
+	{"renameat", sysRenameat},
+	{"renameat2", sysRenameat2},
+	{"link", sysLink},
+	{"linkat", sysLinkat},
+	{"rt_sigaction", sysSigaction},
+	{"socket", sysSocket},
+	// Calls that create or remove names (create.go).
+	{"mkdir", sysMkdir},
+	{"mkdirat", sysMkdirat},
+	{"symlink", sysSymlink},
+	{"symlinkat", sysSymlinkat},
+	{"mknod", sysMknod},
+	{"mknodat", sysMknodat},
+	{"open", sysOpen},
+	{"openat", sysOpenat},
+	{"creat", sysCreat},
+	{"unlink", sysUnlink},
+	{"unlinkat", sysUnlinkat},
+	{"rmdir", sysRmdir},
+	{"setgroups", sysSetgroups},
+}
+
+// sysTable maps the native architecture's number of each call of sysCalls
+// to its entry. It is empty on an architecture seccomp has no numbers for,
+// so that every notification there is refused.
+var sysTable = nativeTable(sysCalls)
+
+func nativeTable(calls []sysEntry) map[int32]sysEntry {
+	m := make(map[int32]sysEntry, len(calls))
+	arch, err := seccomp.NativeArch()
+	if err != nil {
+		return m
+	}
+	for _, e := range calls {
+		if nr, ok := seccomp.Number(arch, e.name); ok {
+			m[int32(nr)] = e
+		}
+	}
+	return m
+}

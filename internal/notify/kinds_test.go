@@ -9,6 +9,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/confine-sandbox/confine/internal/seccomp"
 )
 
 // TestSysKindsOneBlock: every sysKind constant of the package is in one
@@ -71,4 +73,30 @@ func TestSysKindsOneBlock(t *testing.T) {
 		t.Fatalf("found %d kinds: the scan missed the block", len(names))
 	}
 
+}
+
+// Every call of sysCalls has one row and a number in seccomp's table on at
+// least one architecture (a misspelt name would have none, and its
+// handler would never be reached); no two calls share a native number.
+func TestSysCallsNumbered(t *testing.T) {
+	seen := map[string]bool{}
+	native := 0
+	arch, archErr := seccomp.NativeArch()
+	for _, e := range sysCalls {
+		if seen[e.name] {
+			t.Errorf("%s has two rows", e.name)
+		}
+		seen[e.name] = true
+		_, amd := seccomp.Number(seccomp.AMD64, e.name)
+		_, arm := seccomp.Number(seccomp.ARM64, e.name)
+		if !amd && !arm {
+			t.Errorf("%s has no number in seccomp's table", e.name)
+		}
+		if _, ok := seccomp.Number(arch, e.name); ok && archErr == nil {
+			native++
+		}
+	}
+	if len(sysTable) != native {
+		t.Errorf("sysTable has %d calls, %d of sysCalls have a native number", len(sysTable), native)
+	}
 }

@@ -44,6 +44,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/confine-sandbox/confine/internal/guardset"
 	"github.com/confine-sandbox/confine/internal/plan"
 )
 
@@ -59,6 +60,10 @@ type Config struct {
 	// writes, renames into or out of, truncates or changes the metadata of
 	// (the persistence guard's .git; plan.Plan.Guarded).
 	Guarded []string
+	// GuardRows are the rows besides git's the profile's [guard] refuses
+	// (plan.Plan.GuardRows): a new entry matching one is refused
+	// (guardrows.go; with Create).
+	GuardRows []guardset.Entry
 	// GuardFixed says Landlock keeps the entries of the directories on the
 	// way from a writable root to a guarded path fixed (the core; with
 	// namespaces a read-only mount guards the path instead), so renames
@@ -451,8 +456,9 @@ func (s *server) worker() {
 type policy struct {
 	roots         []string
 	guarded       []string
-	fixed         []string // directories whose entries only Landlock may change (GuardFixed)
-	namespaced    bool     // Config.Namespaced
+	rows          []guardset.Entry // Config.GuardRows
+	fixed         []string         // directories whose entries only Landlock may change (GuardFixed)
+	namespaced    bool             // Config.Namespaced
 	sockets       map[string]bool
 	allowAbstract bool
 	init          *Init
@@ -460,7 +466,7 @@ type policy struct {
 }
 
 func newPolicy(cfg Config) (policy, error) {
-	p := policy{sockets: map[string]bool{}, allowAbstract: cfg.AllowAbstract, init: cfg.Init, egress: cfg.Egress, namespaced: cfg.Namespaced}
+	p := policy{sockets: map[string]bool{}, allowAbstract: cfg.AllowAbstract, init: cfg.Init, egress: cfg.Egress, namespaced: cfg.Namespaced, rows: cfg.GuardRows}
 	if err := checkEgress(cfg.Egress); err != nil {
 		return p, err
 	}
@@ -705,8 +711,18 @@ func FromPlan(p *plan.Plan) Config {
 		WritableRoots: p.WritableRoots,
 		SocketAllow:   p.SocketAllow,
 		Guarded:       p.Guarded,
+		GuardRows:     guardRows(p.GuardRows),
 		GuardFixed:    p.Backend == plan.BackendCore,
 		Namespaced:    p.Backend != plan.BackendCore,
 		MaxTasks:      p.MaxTasks(),
 	}
+}
+
+// guardRows are plan's refused rows as guardset's.
+func guardRows(rows []plan.GuardRow) []guardset.Entry {
+	var out []guardset.Entry
+	for _, r := range rows {
+		out = append(out, guardset.Entry{Name: r.Name, Class: guardset.Profile, Pattern: r.Pattern, Default: guardset.Refuse, Why: r.Why})
+	}
+	return out
 }

@@ -18,10 +18,6 @@ import (
 // saRestart is SA_RESTART on amd64 and arm64 (asm-generic and x86 agree).
 const saRestart = 0x10000000
 
-func init() {
-	sysTable[unix.SYS_RT_SIGACTION] = sysEntry{"rt_sigaction", sysSigaction}
-}
-
 // sigaction adds SA_RESTART to a SIGCHLD handler being installed, in the
 // task's own struct sigaction, then lets the kernel run the call. The
 // kernel reads the struct after this returns; a task that rewrites it

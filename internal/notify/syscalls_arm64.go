@@ -5,23 +5,3 @@ package notify
 import "golang.org/x/sys/unix"
 
 const nativeArch = unix.AUDIT_ARCH_AARCH64
-
-// arm64 has only the *at forms of the path-based calls.
-var sysTable = map[int32]sysEntry{
-	unix.SYS_FCHMOD:        {"fchmod", sysFchmod},
-	unix.SYS_FCHMODAT:      {"fchmodat", sysFchmodat},
-	unix.SYS_FCHMODAT2:     {"fchmodat2", sysFchmodat2},
-	unix.SYS_FCHOWN:        {"fchown", sysFchown},
-	unix.SYS_FCHOWNAT:      {"fchownat", sysFchownat},
-	unix.SYS_UTIMENSAT:     {"utimensat", sysUtimensat},
-	unix.SYS_SETXATTR:      {"setxattr", sysSetxattr},
-	unix.SYS_LSETXATTR:     {"lsetxattr", sysLsetxattr},
-	unix.SYS_FSETXATTR:     {"fsetxattr", sysFsetxattr},
-	unix.SYS_SETXATTRAT:    {"setxattrat", sysSetxattrat},
-	unix.SYS_REMOVEXATTR:   {"removexattr", sysRemovexattr},
-	unix.SYS_LREMOVEXATTR:  {"lremovexattr", sysLremovexattr},
-	unix.SYS_FREMOVEXATTR:  {"fremovexattr", sysFremovexattr},
-	unix.SYS_REMOVEXATTRAT: {"removexattrat", sysRemovexattrat},
-	unix.SYS_CONNECT:       {"connect", sysConnect},
-	unix.SYS_CLONE:         {"clone", sysFork},
-}

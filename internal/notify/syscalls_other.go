@@ -3,7 +3,5 @@
 package notify
 
 // nativeArch is not known for this architecture: every notification is
-// refused and Syscalls returns nothing.
+// refused and Syscalls returns nothing (seccomp has no numbers for it).
 const nativeArch = 0
-
-var sysTable = map[int32]sysEntry{}

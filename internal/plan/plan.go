@@ -123,9 +123,10 @@ type Namespaces struct {
 	Bwrap string `json:"bwrap,omitempty"`
 }
 
-// Backend names the backend a plan is for. The provider that configures
-// the plan sets it (provider.Configure); the launcher, the supervisors and
-// the layers ask it, never the plan's shape.
+// Backend names the backend a plan is for. The planner sets it from the
+// backend's provider (provider.Provider.Section) as it builds the plan;
+// the launcher, the supervisors and the layers ask it, never the plan's
+// shape.
 type Backend string
 
 // The backends, named as their providers are.
@@ -211,6 +212,12 @@ type Plan struct {
 	// them read-only (nsinit.PlanRoots). The supervisor never writes
 	// them either.
 	Guarded []string `json:"guarded,omitempty"`
+	// GuardRows are the rows besides git's a profile's [guard] refuses
+	// (internal/guardset): a new entry the command makes that matches one,
+	// relative to the writable root holding it, is refused by the
+	// supervisor (Seccomp.NotifyCreate), as Guarded keeps what matched at
+	// launch.
+	GuardRows []GuardRow `json:"guard_rows,omitempty"`
 	// EgressProxy is the launcher's egress proxy ("127.0.0.1:PORT"), the
 	// only internet address the supervisor connects the command to
 	// (network = "allowlist"; Seccomp.NotifyInet).
@@ -258,6 +265,14 @@ func Read(r io.Reader) (*Plan, error) {
 		return nil, fmt.Errorf("decode plan: %w", err)
 	}
 	return p, nil
+}
+
+// GuardRow is one refused row of the protected set (guardset.Entry's
+// name, pattern and why).
+type GuardRow struct {
+	Name    string `json:"name"`
+	Pattern string `json:"pattern"`
+	Why     string `json:"why,omitempty"`
 }
 
 // Report is what the supervisor sends back when the run is over.

@@ -58,9 +58,11 @@ type Provider interface {
 	// a run adds those its plan asks for (seccomp-notify, pids-cgroup,
 	// caps-dropped).
 	Layers() []string
-	// Configure makes a launch plan run under this backend; it is part of
-	// building the plan, never applied to a plan already built.
-	Configure(p *plan.Plan)
+	// Section is what the backend puts in a launch plan: the backend's
+	// value and the plan's namespaces section (nil: none), decided from
+	// the plan built so far (its uid, gid and rlimits). The planner sets
+	// both while it builds the plan; nothing changes a plan once built.
+	Section(p plan.Plan) (plan.Backend, *plan.Namespaces)
 	// Ledger names the guarantee ledger's layers the backend switches on:
 	// what its guarantees are decided from.
 	Ledger() []ledger.Layer
@@ -205,14 +207,14 @@ var coreLayers = []string{"landlock", "seccomp", "rlimits", "subreaper"}
 // subreaping init: every guarantee, no namespace.
 type core struct{}
 
-func (core) Name() string                         { return Core }
-func (core) Tier() policy.Tier                    { return policy.TierSandboxed }
-func (core) Available(h host.Info) (bool, string) { return coreAvailable(h) }
-func (core) Automatic() bool                      { return true }
-func (core) Namespaces() bool                     { return false }
-func (core) Layers() []string                     { return append([]string(nil), coreLayers...) }
-func (core) Configure(p *plan.Plan)               { p.Backend, p.Namespaces = plan.BackendCore, nil }
-func (core) Ledger() []ledger.Layer               { return []ledger.Layer{ledger.Core} }
+func (core) Name() string                                       { return Core }
+func (core) Tier() policy.Tier                                  { return policy.TierSandboxed }
+func (core) Available(h host.Info) (bool, string)               { return coreAvailable(h) }
+func (core) Automatic() bool                                    { return true }
+func (core) Namespaces() bool                                   { return false }
+func (core) Layers() []string                                   { return append([]string(nil), coreLayers...) }
+func (core) Section(plan.Plan) (plan.Backend, *plan.Namespaces) { return plan.BackendCore, nil }
+func (core) Ledger() []ledger.Layer                             { return []ledger.Layer{ledger.Core} }
 
 // unbuilt is a backend of the seeds' order that confine does not have:
 // listed so that results say why it was not used, never available.
@@ -223,14 +225,14 @@ type unbuilt struct {
 	unavailable string
 }
 
-func (u unbuilt) Name() string                       { return u.name }
-func (u unbuilt) Tier() policy.Tier                  { return u.tier }
-func (u unbuilt) Available(host.Info) (bool, string) { return false, u.unavailable }
-func (u unbuilt) Automatic() bool                    { return u.automatic }
-func (unbuilt) Namespaces() bool                     { return true }
-func (unbuilt) Layers() []string                     { return nil }
-func (unbuilt) Configure(*plan.Plan)                 {}
-func (unbuilt) Ledger() []ledger.Layer               { return nil }
+func (u unbuilt) Name() string                                     { return u.name }
+func (u unbuilt) Tier() policy.Tier                                { return u.tier }
+func (u unbuilt) Available(host.Info) (bool, string)               { return false, u.unavailable }
+func (u unbuilt) Automatic() bool                                  { return u.automatic }
+func (unbuilt) Namespaces() bool                                   { return true }
+func (unbuilt) Layers() []string                                   { return nil }
+func (unbuilt) Section(plan.Plan) (plan.Backend, *plan.Namespaces) { return "", nil }
+func (unbuilt) Ledger() []ledger.Layer                             { return nil }
 
 var (
 	firecracker = unbuilt{name: Firecracker, tier: policy.TierHostile, automatic: true, unavailable: "no microVM backend is implemented"}
@@ -267,14 +269,13 @@ func (namespaces) Layers() []string {
 	return append(append([]string(nil), coreLayers...), nsLayers...)
 }
 
-func (namespaces) Configure(p *plan.Plan) {
+func (namespaces) Section(p plan.Plan) (plan.Backend, *plan.Namespaces) {
 	uids, gids, setgroups := nsinit.Mappings(os.Geteuid(), os.Getegid(), p.UID, p.GID)
 	size := int64(nsinit.MaxTmpfsBytes)
 	if p.Rlimits.FSize > 0 && p.Rlimits.FSize < uint64(size) {
 		size = int64(p.Rlimits.FSize)
 	}
-	p.Backend = plan.BackendNamespaces
-	p.Namespaces = &plan.Namespaces{
+	ns := &plan.Namespaces{
 		UIDs:       uids,
 		GIDs:       gids,
 		Setgroups:  setgroups,
@@ -285,8 +286,9 @@ func (namespaces) Configure(p *plan.Plan) {
 	if p.UID == 0 {
 		// uid 0 is exempt from RLIMIT_NPROC: the namespace's own pid_max
 		// bounds the run where the kernel has it (0 otherwise).
-		p.Namespaces.PidMax = nsinit.PidMax(int(p.Rlimits.NProc))
+		ns.PidMax = nsinit.PidMax(int(p.Rlimits.NProc))
 	}
+	return plan.BackendNamespaces, ns
 }
 
 func (namespaces) Ledger() []ledger.Layer { return []ledger.Layer{ledger.Core, ledger.Namespaces} }
@@ -337,13 +339,12 @@ func (bubblewrap) Layers() []string {
 	return append(append([]string(nil), coreLayers...), bwrapLayers...)
 }
 
-func (bubblewrap) Configure(p *plan.Plan) {
+func (bubblewrap) Section(p plan.Plan) (plan.Backend, *plan.Namespaces) {
 	size := int64(nsinit.MaxTmpfsBytes)
 	if p.Rlimits.FSize > 0 && p.Rlimits.FSize < uint64(size) {
 		size = int64(p.Rlimits.FSize)
 	}
-	p.Backend = plan.BackendBwrap
-	p.Namespaces = &plan.Namespaces{
+	return plan.BackendBwrap, &plan.Namespaces{
 		Private:    nsinit.DefaultPrivate(),
 		TmpfsBytes: size,
 		Hostname:   nsinit.Hostname,

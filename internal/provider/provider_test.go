@@ -103,22 +103,23 @@ func TestSelect(t *testing.T) {
 	}
 }
 
-func TestConfigure(t *testing.T) {
-	ns, _ := Lookup("namespaces")
-	p := &plan.Plan{UID: -1, GID: -1, Rlimits: plan.Rlimits{FSize: 64 << 20}}
-	ns.Configure(p)
-	if p.Namespaces == nil || p.Namespaces.TmpfsBytes != 64<<20 || len(p.Namespaces.UIDs) == 0 || string(p.Backend) != ns.Name() {
-		t.Fatalf("namespaces plan for %q: %+v", p.Backend, p.Namespaces)
-	}
-	bw, _ := Lookup("bwrap")
-	bw.Configure(p)
-	if p.Namespaces == nil || p.Namespaces.TmpfsBytes != 64<<20 || len(p.Namespaces.Private) == 0 || string(p.Backend) != bw.Name() {
-		t.Fatalf("bubblewrap plan for %q: %+v", p.Backend, p.Namespaces)
-	}
-	core, _ := Lookup("core")
-	core.Configure(p)
-	if p.Namespaces != nil || string(p.Backend) != core.Name() || p.CheckBackend() != nil {
-		t.Fatalf("the core's plan for %q: namespaces %+v", p.Backend, p.Namespaces)
+// Each backend's section: its value, and a namespaces section that
+// agrees with it, sized from the plan it reads (which it leaves alone).
+func TestSection(t *testing.T) {
+	base := plan.Plan{UID: -1, GID: -1, Rlimits: plan.Rlimits{FSize: 64 << 20}}
+	for _, name := range []string{"namespaces", "bwrap", "core"} {
+		pr, _ := Lookup(name)
+		p := base
+		p.Backend, p.Namespaces = pr.Section(base)
+		if string(p.Backend) != pr.Name() || p.CheckBackend() != nil {
+			t.Fatalf("%s: backend %q, namespaces %+v (%v)", name, p.Backend, p.Namespaces, p.CheckBackend())
+		}
+		if name != "core" && (p.Namespaces.TmpfsBytes != 64<<20 || len(p.Namespaces.Private) == 0) {
+			t.Errorf("%s: namespaces %+v, want a private tmpfs of 64 MiB", name, p.Namespaces)
+		}
+		if name == "namespaces" && len(p.Namespaces.UIDs) == 0 {
+			t.Errorf("namespaces: no uid map in %+v", p.Namespaces)
+		}
 	}
 }
 

@@ -8,6 +8,45 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// fileCase is a row of the file rules' tables: a call, its arguments, and
+// the filter's return under the test's Config (want) and with the old-ABI
+// flags NotifyTruncate and NotifyRename too (old).
+type fileCase struct {
+	name string
+	sys  string
+	args []uint64
+	want uint32
+	old  uint32
+}
+
+// runFileCases runs cases on both arches under cfg, with the old-ABI
+// flags off and on. A call an arch lacks is passed over (arm64 has only
+// the *at forms).
+func runFileCases(t *testing.T, cfg Config, cases []fileCase) {
+	t.Helper()
+	for _, arch := range arches {
+		_, table, _ := archInfo(arch)
+		for _, old := range []bool{false, true} {
+			conf := cfg
+			conf.Arch, conf.NotifyTruncate, conf.NotifyRename = arch, old, old
+			v := newVM(t, conf)
+			for _, c := range cases {
+				nr, ok := table[c.sys]
+				if !ok {
+					continue
+				}
+				want := c.want
+				if old {
+					want = c.old
+				}
+				if got := v.run(t, nr, c.args...); got != want {
+					t.Errorf("%v old-ABI %v: %s %s(%#x) = %s, want %s", arch, old, c.name, c.sys, c.args, retName(got), retName(want))
+				}
+			}
+		}
+	}
+}
+
 // TestFileRules walks the file-creation, truncation and rename rules on
 // both arches, with the old-ABI flags off and on.
 func TestFileRules(t *testing.T) {
@@ -16,14 +55,7 @@ func TestFileRules(t *testing.T) {
 		setgid  = unix.S_ISGID | 0o755
 		tmpfile = oTmpfile | unix.O_RDWR
 	)
-	type fcase struct {
-		name string
-		sys  string
-		args []uint64
-		want uint32 // without the old-ABI flags
-		old  uint32 // with NotifyTruncate and NotifyRename
-	}
-	cases := []fcase{
+	cases := []fileCase{
 		{"plain read", "openat", []uint64{0, 0, unix.O_RDONLY, 0}, allow, allow},
 		{"create 0644", "openat", []uint64{0, 0, unix.O_WRONLY | oCreat | unix.O_TRUNC, 0o644}, allow, allow},
 		{"create setuid", "openat", []uint64{0, 0, unix.O_WRONLY | oCreat, setuid}, eperm, eperm},
@@ -55,25 +87,7 @@ func TestFileRules(t *testing.T) {
 		{"link", "link", []uint64{0, 0}, allow, notif},
 		{"linkat", "linkat", []uint64{0, 0, 0, 0, 0}, allow, notif},
 	}
-	for _, arch := range arches {
-		_, table, _ := archInfo(arch)
-		for _, old := range []bool{false, true} {
-			v := newVM(t, Config{Arch: arch, NotifyMetadata: true, NotifyConnect: true, NotifyTruncate: old, NotifyRename: old})
-			for _, c := range cases {
-				nr, ok := table[c.sys]
-				if !ok {
-					continue // arm64 has only the *at forms
-				}
-				want := c.want
-				if old {
-					want = c.old
-				}
-				if got := v.run(t, nr, c.args...); got != want {
-					t.Errorf("%v old-ABI %v: %s %s(%#x) = %s, want %s", arch, old, c.name, c.sys, c.args, retName(got), retName(want))
-				}
-			}
-		}
-	}
+	runFileCases(t, Config{NotifyMetadata: true, NotifyConnect: true}, cases)
 }
 
 // TestCreateRules walks NotifyCreate (the persistence guard's refusal of a
@@ -81,13 +95,8 @@ func TestFileRules(t *testing.T) {
 // mode and truncation checks passed, with the old-ABI flags off and on.
 func TestCreateRules(t *testing.T) {
 	const setuid = unix.S_ISUID | 0o644
-	cases := []struct {
-		name string
-		sys  string
-		args []uint64
-		want uint32 // NotifyCreate alone
-		old  uint32 // with NotifyTruncate and NotifyRename too
-	}{
+	// want: NotifyCreate alone; old: with NotifyTruncate and NotifyRename too.
+	cases := []fileCase{
 		{"read", "openat", []uint64{0, 0, unix.O_RDONLY, 0}, allow, allow},
 		{"write no create", "openat", []uint64{0, 0, unix.O_WRONLY | unix.O_TRUNC, 0}, allow, allow},
 		{"create", "openat", []uint64{0, 0, unix.O_WRONLY | oCreat | unix.O_TRUNC, 0o644}, notif, notif},
@@ -117,25 +126,7 @@ func TestCreateRules(t *testing.T) {
 		// The supervisor keeps a task's groups between its calls.
 		{"setgroups", "setgroups", []uint64{0, 0}, notif, notif},
 	}
-	for _, arch := range arches {
-		_, table, _ := archInfo(arch)
-		for _, old := range []bool{false, true} {
-			v := newVM(t, Config{Arch: arch, NotifyMetadata: true, NotifyConnect: true, NotifyCreate: true, NotifyTruncate: old, NotifyRename: old})
-			for _, c := range cases {
-				nr, ok := table[c.sys]
-				if !ok {
-					continue // arm64 has only the *at forms
-				}
-				want := c.want
-				if old {
-					want = c.old
-				}
-				if got := v.run(t, nr, c.args...); got != want {
-					t.Errorf("%v old-ABI %v: %s %s(%#x) = %s, want %s", arch, old, c.name, c.sys, c.args, retName(got), retName(want))
-				}
-			}
-		}
-	}
+	runFileCases(t, Config{NotifyMetadata: true, NotifyConnect: true, NotifyCreate: true}, cases)
 }
 
 // TestGuardTreeRules walks NotifyGuardTree (the core's guarded work
@@ -143,13 +134,8 @@ func TestCreateRules(t *testing.T) {
 // reach the supervisor besides what NotifyCreate sends; reads do not.
 func TestGuardTreeRules(t *testing.T) {
 	const setuid = unix.S_ISUID | 0o644
-	cases := []struct {
-		name string
-		sys  string
-		args []uint64
-		want uint32 // NotifyCreate and NotifyGuardTree
-		old  uint32 // with NotifyTruncate and NotifyRename too
-	}{
+	// want: NotifyCreate and NotifyGuardTree; old: with NotifyTruncate and NotifyRename too.
+	cases := []fileCase{
 		{"read", "openat", []uint64{0, 0, unix.O_RDONLY | unix.O_DIRECTORY, 0}, allow, allow},
 		{"write", "openat", []uint64{0, 0, unix.O_WRONLY, 0}, notif, notif},
 		{"read write", "openat", []uint64{0, 0, unix.O_RDWR | unix.O_APPEND, 0}, notif, notif},
@@ -164,23 +150,5 @@ func TestGuardTreeRules(t *testing.T) {
 		{"rmdir", "rmdir", []uint64{0}, notif, notif},
 		{"unlinkat", "unlinkat", []uint64{0, 0, 0}, notif, notif},
 	}
-	for _, arch := range arches {
-		_, table, _ := archInfo(arch)
-		for _, old := range []bool{false, true} {
-			v := newVM(t, Config{Arch: arch, NotifyMetadata: true, NotifyConnect: true, NotifyCreate: true, NotifyGuardTree: true, NotifyTruncate: old, NotifyRename: old})
-			for _, c := range cases {
-				nr, ok := table[c.sys]
-				if !ok {
-					continue // arm64 has only the *at forms
-				}
-				want := c.want
-				if old {
-					want = c.old
-				}
-				if got := v.run(t, nr, c.args...); got != want {
-					t.Errorf("%v old-ABI %v: %s %s(%#x) = %s, want %s", arch, old, c.name, c.sys, c.args, retName(got), retName(want))
-				}
-			}
-		}
-	}
+	runFileCases(t, Config{NotifyMetadata: true, NotifyConnect: true, NotifyCreate: true, NotifyGuardTree: true}, cases)
 }

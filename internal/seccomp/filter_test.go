@@ -515,6 +515,27 @@ func TestSweep(t *testing.T) {
 	}
 }
 
+// condJump is the offset a conditional jump (BPF_JMP|{JEQ,JGE,JGT,JSET}|
+// BPF_K) adds to pc when the accumulator holds a: Jf for any other
+// instruction.
+func condJump(in bpf.RawInstruction, a uint32) int {
+	var res bool
+	switch in.Op {
+	case 0x15:
+		res = a == in.K
+	case 0x35:
+		res = a >= in.K
+	case 0x25:
+		res = a > in.K
+	case 0x45:
+		res = a&in.K != 0
+	}
+	if res {
+		return int(in.Jt)
+	}
+	return int(in.Jf)
+}
+
 // constAllow mirrors the kernel's seccomp_is_const_allow() (kernel/seccomp.c,
 // 5.11+): when attaching a filter, the kernel emulates it for each syscall
 // nr with only nr and arch known and, if the result is ALLOW without
@@ -538,22 +559,7 @@ func constAllow(prog []bpf.RawInstruction, arch, nr uint32) bool {
 		case 0x05: // BPF_JMP|BPF_JA
 			pc += int(in.K)
 		case 0x15, 0x35, 0x25, 0x45: // BPF_JMP|{JEQ,JGE,JGT,JSET}|BPF_K
-			var res bool
-			switch in.Op {
-			case 0x15:
-				res = a == in.K
-			case 0x35:
-				res = a >= in.K
-			case 0x25:
-				res = a > in.K
-			case 0x45:
-				res = a&in.K != 0
-			}
-			if res {
-				pc += int(in.Jt)
-			} else {
-				pc += int(in.Jf)
-			}
+			pc += condJump(in, a)
 		case 0x54: // BPF_ALU|BPF_AND|BPF_K
 			a &= in.K
 		default:
@@ -817,22 +823,7 @@ func depth(prog []bpf.RawInstruction, audit, nr uint32) int {
 		case 0x05:
 			pc += int(in.K)
 		default:
-			var res bool
-			switch in.Op {
-			case 0x15:
-				res = a == in.K
-			case 0x35:
-				res = a >= in.K
-			case 0x25:
-				res = a > in.K
-			case 0x45:
-				res = a&in.K != 0
-			}
-			if res {
-				pc += int(in.Jt)
-			} else {
-				pc += int(in.Jf)
-			}
+			pc += condJump(in, a)
 		}
 	}
 	return n

@@ -609,37 +609,8 @@ func sendRefusal(fd int, kind, msg string) {
 // it from the caps and closes it.
 func (s *Server) handle(ctx context.Context, pc *conn) {
 	c, pid := pc.c, pc.pid
-	deadline := pc.deadline
 	endTurn := func() {}
-	req, files, release, err := readRequest(c, func(n int64) (func(), error) {
-		if err := s.rate.take(ctx, pid, n, deadline); err != nil {
-			return nil, err
-		}
-		// Large requests of all processes together are paced too (a
-		// flood from many processes); small ones never wait for them.
-		if n > largeRequest {
-			if err := s.largeRate.take(ctx, 0, n, deadline); err != nil {
-				return nil, err
-			}
-		}
-		turn, err := s.reads.acquire(ctx, pid, deadline)
-		if err != nil {
-			return nil, err
-		}
-		endTurn = turn
-		if n > largeRequest {
-			// Decoding a large request takes a core for a while (about
-			// 40 ns a byte): one at a time, so that floods of them
-			// leave the other cores to everyone else.
-			large, err := s.large.acquire(ctx, 1, deadline)
-			if err != nil {
-				turn()
-				return nil, err
-			}
-			endTurn = func() { large(); turn() }
-		}
-		return s.reserveMemory(ctx, n, deadline)
-	})
+	req, files, release, err := readRequest(c, s.readBudget(ctx, pid, pc.deadline, &endTurn))
 	endTurn()
 	if !s.doneReading(pc) {
 		if err == nil {
@@ -722,6 +693,42 @@ func (s *Server) handle(ctx context.Context, pc *conn) {
 	files.close()
 	if err := s.answer(c, resp); err != nil && runCtx.Err() == nil {
 		s.log().Warn("confine serve: could not answer", "peer_pid", pid, "err", err)
+	}
+}
+
+// readBudget returns readRequest's reserve for a request of n bytes from
+// the process pid: it paces the request (per process, and the large ones
+// of all processes together), takes a reading turn (one large request at a
+// time) and reserves its bytes. *endTurn is set to end the turn it took.
+func (s *Server) readBudget(ctx context.Context, pid int, deadline time.Time, endTurn *func()) func(n int64) (func(), error) {
+	return func(n int64) (func(), error) {
+		if err := s.rate.take(ctx, pid, n, deadline); err != nil {
+			return nil, err
+		}
+		// Large requests of all processes together are paced too (a
+		// flood from many processes); small ones never wait for them.
+		if n > largeRequest {
+			if err := s.largeRate.take(ctx, 0, n, deadline); err != nil {
+				return nil, err
+			}
+		}
+		turn, err := s.reads.acquire(ctx, pid, deadline)
+		if err != nil {
+			return nil, err
+		}
+		*endTurn = turn
+		if n > largeRequest {
+			// Decoding a large request takes a core for a while (about
+			// 40 ns a byte): one at a time, so that floods of them
+			// leave the other cores to everyone else.
+			large, err := s.large.acquire(ctx, 1, deadline)
+			if err != nil {
+				turn()
+				return nil, err
+			}
+			*endTurn = func() { large(); turn() }
+		}
+		return s.reserveMemory(ctx, n, deadline)
 	}
 }
 

@@ -49,6 +49,80 @@ func Users(t testing.TB) []User {
 }
 
 var (
+	unusedOnce sync.Once
+	unusedUID  int
+	unusedErr  error
+)
+
+// UnusedUID is an unprivileged uid that no process on this host runs as
+// (real, effective, saved or file-system uid in /proc/*/status) and that
+// /etc/passwd does not name, chosen once per test process: 1<<30 plus
+// k<<22 plus the test process's pid, for the first k = 0, 1, ... that is
+// unused. pid_max is at most 1<<22, so concurrent test processes, whose
+// pids differ, never choose the same uid. A test whose bound counts every
+// task of a uid host-wide (RLIMIT_NPROC) runs as it when the test runs as
+// root: other processes of NobodyUID (another test run, a daemon) would
+// count against that bound. Only root can switch to it.
+func UnusedUID(t testing.TB) int {
+	t.Helper()
+	unusedOnce.Do(func() {
+		var used map[int]bool
+		if used, unusedErr = usedUIDs(); unusedErr == nil {
+			unusedUID, unusedErr = pickUID(os.Getpid(), used)
+		}
+	})
+	if unusedErr != nil {
+		t.Fatalf("choosing an unused uid: %v", unusedErr)
+	}
+	return unusedUID
+}
+
+// usedUIDs is every uid /etc/passwd names or a process runs as.
+func usedUIDs() (map[int]bool, error) {
+	used := map[int]bool{}
+	if b, err := os.ReadFile("/etc/passwd"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Split(line, ":"); len(f) > 2 {
+				if n, err := strconv.Atoi(f[2]); err == nil {
+					used[n] = true
+				}
+			}
+		}
+	}
+	procs, err := filepath.Glob("/proc/[0-9]*/status")
+	if err != nil {
+		return nil, fmt.Errorf("listing /proc: %w", err)
+	}
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue // the process ended
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if rest, ok := strings.CutPrefix(line, "Uid:"); ok {
+				for _, f := range strings.Fields(rest) {
+					if n, err := strconv.Atoi(f); err == nil {
+						used[n] = true
+					}
+				}
+				break
+			}
+		}
+	}
+	return used, nil
+}
+
+// pickUID is UnusedUID's choice for pid among the uids not in used.
+func pickUID(pid int, used map[int]bool) (int, error) {
+	for k := 0; k < 64; k++ {
+		if uid := 1<<30 + k<<22 + pid; !used[uid] {
+			return uid, nil
+		}
+	}
+	return 0, fmt.Errorf("every candidate uid 1<<30 + k<<22 + %d (k < 64) is in use", pid)
+}
+
+var (
 	shareOnce sync.Once
 	shareDir  string
 	shareErr  error
@@ -191,6 +265,21 @@ func (c CLI) Command() *exec.Cmd {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(c.UID), Gid: uint32(c.UID)}}
 	}
 	return cmd
+}
+
+// StartReady starts cmd and waits for the file ready, which the command
+// writes once it is set up. When the file never comes it kills cmd, reaps
+// it, and fails the test with what.
+func StartReady(t testing.TB, cmd *exec.Cmd, ready, what string) {
+	t.Helper()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if !Await(func() bool { _, err := os.Stat(ready); return err == nil }) {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatal(what)
+	}
 }
 
 // Run runs the CLI to completion.

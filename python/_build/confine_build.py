@@ -7,30 +7,33 @@ requirements into an isolated environment from an index first, and this
 backend has none.
 """
 
+from __future__ import annotations
+
 import base64
 import hashlib
 import io
 import os
 import re
+import sys
 import tarfile
 import zipfile
+from typing import Any, Mapping, Optional
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _PACKAGE = "confine"
 _TAG = "py3-none-any"
 
 
-def _project():
+def _project() -> dict[str, str]:
     """The [project] table's string values from pyproject.toml."""
     text = open(os.path.join(_ROOT, "pyproject.toml"), encoding="utf-8").read()
-    try:
-        import tomllib  # Python 3.11+
+    if sys.version_info >= (3, 11):
+        import tomllib
 
         return {k: v for k, v in tomllib.loads(text)["project"].items() if isinstance(v, str)}
-    except ImportError:
-        pass
     # Older Pythons: the table holds only `key = "string"` lines.
-    out, section = {}, None
+    out: dict[str, str] = {}
+    section: Optional[str] = None
     for line in text.splitlines():
         line = line.strip()
         if line.startswith("["):
@@ -42,7 +45,7 @@ def _project():
     return out
 
 
-def _metadata(p):
+def _metadata(p: Mapping[str, str]) -> str:
     lines = [
         "Metadata-Version: 2.1",
         "Name: " + p["name"],
@@ -54,19 +57,19 @@ def _metadata(p):
     return "\n".join(lines) + "\n"
 
 
-def _normalized(name):
+def _normalized(name: str) -> str:
     """The distribution name as file names spell it (PEP 427, PEP 625):
     runs of -, _ and . become one underscore."""
     return re.sub(r"[-_.]+", "_", name).lower()
 
 
-def _dist_info(p):
+def _dist_info(p: Mapping[str, str]) -> str:
     return "%s-%s.dist-info" % (_normalized(p["name"]), p["version"])
 
 
-def _sources():
+def _sources() -> list[tuple[str, str]]:
     """(archive name, path) of every file of the package, sorted."""
-    out = []
+    out: list[tuple[str, str]] = []
     for dirpath, dirnames, filenames in os.walk(os.path.join(_ROOT, _PACKAGE)):
         dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
         for f in sorted(filenames):
@@ -76,7 +79,7 @@ def _sources():
     return out
 
 
-def _write_wheel(wheel_directory, files):
+def _write_wheel(wheel_directory: str, files: Mapping[str, bytes]) -> str:
     """Write a wheel holding files ({archive name: bytes}) plus RECORD."""
     p = _project()
     info = _dist_info(p)
@@ -85,7 +88,7 @@ def _write_wheel(wheel_directory, files):
     files[info + "/WHEEL"] = (
         "Wheel-Version: 1.0\nGenerator: confine_build\nRoot-Is-Purelib: true\nTag: %s\n" % _TAG
     ).encode()
-    record = []
+    record: list[str] = []
     for name, data in files.items():
         digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
         record.append("%s,sha256=%s,%d" % (name, digest, len(data)))
@@ -100,32 +103,36 @@ def _write_wheel(wheel_directory, files):
     return name
 
 
-def get_requires_for_build_wheel(config_settings=None):
+def get_requires_for_build_wheel(config_settings: Optional[dict[str, Any]] = None) -> list[str]:
     return []
 
 
-def get_requires_for_build_sdist(config_settings=None):
+def get_requires_for_build_sdist(config_settings: Optional[dict[str, Any]] = None) -> list[str]:
     return []
 
 
-def get_requires_for_build_editable(config_settings=None):
+def get_requires_for_build_editable(config_settings: Optional[dict[str, Any]] = None) -> list[str]:
     return []
 
 
-def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
-    files = {}
+def build_wheel(
+    wheel_directory: str, config_settings: Optional[dict[str, Any]] = None, metadata_directory: Optional[str] = None
+) -> str:
+    files: dict[str, bytes] = {}
     for arc, path in _sources():
         with open(path, "rb") as f:
             files[arc] = f.read()
     return _write_wheel(wheel_directory, files)
 
 
-def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
+def build_editable(
+    wheel_directory: str, config_settings: Optional[dict[str, Any]] = None, metadata_directory: Optional[str] = None
+) -> str:
     # A .pth file puts the source tree on sys.path (PEP 660).
     return _write_wheel(wheel_directory, {"confine_editable.pth": (_ROOT + "\n").encode()})
 
 
-def build_sdist(sdist_directory, config_settings=None):
+def build_sdist(sdist_directory: str, config_settings: Optional[dict[str, Any]] = None) -> str:
     p = _project()
     base = "%s-%s" % (_normalized(p["name"]), p["version"])
     name = base + ".tar.gz"

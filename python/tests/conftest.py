@@ -10,6 +10,9 @@ import shutil
 import subprocess
 import sys
 
+from pathlib import Path
+from typing import Any, List, Sequence
+
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -21,7 +24,7 @@ except ImportError:
 
 
 @pytest.fixture(scope="session")
-def confine_bin(tmp_path_factory):
+def confine_bin(tmp_path_factory: pytest.TempPathFactory) -> str:
     b = os.environ.get("CONFINE_BIN")
     if b:
         return os.path.abspath(b)
@@ -35,19 +38,19 @@ def confine_bin(tmp_path_factory):
 
 
 @pytest.fixture
-def client(confine_bin):
+def client(confine_bin: str) -> confine.Client:
     return confine.Client(confine_bin)
 
 
 @pytest.fixture
-def workdir(tmp_path):
+def workdir(tmp_path: Path) -> Path:
     # The command runs as the work directory's owner: keep it ours.
     d = tmp_path / "wd"
     d.mkdir()
     return d
 
 
-def pids_with_mark(mark):
+def pids_with_mark(mark: str) -> List[int]:
     """Host pids of live (not zombie) processes whose environment holds
     mark: the run's processes, whatever PID namespace they are in."""
     needle = mark.encode()
@@ -68,12 +71,12 @@ def pids_with_mark(mark):
     return out
 
 
-def cancel_when_up(client, script, workdir, mark, files, **kw):
+def cancel_when_up(client: confine.Client, script: str, workdir: Path, mark: str, files: Sequence[str], **kw: Any) -> List[int]:
     """Run `sh -c script` under client (asyncio, PYCLIENT_MARK=mark in its
     environment), wait until every one of files in workdir is non-empty
     (the tree is up), then cancel the task. Returns the marked pids alive
     just before the cancel; the caller checks none is left after it."""
-    async def main():
+    async def main() -> List[int]:
         t = asyncio.create_task(client.run_async(["sh", "-c", script], workdir=workdir,
                                                  env={"PYCLIENT_MARK": mark}, kill_grace=0.5, **kw))
         while not all((workdir / f).exists() and (workdir / f).read_text().strip() for f in files):

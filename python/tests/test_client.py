@@ -10,6 +10,9 @@ import stat
 import time
 import uuid
 
+from pathlib import Path
+from typing import Any, Dict, List
+
 import pytest
 
 import confine
@@ -17,13 +20,13 @@ import confine
 from conftest import cancel_when_up, pids_with_mark
 
 
-def write_exe(path, text):
+def write_exe(path: Path, text: str) -> str:
     path.write_text(text)
     path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     return str(path)
 
 
-def test_echo(client, workdir):
+def test_echo(client: confine.Client, workdir: Path) -> None:
     r = client.run(["echo", "hi"], workdir=workdir)
     assert r.stdout.head == "hi\n" and str(r.stdout) == "hi\n"
     assert r.exit_code == 0 and r.exit_status == 0 and r.ok
@@ -35,7 +38,7 @@ def test_echo(client, workdir):
     assert r.run_id and r.duration_ns > 0
 
 
-def test_module_level_default_client(confine_bin, workdir, monkeypatch):
+def test_module_level_default_client(confine_bin: str, workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The default client finds `confine` on PATH.
     monkeypatch.setenv("PATH", os.path.dirname(confine_bin) + os.pathsep + os.environ.get("PATH", ""))
     monkeypatch.setattr(confine, "_default", None)
@@ -45,7 +48,7 @@ def test_module_level_default_client(confine_bin, workdir, monkeypatch):
     assert confine.default_client().binary == confine_bin
 
 
-def test_confinement_holds(client, workdir, tmp_path):
+def test_confinement_holds(client: confine.Client, workdir: Path, tmp_path: Path) -> None:
     # A file outside the work directory cannot be written; one inside can.
     outside = tmp_path / "outside.txt"
     r = client.run(["sh", "-c", 'echo x > "$1"; echo $?; echo y > inside.txt', "sh", str(outside)], workdir=workdir)
@@ -57,14 +60,14 @@ def test_confinement_holds(client, workdir, tmp_path):
         f.write("x")
 
 
-def test_env_and_input(client, workdir, monkeypatch):
+def test_env_and_input(client: confine.Client, workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYCLIENT_PASSED", "from-caller")
     r = client.run(["sh", "-c", 'echo "$PYCLIENT_SET $PYCLIENT_PASSED"; cat'], workdir=workdir,
                    env={"PYCLIENT_SET": "set", "PYCLIENT_PASSED": None}, input=b"stdin-bytes")
     assert r.stdout.text == "set from-caller\nstdin-bytes"
 
 
-def test_timeout(client, workdir):
+def test_timeout(client: confine.Client, workdir: Path) -> None:
     r = client.run(["sleep", "30"], workdir=workdir, timeout=0.5, kill_grace=0.2)
     assert r.timed_out and r.killed
     assert r.exit_status == confine.EXIT_TIMEOUT == 124
@@ -79,7 +82,7 @@ BACKENDS = ["", "core"]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_timeout_kills_tree(client, workdir, backend):
+def test_timeout_kills_tree(client: confine.Client, workdir: Path, backend: str) -> None:
     mark = "pyclient-" + uuid.uuid4().hex
     r = client.run(["sh", "-c", "(setsid sh -c 'sleep 300' &); sleep 300"], workdir=workdir, backend=backend,
                    env={"PYCLIENT_MARK": mark}, timeout=1, kill_grace=0.2)
@@ -87,7 +90,7 @@ def test_timeout_kills_tree(client, workdir, backend):
     assert pids_with_mark(mark) == []
 
 
-def test_bounded_output(client, workdir):
+def test_bounded_output(client: confine.Client, workdir: Path) -> None:
     limit = 64 << 10
     r = client.run(["sh", "-c", "echo HEAD; head -c 5000000 /dev/zero | tr '\\0' a; echo; echo TAIL"],
                    workdir=workdir, output_limit=limit)
@@ -98,7 +101,7 @@ def test_bounded_output(client, workdir):
     assert confine._result.TRUNCATION_MARKER in s.text
 
 
-def test_not_found_and_not_executable(client, workdir):
+def test_not_found_and_not_executable(client: confine.Client, workdir: Path) -> None:
     with pytest.raises(confine.Refused) as ei:
         client.run(["/nonexistent/program"], workdir=workdir)
     assert ei.value.kind == "not_found" and ei.value.exit_status == confine.EXIT_NOT_FOUND
@@ -115,8 +118,8 @@ def test_not_found_and_not_executable(client, workdir):
     ({"workdir": "/nonexistent/dir"}, "usage"),
     ({"ro": ["/nonexistent/root"]}, "usage"),
 ])
-def test_refusals(client, workdir, kwargs, kind):
-    args = {"workdir": workdir}
+def test_refusals(client: confine.Client, workdir: Path, kwargs: Dict[str, Any], kind: str) -> None:
+    args: Dict[str, Any] = {"workdir": workdir}
     args.update(kwargs)
     with pytest.raises(confine.Refused) as ei:
         client.run(["true"], **args)
@@ -124,7 +127,7 @@ def test_refusals(client, workdir, kwargs, kind):
     assert ei.value.message
 
 
-def test_unavailable_names_why(client, workdir, tmp_path):
+def test_unavailable_names_why(client: confine.Client, workdir: Path, tmp_path: Path) -> None:
     prof = tmp_path / "hostile.toml"
     prof.write_text('name = "hostile"\ntier = 3\n')
     with pytest.raises(confine.SandboxUnavailable) as ei:
@@ -136,20 +139,21 @@ def test_unavailable_names_why(client, workdir, tmp_path):
     {"timeout": -1}, {"timeout": 0}, {"timeout": float("nan")}, {"memory": 0}, {"memory": 1.5},
     {"max_procs": True}, {"env": {"A=B": "x"}}, {"workdir": None},
 ])
-def test_bad_arguments(client, workdir, kwargs):
-    args = {"workdir": workdir}
+def test_bad_arguments(client: confine.Client, workdir: Path, kwargs: Dict[str, Any]) -> None:
+    args: Dict[str, Any] = {"workdir": workdir}
     args.update(kwargs)
     with pytest.raises(ValueError):
         client.run(["true"], **args)
 
 
-def test_bad_argv(client, workdir):
-    for argv in ([], "echo hi", [b"echo"]):
+def test_bad_argv(client: confine.Client, workdir: Path) -> None:
+    bad: List[Any] = [[], "echo hi", [b"echo"]]
+    for argv in bad:
         with pytest.raises(ValueError):
             client.run(argv, workdir=workdir)
 
 
-def test_missing_binary_fails_closed(workdir, tmp_path):
+def test_missing_binary_fails_closed(workdir: Path, tmp_path: Path) -> None:
     c = confine.Client(str(tmp_path / "no-such-confine"))
     with pytest.raises(confine.SandboxUnavailable) as ei:
         c.run(["true"], workdir=workdir)
@@ -160,7 +164,7 @@ def test_missing_binary_fails_closed(workdir, tmp_path):
         confine.Client("no-such-confine-on-path").binary
 
 
-def test_too_old_binary_fails_closed(workdir, tmp_path):
+def test_too_old_binary_fails_closed(workdir: Path, tmp_path: Path) -> None:
     # What an older confine does: `version --json` is an unknown flag.
     old = write_exe(tmp_path / "confine-old", "#!/bin/sh\necho 'confine: unknown flag: --json' >&2; exit 125\n")
     # A binary that reports an older interface revision.
@@ -175,7 +179,7 @@ def test_too_old_binary_fails_closed(workdir, tmp_path):
     assert not ran.exists()
 
 
-def test_check(client):
+def test_check(client: confine.Client) -> None:
     a = client.check()
     assert a.binary == client.binary and a.json_api >= confine.MIN_JSON_API
     assert a.guarantees and {g.name for g in a.guarantees} >= {"no-network", "tree-kill"}
@@ -185,7 +189,7 @@ def test_check(client):
         assert a.reason and (a.missing or not a.backend)
 
 
-def test_result_keeps_unknown_fields():
+def test_result_keeps_unknown_fields() -> None:
     d = {"run_id": "x", "exit_code": 0, "stdout": {"head": "a", "total_bytes": 1, "truncated": False},
          "stderr": {"head": "", "total_bytes": 0, "truncated": False}, "future_field": {"n": 1},
          "usage": {"user_cpu_ns": 1, "sys_cpu_ns": 2, "max_rss_kb": 3, "future": 4}}
@@ -193,7 +197,7 @@ def test_result_keeps_unknown_fields():
     assert r.extra == {"future_field": {"n": 1}} and r.usage.max_rss_kb == 3
 
 
-def test_result_fields_match_cli(client, workdir):
+def test_result_fields_match_cli(client: confine.Client, workdir: Path) -> None:
     """Every field `confine run --json` prints is a Result field or lands in
     extra; the fields this client knows are the CLI's names."""
     r = client.run(["true"], workdir=workdir)
@@ -202,15 +206,15 @@ def test_result_fields_match_cli(client, workdir):
 
 # -- asyncio ---------------------------------------------------------------
 
-def test_run_async(client, workdir):
-    async def main():
+def test_run_async(client: confine.Client, workdir: Path) -> None:
+    async def main() -> List[str]:
         rs = await asyncio.gather(*(client.run_async(["sh", "-c", "echo %d" % i], workdir=workdir)
                                     for i in range(4)))
         return [r.stdout.text for r in rs]
     assert asyncio.run(main()) == ["0\n", "1\n", "2\n", "3\n"]
 
 
-def test_async_concurrency_limit(confine_bin, workdir):
+def test_async_concurrency_limit(confine_bin: str, workdir: Path) -> None:
     """With max_concurrent=2, a third run starts only when one of the two
     has finished. The runs block until a file appears, so this holds
     however slow the machine is."""
@@ -218,10 +222,10 @@ def test_async_concurrency_limit(confine_bin, workdir):
     started, release = workdir / "started", workdir / "release"
     script = 'echo "$1" >> started; while [ ! -e release ]; do sleep 0.02; done'
 
-    def lines():
+    def lines() -> List[str]:
         return started.read_text().split() if started.exists() else []
 
-    async def main():
+    async def main() -> List[confine.Result]:
         tasks = [asyncio.create_task(c.run_async(["sh", "-c", script, "sh", str(i)], workdir=workdir))
                  for i in range(3)]
         while len(lines()) < 2:
@@ -243,7 +247,7 @@ def test_async_concurrency_limit(confine_bin, workdir):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_cancel_kills_tree(client, workdir, backend):
+def test_cancel_kills_tree(client: confine.Client, workdir: Path, backend: str) -> None:
     """Cancelling the asyncio task ends the whole tree: a child, and a
     grandchild that called setsid() and double-forked, all gone when the
     CancelledError reaches the caller."""
@@ -259,7 +263,7 @@ def test_cancel_kills_tree(client, workdir, backend):
     assert pids_with_mark(mark) == [], "survivors of a cancelled run"
 
 
-def test_sync_interrupt_kills_tree(confine_bin, workdir, tmp_path):
+def test_sync_interrupt_kills_tree(confine_bin: str, workdir: Path, tmp_path: Path) -> None:
     """A KeyboardInterrupt in the caller of run() ends the tree too: run
     the client in a child Python and SIGINT it alone (not its group)."""
     import subprocess
@@ -293,7 +297,7 @@ def test_sync_interrupt_kills_tree(confine_bin, workdir, tmp_path):
     assert pids_with_mark(mark) == []
 
 
-def test_caller_killed_ends_run(confine_bin, workdir):
+def test_caller_killed_ends_run(confine_bin: str, workdir: Path) -> None:
     """A caller killed outright (SIGKILL: no handler, no finally) cannot
     end its run; the client passes --die-with-parent, so confine does.
     The Go side's control (internal/cli TestDieWithParent) shows a run
@@ -323,7 +327,7 @@ def test_caller_killed_ends_run(confine_bin, workdir):
     assert pids_with_mark(mark) == [], "the run outlived its killed caller"
 
 
-def test_cli_and_client_agree(client, workdir):
+def test_cli_and_client_agree(client: confine.Client, workdir: Path) -> None:
     """The client's Result carries what `confine run --json` prints."""
     import subprocess
     p = subprocess.run([client.binary, "run", "--json", "--workdir", str(workdir), "--", "sh", "-c", "echo a; exit 5"],
@@ -335,7 +339,7 @@ def test_cli_and_client_agree(client, workdir):
     assert [g["name"] for g in d["guarantees"]] == [g.name for g in r.guarantees]
 
 
-def test_unavailable_guarantees_parsed(tmp_path, workdir):
+def test_unavailable_guarantees_parsed(tmp_path: Path, workdir: Path) -> None:
     """This host enforces every guarantee, so a refusal naming guarantees
     comes from a stand-in binary speaking confine's refusal object (the Go
     side's naming is internal/cli TestNamedGuarantees)."""
@@ -352,7 +356,7 @@ def test_unavailable_guarantees_parsed(tmp_path, workdir):
     assert "landlock abi 6" in str(ei.value)
 
 
-def test_no_json_refusal(tmp_path, workdir):
+def test_no_json_refusal(tmp_path: Path, workdir: Path) -> None:
     """A bad flag value is refused by the flag parser before any JSON: the
     client still raises Refused with confine's message."""
     fake = write_exe(tmp_path / "confine-flag", "#!/bin/sh\n"
@@ -363,7 +367,7 @@ def test_no_json_refusal(tmp_path, workdir):
     assert ei.value.kind == "usage" and "--timeout" in ei.value.message
 
 
-def test_result_mirrors_command_result():
+def test_result_mirrors_command_result() -> None:
     """Result has a field for every JSON field of spec.CommandResult (the
     Go struct, read from the repository), omitempty ones included."""
     import dataclasses
@@ -382,7 +386,7 @@ def test_result_mirrors_command_result():
     assert py_fields - go_fields == set(), "Result fields CommandResult does not have"
 
 
-def test_persistence_reported(client, workdir, tmp_path):
+def test_persistence_reported(client: confine.Client, workdir: Path, tmp_path: Path) -> None:
     """In a git work tree the guard keeps .git read-only; with the guard
     waived, a command that plants a git hook has it in its result."""
     os.makedirs(os.path.join(workdir, ".git", "hooks"))
@@ -398,7 +402,7 @@ def test_persistence_reported(client, workdir, tmp_path):
     assert confine.Persistence(path=".git/hooks/pre-commit", kind="created", what="git hooks") in r.persistence, r.persistence
 
 
-def test_binary_lookup(confine_bin, workdir, tmp_path, monkeypatch):
+def test_binary_lookup(confine_bin: str, workdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Without binary=, the client takes $CONFINE_BIN, then `confine` on
     PATH, never the current directory; a miss says how to fix it."""
     empty = tmp_path / "empty-path"
@@ -430,7 +434,7 @@ def test_binary_lookup(confine_bin, workdir, tmp_path, monkeypatch):
     assert confine.Client(confine_bin).binary == confine_bin
 
 
-def test_output_bytes_exact(client, workdir):
+def test_output_bytes_exact(client: confine.Client, workdir: Path) -> None:
     """Bytes that are not UTF-8 come back exactly (data), and as text with
     U+FFFD; head and tail of a truncated stream too."""
     r = client.run(["printf", r"a\377\376\000b\n"], workdir=workdir)
@@ -443,13 +447,13 @@ def test_output_bytes_exact(client, workdir):
     assert r.stdout.data.startswith(r.stdout.head_bytes) and r.stdout.data.endswith(r.stdout.tail_bytes)
 
 
-def test_live_output_callback(client, workdir):
+def test_live_output_callback(client: confine.Client, workdir: Path) -> None:
     """on_output sees each chunk as it is written, before the run ends: the
     command waits for a file that only the callback creates."""
     gate = workdir / "gate"
     seen = []
 
-    def on_output(stream, chunk):
+    def on_output(stream: str, chunk: bytes) -> None:
         seen.append((stream, chunk))
         if b"waiting" in chunk:
             gate.write_text("go")
@@ -468,7 +472,7 @@ def test_live_output_callback(client, workdir):
     assert ei.value.exit_status == 127
 
 
-def test_live_output_async(client, workdir):
+def test_live_output_async(client: confine.Client, workdir: Path) -> None:
     seen = []
     r = asyncio.run(client.run_async(["sh", "-c", "echo one; echo two >&2"], workdir=workdir,
                                      on_output=lambda s, c: seen.append((s, c))))
@@ -477,7 +481,7 @@ def test_live_output_async(client, workdir):
     assert b"".join(c for s, c in seen if s == "stderr") == b"two\n"
 
 
-def test_check_raises(client, workdir):
+def test_check_raises(client: confine.Client, workdir: Path) -> None:
     """check=True: a non-zero status raises CommandFailed with the result;
     zero returns it."""
     assert client.run(["true"], workdir=workdir, check=True).ok

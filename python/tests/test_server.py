@@ -6,6 +6,9 @@ import signal
 import subprocess
 import uuid
 
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Tuple, Type
+
 import pytest
 
 import confine
@@ -14,13 +17,14 @@ from conftest import cancel_when_up, pids_with_mark
 
 
 @pytest.fixture
-def server(confine_bin, tmp_path):
+def server(confine_bin: str, tmp_path: Path) -> Iterator[str]:
     """A `confine serve` of ours on a socket in a 0700 directory."""
     d = tmp_path / "srv"
     d.mkdir(mode=0o700)
     sock = str(d / "serve.sock")
     p = subprocess.Popen([confine_bin, "serve", "--socket", sock], stdin=subprocess.DEVNULL,
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert p.stderr is not None
     line = p.stderr.readline().decode()
     if "serving uid" not in line:
         p.kill()
@@ -30,16 +34,16 @@ def server(confine_bin, tmp_path):
     p.wait(timeout=60)
 
 
-def comparable(r):
+def comparable(r: confine.Result) -> Tuple[Any, ...]:
     return (r.exit_code, r.signal, str(r.stdout), str(r.stderr), r.backend, tuple(r.layers),
             tuple((g.name, g.mechanism) for g in r.guarantees))
 
 
-def test_same_as_direct(confine_bin, server, workdir, monkeypatch):
+def test_same_as_direct(confine_bin: str, server: str, workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYCLIENT_PASSED", "yes")
     monkeypatch.setenv("PYCLIENT_NOT_PASSED", "secret")
     argv = ["sh", "-c", 'echo out; echo err >&2; echo "$FOO|$PYCLIENT_PASSED|$PYCLIENT_NOT_PASSED|$LANG"; cat; exit 3']
-    kw = dict(workdir=workdir, env={"FOO": "bar", "PYCLIENT_PASSED": None}, input=b"in\n", event_log="off")
+    kw: Dict[str, Any] = dict(workdir=workdir, env={"FOO": "bar", "PYCLIENT_PASSED": None}, input=b"in\n", event_log="off")
     direct = confine.Client(confine_bin, server=False).run(argv, **kw)
     via = confine.Client(confine_bin, server=server).run(argv, **kw)
     assert comparable(via) == comparable(direct)
@@ -51,7 +55,7 @@ def test_same_as_direct(confine_bin, server, workdir, monkeypatch):
     (["/nonexistent"], confine.Refused, 127),
     (["true"], confine.Refused, 125),  # with a refused variable, below
 ])
-def test_refusals_as_direct(confine_bin, server, workdir, argv, exc, status):
+def test_refusals_as_direct(confine_bin: str, server: str, workdir: Path, argv: List[str], exc: Type[confine.Refused], status: int) -> None:
     env = {"LD_PRELOAD": "/x.so"} if status == 125 else None
     errs = []
     for c in (confine.Client(confine_bin, server=False), confine.Client(confine_bin, server=server)):
@@ -61,7 +65,7 @@ def test_refusals_as_direct(confine_bin, server, workdir, argv, exc, status):
     assert errs[0] == errs[1] and errs[0][1] == status
 
 
-def test_no_server_refuses(confine_bin, workdir, tmp_path, monkeypatch):
+def test_no_server_refuses(confine_bin: str, workdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     sock = str(tmp_path / "none.sock")
     marker = workdir / "ran"
     for c in (confine.Client(confine_bin, server=sock), None):
@@ -75,7 +79,7 @@ def test_no_server_refuses(confine_bin, workdir, tmp_path, monkeypatch):
         assert not marker.exists(), "a run went ahead without its server"
 
 
-def test_cancel_kills_tree(confine_bin, server, workdir):
+def test_cancel_kills_tree(confine_bin: str, server: str, workdir: Path) -> None:
     client = confine.Client(confine_bin, server=server)
     mark = "pyserve-" + uuid.uuid4().hex
     script = "(setsid sh -c 'echo x > up.daemon; sleep 300' &); sleep 300 & echo x > up.child; wait"
@@ -85,7 +89,7 @@ def test_cancel_kills_tree(confine_bin, server, workdir):
     assert pids_with_mark(mark) == [], "survivors of a cancelled run"
 
 
-def test_server_bytes_check_and_no_live_output(confine_bin, server, workdir):
+def test_server_bytes_check_and_no_live_output(confine_bin: str, server: str, workdir: Path) -> None:
     """Through a server: exact bytes and check=True as in a direct run;
     on_output, which needs a direct run's pipes, is refused before
     anything runs."""
@@ -99,7 +103,7 @@ def test_server_bytes_check_and_no_live_output(confine_bin, server, workdir):
         c.run(["true"], workdir=workdir, on_output=lambda s, b: None)
 
 
-def test_module_run_server_starts_no_binary(confine_bin, server, workdir):
+def test_module_run_server_starts_no_binary(confine_bin: str, server: str, workdir: Path) -> None:
     """confine.run(..., server=SOCKET) speaks to the server over its socket:
     with a default client whose binary does not exist it still runs (no
     confine process is started here); server=False runs directly, which
@@ -115,7 +119,7 @@ def test_module_run_server_starts_no_binary(confine_bin, server, workdir):
         confine.set_default_client(before)
 
 
-def test_server_runs_start_clean(confine_bin, server, workdir):
+def test_server_runs_start_clean(confine_bin: str, server: str, workdir: Path) -> None:
     """Each run through the server gets a private HOME and TMPDIR of its
     own, empty, whatever the run before it left there."""
     c = confine.Client(confine_bin, server=server)
@@ -130,7 +134,7 @@ def test_server_runs_start_clean(confine_bin, server, workdir):
         seen.add(lines[-1])
 
 
-def test_guard_profile_as_direct(confine_bin, server, workdir, tmp_path):
+def test_guard_profile_as_direct(confine_bin: str, server: str, workdir: Path, tmp_path: Path) -> None:
     """A profile file's [guard] (docs/guard.md) holds through the client,
     direct and through the server: its refused entries stay unchanged,
     its reported ones are written and in the result's persistence list,

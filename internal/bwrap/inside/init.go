@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -47,8 +48,8 @@ func initMain(p *plan.Plan, status *os.File) int {
 	}
 	// bwrap made the namespaces, the mounts and this session
 	// (--new-session); only the private tmpfs mounts it made are left to
-	// grant.
-	p.Landlock.ReadWrite = append(p.Landlock.ReadWrite, nsinit.PlanLayout(p.Namespaces, nsinit.PlanRoots(p), nil).WritablePrivate()...)
+	// grant, besides the plan's roots (the plan itself is not changed).
+	private := nsinit.PlanLayout(p.Namespaces, nsinit.PlanRoots(p), nil).WritablePrivate()
 	// The ambient capabilities were for the set-up above; the command's
 	// confinement drops every other one.
 	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
@@ -59,7 +60,7 @@ func initMain(p *plan.Plan, status *os.File) int {
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT)
 
-	cmd, code, msg := startCommand(p, notify)
+	cmd, code, msg := startCommand(p, private, notify)
 	// Only the command may hold these now: the supervisor reads the status
 	// until it is closed, and waits for the listener on the socket.
 	if notify {
@@ -153,9 +154,12 @@ func zombie(pid int, buf []byte) bool {
 // startCommand starts the command as this init's child with the prepared
 // program (program.ForBwrap) and waits until it exec'd. It returns the
 // command's pid, or 0 with the exit status and message of why it never
-// started.
-func startCommand(p *plan.Plan, notify bool) (int, int, string) {
-	rs, err := landlock.Prepare(landlock.FromPlan(p))
+// started. private are the writable private mounts Landlock grants
+// besides the plan's writable roots.
+func startCommand(p *plan.Plan, private []string, notify bool) (int, int, string) {
+	pol := landlock.FromPlan(p)
+	pol.ReadWrite = append(slices.Clone(pol.ReadWrite), private...)
+	rs, err := landlock.Prepare(pol)
 	if err != nil {
 		return 0, 125, "landlock: " + err.Error()
 	}

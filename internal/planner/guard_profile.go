@@ -1,6 +1,6 @@
 //go:build linux
 
-package confine
+package planner
 
 import (
 	"fmt"
@@ -13,7 +13,7 @@ import (
 	"github.com/confine-sandbox/confine/spec"
 )
 
-// profileGuard applies a profile's [guard] changes (g) in Tier 2, at
+// ProfileGuard applies a profile's [guard] changes (g) in Tier 2, at
 // launch, beside gitGuard (which keeps git's set as a whole: a git row
 // moved to report waives no-git-persistence, policy.Profile.Waives). It
 // returns:
@@ -33,7 +33,7 @@ import (
 // It walks the writable roots only when the profile changes the set. It
 // refuses what it cannot keep read-only (a symlink or special file that
 // matches a refused row) and a writable root inside such a path.
-func profileGuard(rw []string, worktree string, guarded []string, changed bool, g guardset.Policy) ([]string, []persist.Watch, error) {
+func ProfileGuard(rw []string, worktree string, guarded []string, changed bool, g guardset.Policy) ([]string, []persist.Watch, error) {
 	if !changed {
 		return nil, nil, nil
 	}
@@ -69,6 +69,9 @@ func profileGuard(rw []string, worktree string, guarded []string, changed bool, 
 				return false, err
 			}
 			for _, e := range refused {
+				if de.Type()&fs.ModeSymlink != 0 && guardset.MatchAlias(e, rel) {
+					return false, fmt.Errorf("%s is a symlink where the refused row %s (%s) could lead a path it matches into another directory", p, e.Name, e.Pattern)
+				}
 				if !guardset.Match(e, rel) {
 					continue
 				}

@@ -1,6 +1,6 @@
 //go:build linux
 
-package confine
+package planner
 
 import "github.com/confine-sandbox/confine/internal/ledger"
 
@@ -9,6 +9,6 @@ import "github.com/confine-sandbox/confine/internal/ledger"
 // which RLIMIT_NPROC does not bound, with a process limit, and neither a
 // pids cgroup nor the PID namespace's pid_max bounds it (a stock container
 // run as root), unless the profile waives the guarantee.
-func (in *inputs) countsForks(f ledger.Facts) bool {
-	return f.RootCommand && f.Seccomp && in.limits.MaxProcs > 0 && !f.PidsCgroup && !f.PidMax && !in.pidsOptional
+func (in *Inputs) countsForks(f ledger.Facts) bool {
+	return f.RootCommand && f.Seccomp && in.Limits.MaxProcs > 0 && !f.PidsCgroup && !f.PidMax && !in.pidsOptional
 }

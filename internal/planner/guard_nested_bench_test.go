@@ -1,6 +1,6 @@
 //go:build unix
 
-package confine
+package planner
 
 import (
 	"os"

@@ -1,6 +1,6 @@
 //go:build linux
 
-package confine
+package planner
 
 import (
 	"testing"
@@ -37,8 +37,8 @@ func TestUsesMemoryCgroup(t *testing.T) {
 		{"v2 cap above --memory", capped, 256 << 20, false, true, 256 << 20},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			in := &inputs{h: host.Info{MemoryCgroup: tc.mc}, limits: spec.Limits{MemoryBytes: tc.memory}, wantPidsGroup: tc.wantPids}
-			if got := in.usesMemoryCgroup(); got != tc.want {
+			in := &Inputs{Host: host.Info{MemoryCgroup: tc.mc}, Limits: spec.Limits{MemoryBytes: tc.memory}, WantPidsGroup: tc.wantPids}
+			if got := in.UsesMemoryCgroup(); got != tc.want {
 				t.Errorf("usesMemoryCgroup = %v, want %v", got, tc.want)
 			}
 			if got := in.memoryMax(); got != tc.max {

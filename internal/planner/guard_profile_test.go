@@ -1,6 +1,6 @@
 //go:build linux
 
-package confine
+package planner
 
 import (
 	"errors"
@@ -54,6 +54,8 @@ func TestProfileGuard(t *testing.T) {
 		{name: "git row reported: nothing here (gitGuard's waiver)", changes: &guardset.Changes{Report: []string{"git-hooks"}}, rw: []string{w}},
 		{name: "symlink matching a refused row", changes: &guardset.Changes{Add: []guardset.Entry{{Name: "link", Pattern: "src/link", Default: guardset.Refuse}}},
 			rw: []string{w}, refused: "is a symlink"},
+		{name: "symlink named for a refused pattern's directory", changes: &guardset.Changes{Add: []guardset.Entry{{Name: "viasrc", Pattern: "src/link/run.sh", Default: guardset.Refuse}}},
+			rw: []string{w}, refused: "could lead"},
 		{name: "writable root inside a refused path", changes: &guardset.Changes{Add: []guardset.Entry{{Name: "build", Pattern: "build", Default: guardset.Refuse}}},
 			rw: []string{w, filepath.Join(w, "build", "Makefile")}, refused: "lies inside"},
 	} {
@@ -64,7 +66,7 @@ func TestProfileGuard(t *testing.T) {
 				must(t, err)
 			}
 			guarded := []string{filepath.Join(w, ".git"), filepath.Join(w, "vendor", "lib", ".git")}
-			keep, watch, err := profileGuard(c.rw, w, guarded, c.changes != nil, g)
+			keep, watch, err := ProfileGuard(c.rw, w, guarded, c.changes != nil, g)
 			if c.refused != "" {
 				if !errors.Is(err, ErrGuard) || !errors.Is(err, spec.ErrUnavailable) || !strings.Contains(err.Error(), c.refused) {
 					t.Fatalf("err = %v, want a guard refusal naming %q", err, c.refused)

@@ -1,6 +1,6 @@
 //go:build unix
 
-package confine
+package planner
 
 import (
 	"errors"
@@ -14,7 +14,7 @@ import (
 	"github.com/confine-sandbox/confine/spec"
 )
 
-// gitGuard returns the paths the persistence guard keeps read-only for a
+// GitGuard returns the paths the persistence guard keeps read-only for a
 // run whose writable roots are rw (canonical, the work tree first): each
 // root's .git, a directory or a gitfile, and the directory a gitfile names
 // when that lies inside the same root; then every nested repository's
@@ -22,7 +22,7 @@ import (
 // when the profile waives the guarantee. It refuses what it cannot guard:
 // a .git that is a symlink or a special file, a gitfile naming a directory
 // inside another writable root, and a writable root inside a guarded path.
-func gitGuard(rw []string, waive []string) ([]string, error) {
+func GitGuard(rw []string, waive []string) ([]string, error) {
 	if slices.Contains(waive, spec.GGitPersistence) {
 		return nil, nil
 	}

@@ -1,4 +1,4 @@
-package confine
+package planner
 
 import (
 	"fmt"
@@ -10,18 +10,17 @@ import (
 	"github.com/confine-sandbox/confine/spec"
 )
 
-// The checks every backend applies to a run's roots and environment, on
-// every OS: Linux's validate and macOS's launch call these, so both
-// refuse the same inputs with the same words.
+// The checks CheckRun (check.go) is made of: every OS's launch applies
+// them to a run's roots and environment through it.
 
-// checkWritableRoots applies the rules for the run's writable roots
+// CheckWritableRoots applies the rules for the run's writable roots
 // (canonical paths), whoever asked for them (profile, --rw, --workdir,
 // library callers): unless the profile waives fs-write-confined, none is,
 // contains or lies inside a system directory (policy.CheckWritableRoot);
 // unless it waives credentials, none holds a credential file, because
 // read access cannot be taken back from part of a directory the command
 // may write, so the secret could not be hidden.
-func checkWritableRoots(rw, waive []string) error {
+func CheckWritableRoots(rw, waive []string) error {
 	if !slices.Contains(waive, spec.GFSWrite) {
 		for _, r := range rw {
 			if err := policy.CheckWritableRoot(r); err != nil {
@@ -40,7 +39,7 @@ func checkWritableRoots(rw, waive []string) error {
 	return nil
 }
 
-// commandEnv builds the command's environment and finds its program, with
+// CommandEnv builds the command's environment and finds its program, with
 // the same rules for library callers as for the CLI: refused variables are
 // errors (envWaive lifts some), path-list variables are checked component
 // by component against the read-only roots ro and writable roots rw, PATH
@@ -50,7 +49,7 @@ func checkWritableRoots(rw, waive []string) error {
 // start). It returns the environment, the PATH components left out, and
 // the program as the run will find it from dir. HOME and TMPDIR come later,
 // with the private directory.
-func commandEnv(s *spec.CommandSpec, envWaive, ro, rw []string, callerPATH, dir string) (env, omitted []string, prog string, err error) {
+func CommandEnv(s *spec.CommandSpec, envWaive, ro, rw []string, callerPATH, dir string) (env, omitted []string, prog string, err error) {
 	env, err = policy.SanitizeEnv(s.Env, envWaive)
 	if err != nil {
 		return nil, nil, "", err
@@ -58,14 +57,14 @@ func commandEnv(s *spec.CommandSpec, envWaive, ro, rw []string, callerPATH, dir 
 	if err := policy.ValidateEnvPaths(env, ro, rw); err != nil {
 		return nil, nil, "", err
 	}
-	if !hasEnv(env, "PATH") {
+	if !HasEnv(env, "PATH") {
 		var path string
 		path, omitted = policy.DerivePATH(callerPATH, ro, rw)
 		env = append(env, "PATH="+path)
 	}
-	if !hasEnv(env, "GIT_CONFIG_NOSYSTEM") {
+	if !HasEnv(env, "GIT_CONFIG_NOSYSTEM") {
 		env = append(env, "GIT_CONFIG_NOSYSTEM=1")
 	}
-	prog, err = lookPath(s.Program, dir, env)
+	prog, err = LookPath(s.Program, dir, env)
 	return env, omitted, prog, err
 }

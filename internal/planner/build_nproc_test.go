@@ -1,6 +1,6 @@
 //go:build linux
 
-package confine
+package planner
 
 import (
 	"strings"
@@ -33,7 +33,7 @@ func TestCountsForks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			in := &inputs{limits: spec.Limits{MaxProcs: tt.maxProcs}, pidsOptional: tt.waived}
+			in := &Inputs{Limits: spec.Limits{MaxProcs: tt.maxProcs}, pidsOptional: tt.waived}
 			if got := in.countsForks(tt.f); got != tt.want {
 				t.Errorf("countsForks = %v, want %v", got, tt.want)
 			}

@@ -1,6 +1,6 @@
 //go:build unix
 
-package confine
+package planner
 
 import (
 	"errors"
@@ -142,11 +142,11 @@ func readDirEntries(dir string) ([]fs.DirEntry, error) {
 	return es, nil
 }
 
-// reportedRepos are the git directories the persistence report watches
+// ReportedRepos are the git directories the persistence report watches
 // (persist.Take's repos): the guarded paths; where the profile waives the
 // guard, the work tree's nested repositories all the same (the report is
 // then all there is), as far as nestedGit finds them.
-func reportedRepos(worktree string, guarded, waive []string) []string {
+func ReportedRepos(worktree string, guarded, waive []string) []string {
 	if !slices.Contains(waive, spec.GGitPersistence) {
 		return guarded
 	}

@@ -1,6 +1,6 @@
 //go:build unix
 
-package confine
+package planner
 
 import (
 	"errors"
@@ -105,7 +105,7 @@ func TestGitGuard(t *testing.T) {
 			if tt.waive {
 				waive = []string{spec.GGitPersistence}
 			}
-			got, err := gitGuard(rw, waive)
+			got, err := GitGuard(rw, waive)
 			if tt.refused != "" {
 				if !errors.Is(err, spec.ErrUnavailable) || !errors.Is(err, ErrGuard) || !strings.Contains(err.Error(), tt.refused) ||
 					!strings.Contains(err.Error(), "waive "+spec.GGitPersistence) {
