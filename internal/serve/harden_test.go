@@ -287,10 +287,18 @@ func TestAcceptOutOfDescriptors(t *testing.T) {
 	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
 		t.Fatal(err)
 	}
+	// Restored however the test ends (the tests after it need it).
+	t.Cleanup(func() { _ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old) })
 	var held []net.Conn
 	for !strings.Contains(logb.String(), "accept failed") {
 		c, err := net.Dial("unix", s.Socket)
 		if err != nil {
+			if errors.Is(err, syscall.EAGAIN) {
+				// The backlog is full: the server's accept is failing
+				// (or about to); its log will say so.
+				time.Sleep(time.Millisecond)
+				continue
+			}
 			if !errors.Is(err, syscall.EMFILE) {
 				t.Fatalf("dial: %v", err)
 			}
@@ -320,7 +328,16 @@ func TestAcceptOutOfDescriptors(t *testing.T) {
 	if _, err := os.Stat(s.Socket); err != nil {
 		t.Fatalf("socket after the accept errors: %v", err)
 	}
-	if r := ask(t, s.Socket, frame(goodReq)); r == nil || r.Result == nil {
+	// Dial, as a client does: the backlog may still be full of the
+	// connections closed above, which the server accepts once its
+	// back-off ends.
+	c, err := Dial(s.Socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, _ = c.Write(frame(goodReq))
+	if r := answerOf(t, c); r == nil || r.Result == nil {
 		t.Fatalf("a request after the accept errors: %+v", r)
 	}
 	select {
@@ -773,6 +790,60 @@ func TestSmallReserve(t *testing.T) {
 				if _, err := s.reserveMemory(context.Background(), tc.small, time.Now()); err != nil {
 					t.Fatalf("a small request of %d bytes: %v", tc.small, err)
 				}
+			}
+		})
+	}
+}
+
+// TestShortBacklog: a listener that went through shortBacklog (as Serve's
+// does) holds at most listenBacklog+1 connections the server has not
+// accepted (the kernel counts one over), and a non-blocking connect
+// beyond them fails at once with EAGAIN; the control, Go's listener as
+// it comes (the system's maximum), holds more.
+func TestShortBacklog(t *testing.T) {
+	tests := []struct {
+		name  string
+		short bool
+	}{
+		{"Go's default backlog (control)", false},
+		{"short backlog", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(privDir(t), "s.sock")
+			ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			if tt.short {
+				rc, err := ln.SyscallConn()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := shortBacklog(rc); err != nil {
+					t.Fatal(err)
+				}
+			}
+			held := 0
+			for range 2 * listenBacklog {
+				fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer unix.Close(fd)
+				err = unix.Connect(fd, &unix.SockaddrUnix{Name: path})
+				if errors.Is(err, unix.EAGAIN) {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				held++
+			}
+			t.Logf("%d connections held in the backlog (listenBacklog %d)", held, listenBacklog)
+			if full := held <= listenBacklog+1; full != tt.short {
+				t.Errorf("%d connections held before EAGAIN; want at most %d: %v", held, listenBacklog+1, tt.short)
 			}
 		})
 	}

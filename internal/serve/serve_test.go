@@ -18,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/confine-sandbox/confine/spec"
+	"golang.org/x/sys/unix"
 )
 
 // echoHandler answers with a result whose stdout is the request's
@@ -306,6 +307,34 @@ func TestSocketPlace(t *testing.T) {
 			}
 			return p
 		}, "not a socket"},
+		{"a live socket with its backlog full (a flood)", func(t *testing.T) string {
+			p := filepath.Join(mk(t, 0o700), "s")
+			ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: p, Net: "unix"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { ln.Close() })
+			rc, err := ln.SyscallConn()
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = rc.Control(func(fd uintptr) { err = unix.Listen(int(fd), 1) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			for {
+				fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { unix.Close(fd) })
+				if err := unix.Connect(fd, &unix.SockaddrUnix{Name: p}); errors.Is(err, unix.EAGAIN) {
+					return p
+				} else if err != nil {
+					t.Fatal(err)
+				}
+			}
+		}, "already listens"},
 		{"stale socket", func(t *testing.T) string {
 			p := filepath.Join(mk(t, 0o700), "s")
 			ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: p, Net: "unix"})

@@ -258,7 +258,12 @@ func soakRuns(t *testing.T, socket string, n int, gap time.Duration) (ds, dials 
 		if err != nil || r.Error != nil || r.Result == nil || r.Result.ExitCode != 0 {
 			t.Fatalf("run %d: %+v, %v", i, r, err)
 		}
-		ds = append(ds, time.Since(start))
+		d := time.Since(start)
+		if d > time.Second {
+			// A stall: when, and how much of it was the connect.
+			t.Logf("slow run at %s: %v, of which connect %v", start.Format("15:04:05.000"), d, dials[len(dials)-1])
+		}
+		ds = append(ds, d)
 	}
 	slices.Sort(ds)
 	slices.Sort(dials)

@@ -127,7 +127,15 @@ def receive(s: socket.socket, path: str) -> Dict[str, Any]:
     """The server's answer (read to EOF)."""
     chunks = []
     while True:
-        b = s.recv(1 << 16)
+        try:
+            b = s.recv(1 << 16)
+        except ConnectionResetError:
+            # A server that refuses at once (busy) answers and closes
+            # without reading our request: the kernel then resets the
+            # connection after the answer. The answer came all the same.
+            if not chunks:
+                raise
+            break
         if not b:
             break
         chunks.append(b)

@@ -159,3 +159,37 @@ def test_guard_profile_as_direct(confine_bin: str, server: str, workdir: Path, t
         assert [g.waived for g in r.guarantees if g.name == "no-git-persistence"] == [True]
         results.append(comparable(r))
     assert results[0] == results[1]
+
+
+def test_receive_answer_then_reset(tmp_path):
+    """A server that answers and closes with our request unread (a busy
+    refusal made before reading) resets the connection after its answer:
+    the raw read fails (the control), receive returns the answer."""
+    import json
+    import socket
+
+    from confine import _server
+
+    answer = {"error": {"kind": "busy", "message": "at the cap", "exit_status": 125}}
+    path = str(tmp_path / "s.sock")
+    for control in (True, False):
+        ln = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        ln.bind(path)
+        ln.listen(1)
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        c.connect(path)
+        c.sendall(b"\x00\x00\x00\x02{}")
+        srv, _ = ln.accept()
+        srv.sendall(json.dumps(answer).encode() + b"\n")
+        srv.close()  # the request unread: the kernel resets the connection
+        ln.close()
+        (tmp_path / "s.sock").unlink()
+        try:
+            if control:
+                with pytest.raises(ConnectionResetError):
+                    while c.recv(1 << 16):
+                        pass
+            else:
+                assert _server.receive(c, path) == answer
+        finally:
+            c.close()
