@@ -125,7 +125,7 @@ def send(s: socket.socket, req: Dict[str, Any]) -> None:
 
 def receive(s: socket.socket, path: str) -> Dict[str, Any]:
     """The server's answer (read to EOF)."""
-    chunks = []
+    chunks: List[bytes] = []
     while True:
         try:
             b = s.recv(1 << 16)

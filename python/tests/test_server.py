@@ -161,7 +161,7 @@ def test_guard_profile_as_direct(confine_bin: str, server: str, workdir: Path, t
     assert results[0] == results[1]
 
 
-def test_receive_answer_then_reset(tmp_path):
+def test_receive_answer_then_reset(tmp_path: Path) -> None:
     """A server that answers and closes with our request unread (a busy
     refusal made before reading) resets the connection after its answer:
     the raw read fails (the control), receive returns the answer."""
