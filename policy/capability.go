@@ -137,13 +137,20 @@ func (c *Cap) Expires() time.Time { return c.expires }
 // a month whatever its holder asked for.
 const maxTTL = 30 * 24 * time.Hour
 
+// maxScope bounds a capability's scope, so that every capability Mint
+// issues serialises to a token ParseToken accepts (token.MaxLen).
+const maxScope = 1024
+
 // Mint issues a capability for a built-in or registered profile, bound to
 // the profile's current Digest. ttl <= 0 means no expiry (an in-process
-// capability, which Token refuses to serialise); a ttl over maxTTL is
-// refused (spec.ErrInvalidSpec).
+// capability, which Token refuses to serialise); a ttl over maxTTL and a
+// scope over maxScope bytes are refused (spec.ErrInvalidSpec).
 func (e *Engine) Mint(profile, scope string, ttl time.Duration) (*Cap, error) {
 	if ttl > maxTTL {
 		return nil, fmt.Errorf("%w: capability ttl %v is over the maximum of %v", spec.ErrInvalidSpec, ttl, maxTTL)
+	}
+	if len(scope) > maxScope {
+		return nil, fmt.Errorf("%w: capability scope is %d bytes, over the maximum of %d", spec.ErrInvalidSpec, len(scope), maxScope)
 	}
 	p, err := e.lookup(profile)
 	if err != nil {

@@ -264,6 +264,8 @@ func FuzzParseToken(f *testing.F) {
 	f.Add(tok[:10]+"\r"+tok[10:], "")
 	f.Add("cfn1..", "")
 	f.Add("cfn1.AA.AA", strings.Repeat("s", 300))
+	f.Add("", strings.Repeat("s", maxScope))
+	f.Add("", strings.Repeat("s", maxScope+1))
 	f.Fuzz(func(t *testing.T, tok, scope string) {
 		if c, err := e.ParseToken(tok); err == nil {
 			again, err := e.Token(c)
@@ -277,6 +279,12 @@ func FuzzParseToken(f *testing.F) {
 			t.Fatalf("error %v does not wrap ErrCapability", err)
 		}
 		m, err := e.Mint("default", scope, time.Hour)
+		if len(scope) > maxScope {
+			if !errors.Is(err, spec.ErrInvalidSpec) {
+				t.Fatalf("Mint with a %d-byte scope: %v, want ErrInvalidSpec", len(scope), err)
+			}
+			return
+		}
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -48,7 +48,13 @@ func (e *Engine) Token(c *Cap) (string, error) {
 	case e.isRevoked(c.id):
 		return "", fmt.Errorf("%w: capability %s was revoked", spec.ErrCapability, c.id)
 	}
-	return e.key.Capability(capFields(c)), nil
+	tok := e.key.Capability(capFields(c))
+	if len(tok) > token.MaxLen {
+		// ParseToken would refuse it; say so here rather than hand out a
+		// token that cannot be used.
+		return "", fmt.Errorf("%w: capability %s serialises to %d bytes, over the maximum of %d", spec.ErrCapability, c.id, len(tok), token.MaxLen)
+	}
+	return tok, nil
 }
 
 // ParseToken verifies a token made by Token with this engine's key and
