@@ -217,11 +217,7 @@ func (d *direct) prepare() (*landlock.Ruleset, error) {
 		rs.Close()
 		return nil, err
 	}
-	arch, err := seccomp.NativeArch()
-	if err != nil {
-		return fail(fmt.Errorf("%w: seccomp: %v", spec.ErrLaunch, err))
-	}
-	filter, err := seccomp.Cached(seccomp.FromPlan(arch, d.sc))
+	filter, err := seccomp.Cached(d.sc)
 	if err != nil {
 		return fail(fmt.Errorf("%w: seccomp: %v", spec.ErrLaunch, err))
 	}

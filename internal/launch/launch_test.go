@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -47,7 +48,7 @@ func testPlan(t *testing.T, script string) *plan.Plan {
 			DenyTCP:   abi >= 4,
 			Scope:     abi >= 6,
 		},
-		Seccomp:       plan.Seccomp{NotifyMetadata: true, NotifyConnect: true},
+		Seccomp:       plan.Seccomp{Arch: plan.Arch(runtime.GOARCH), NotifyMetadata: true, NotifyConnect: true},
 		WritableRoots: []string{dir},
 		WallTime:      spec.DefaultLimits().WallTime,
 		KillGrace:     spec.DefaultLimits().KillGrace,

@@ -17,7 +17,7 @@ import (
 )
 
 // Create is the persistence guard's refusal of a new .git anywhere the
-// command can write (seccomp.Config.NotifyCreate), for a run that guards
+// command can write (plan.Seccomp.NotifyCreate), for a run that guards
 // a git work tree and shares the supervisor's root and mount namespace
 // (the core).
 //
@@ -45,7 +45,7 @@ type Create struct {
 	Landlock landlock.Policy
 	// Refer says Landlock governs renames and links across directories
 	// (ABI >= 2): they are performed on the confined thread too.
-	// Without it (ABI 1, seccomp.Config.NotifyRename) renameLink's
+	// Without it (ABI 1, plan.Seccomp.NotifyRename) renameLink's
 	// emulation performs those across directories, after the same name
 	// check.
 	Refer bool

@@ -10,7 +10,7 @@ import (
 
 // isFileKind says k is a file call the supervisor handles on old Landlock
 // ABIs (the seccomp filter routes them here only there; see
-// seccomp.Config.NotifyTruncate and NotifyRename): truncate(2) on ABI < 3,
+// plan.Seccomp.NotifyTruncate and NotifyRename): truncate(2) on ABI < 3,
 // which has no TRUNCATE right, and rename and link on ABI 1, which has no
 // REFER right and refuses every reparenting, even inside one writable
 // root.

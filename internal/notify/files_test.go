@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/confine-sandbox/confine/internal/plan"
 	"github.com/confine-sandbox/confine/internal/seccomp"
 )
 
@@ -159,7 +160,7 @@ func TestHandlesEveryNotifiedCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rules, err := seccomp.Denied(seccomp.Config{Arch: arch, NotifyMetadata: true, NotifyConnect: true,
+	rules, err := seccomp.Denied(plan.Seccomp{Arch: arch, NotifyMetadata: true, NotifyConnect: true,
 		NotifyProcTargets: true, NotifySignals: true, NotifyTruncate: true, NotifyRename: true, NotifyFork: true, NotifyInet: true})
 	if err != nil {
 		t.Fatal(err)
@@ -186,7 +187,7 @@ func TestHandlesEveryCreateCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rules, err := seccomp.Denied(seccomp.Config{Arch: arch, NotifyMetadata: true, NotifyConnect: true,
+	rules, err := seccomp.Denied(plan.Seccomp{Arch: arch, NotifyMetadata: true, NotifyConnect: true,
 		NotifyProcTargets: true, NotifySignals: true, NotifyTruncate: true, NotifyRename: true, NotifyFork: true, NotifyInet: true, NotifyCreate: true, NotifyGuardTree: true})
 	if err != nil {
 		t.Fatal(err)

@@ -16,7 +16,7 @@ import (
 // Bounding the run's tasks where nothing in the kernel does: uid 0 of the
 // initial user namespace is exempt from RLIMIT_NPROC, and without a
 // writable pids cgroup (a stock container run as root) the only place left
-// to count is here. The filter (seccomp.Config.NotifyFork) sends every
+// to count is here. The filter (plan.Seccomp.NotifyFork) sends every
 // clone without namespace flags, fork and vfork; clone3 is ENOSYS.
 //
 // Threads count, as they do for RLIMIT_NPROC and the pids cgroup: each is

@@ -6,7 +6,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The core's guarded work tree (seccomp.Config.NotifyGuardTree). Without
+// The core's guarded work tree (plan.Seccomp.NotifyGuardTree). Without
 // namespaces Landlock keeps a work tree's .git read-only by granting the
 // work tree's entries one by one (landlock.Policy.Guarded): the work tree
 // itself gets read and execute only. An entry made during the run (a

@@ -14,7 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Egress is network = "allowlist" (seccomp.Config.NotifyInet). The
+// Egress is network = "allowlist" (plan.Seccomp.NotifyInet). The
 // command never holds an internet socket of its own making:
 //
 //   - socket(AF_INET or AF_INET6, SOCK_STREAM, 0 or IPPROTO_TCP) comes
@@ -76,7 +76,7 @@ func (t *task) socket() result {
 	const flagMask = unix.SOCK_NONBLOCK | unix.SOCK_CLOEXEC
 	switch {
 	case eg == nil && (domain == unix.AF_INET || domain == unix.AF_INET6):
-		// network = "deny-all" (seccomp.Config.ReportInet).
+		// network = "deny-all" (plan.Seccomp.ReportInet).
 		return deny(unix.EAFNOSUPPORT, NetworkDenied, inetFamily(domain))
 	case eg == nil:
 		return deny(unix.EAFNOSUPPORT, "internet socket without an egress proxy", "")

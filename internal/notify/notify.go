@@ -94,11 +94,11 @@ type Config struct {
 	// Create.Namespaced (inroot.go).
 	Namespaced bool
 	// Create, when set, refuses a new .git (see Create); the filter
-	// then sends the calls that create names (seccomp.Config.NotifyCreate).
+	// then sends the calls that create names (plan.Seccomp.NotifyCreate).
 	Create *Create
 	// MaxTasks, when > 0, bounds the run's tasks (threads included)
 	// below Init: the task creations the filter sends
-	// (seccomp.Config.NotifyFork) fail with EAGAIN once the run holds
+	// (plan.Seccomp.NotifyFork) fail with EAGAIN once the run holds
 	// MaxTasks (see fork.go). It needs Init.
 	MaxTasks int
 }
@@ -122,7 +122,7 @@ func Syscalls() []string {
 }
 
 // CreateSyscalls returns the names of the further system calls Serve
-// handles with Config.Create (seccomp.Config.NotifyCreate), sorted; rename
+// handles with Config.Create (plan.Seccomp.NotifyCreate), sorted; rename
 // and link are among Syscalls already.
 func CreateSyscalls() []string {
 	var names []string

@@ -242,7 +242,7 @@ func (h *handler) closeTaskFiles() {
 }
 
 // keepStatus says the handler may keep a task's groups between its calls:
-// the filter sends setgroups to the supervisor (seccomp.Config.NotifyCreate,
+// the filter sends setgroups to the supervisor (plan.Seccomp.NotifyCreate,
 // which every run with Config.Create has) and the kernel reports a
 // thread's ids through its pidfd.
 func (h *handler) keepStatus() bool {

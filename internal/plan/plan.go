@@ -36,58 +36,6 @@ type Landlock struct {
 	Scope     bool     `json:"scope"`
 }
 
-// Seccomp mirrors seccomp.Config.
-type Seccomp struct {
-	NotifyMetadata bool `json:"notify_metadata"`
-	NotifyConnect  bool `json:"notify_connect"`
-	// NotifyFork sends task creation to the supervisor, which bounds the
-	// run's tasks to Rlimits.NProc (uid 0 without a pids cgroup).
-	NotifyFork     bool `json:"notify_fork,omitempty"`
-	AllowUnixDgram bool `json:"allow_unix_dgram"`
-	// NotifyInet (network = "allowlist") sends TCP socket creation to the
-	// supervisor, which connects only to Plan.EgressProxy.
-	NotifyInet bool `json:"notify_inet,omitempty"`
-	// ReportInet (network = "deny-all") sends internet socket creation
-	// to the supervisor, which refuses and records it.
-	ReportInet bool `json:"report_inet,omitempty"`
-	// NotifyProcTargets and NotifySignals keep the calls that name another
-	// process inside the run. They apply only where the run ends up without
-	// a PID namespace (the core, or a fall-back to it): in one, the kernel
-	// already resolves pids within the run (see Effective).
-	NotifyProcTargets bool `json:"notify_proc_targets,omitempty"`
-	NotifySignals     bool `json:"notify_signals,omitempty"`
-	// NotifyTruncate and NotifyRename close the old-ABI gaps (see
-	// seccomp.Config): set when the Landlock ABI is below 3 and 2.
-	NotifyTruncate bool `json:"notify_truncate,omitempty"`
-	NotifyRename   bool `json:"notify_rename,omitempty"`
-	// NotifyCreate sends every call that adds a name to a directory to
-	// the supervisor, which refuses a new .git (the persistence guard in
-	// a git work tree). With namespaces the supervisor resolves the
-	// command's paths in the command's own tree (notify.Create.Namespaced).
-	NotifyCreate bool `json:"notify_create,omitempty"`
-	// NotifyGuardTree sends removals, truncations and opens for writing
-	// to the supervisor too, where Landlock grants a guarded work tree
-	// entry by entry (the core): it performs them on the entries made
-	// during the run (seccomp.Config.NotifyGuardTree).
-	NotifyGuardTree bool `json:"notify_guard_tree,omitempty"`
-}
-
-// Effective returns s as it applies to a run with (pidNS) or without a PID
-// namespace.
-func (s Seccomp) Effective(pidNS bool) Seccomp {
-	if pidNS {
-		s.NotifyProcTargets, s.NotifySignals = false, false
-	}
-	return s
-}
-
-// Listener reports whether the filter built from s hands calls to a
-// supervisor, which then needs the filter's listener.
-func (s Seccomp) Listener() bool {
-	return s.NotifyMetadata || s.NotifyConnect || s.NotifyProcTargets || s.NotifySignals ||
-		s.NotifyTruncate || s.NotifyRename || s.NotifyFork || s.NotifyInet || s.ReportInet || s.NotifyCreate || s.NotifyGuardTree
-}
-
 // Namespaces asks for the landlock+namespaces provider: the run's init is started
 // in new user, PID, mount, network, IPC and UTS namespaces, stays there as
 // the PID namespace's init, and the command's child confines itself exactly as

@@ -5,6 +5,7 @@ package planner
 import (
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -283,7 +284,7 @@ func (in *Inputs) Build(backend provider.Provider, r Resources) (Planned, error)
 			DenyTCP:   landlock.Has(in.Host.LandlockABI, landlock.FeatTCP),
 			Scope:     landlock.Has(in.Host.LandlockABI, landlock.FeatScope),
 		},
-		Seccomp: plan.Seccomp{NotifyMetadata: true, NotifyConnect: true,
+		Seccomp: plan.Seccomp{Arch: plan.Arch(runtime.GOARCH), NotifyMetadata: true, NotifyConnect: true,
 			NotifyTruncate: !landlock.Has(in.Host.LandlockABI, landlock.FeatTruncate),
 			NotifyRename:   !landlock.Has(in.Host.LandlockABI, landlock.FeatRefer),
 			NotifyFork:     in.countsForks(provider.Facts(in.Host, backend, in.runAsRoot, in.Limits.MaxProcs))},

@@ -27,7 +27,7 @@ func testPlan() *plan.Plan {
 // would be reported as names each step.
 func TestSubreapedSteps(t *testing.T) {
 	arch, _ := seccomp.NativeArch()
-	prog, err := seccomp.Cached(seccomp.Config{Arch: arch, NotifyMetadata: true})
+	prog, err := seccomp.Cached(plan.Seccomp{Arch: arch, NotifyMetadata: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestSubreapedSteps(t *testing.T) {
 // no init of its own (the init inside bwrap is pid 1 and forks it).
 func TestBwrappedSteps(t *testing.T) {
 	arch, _ := seccomp.NativeArch()
-	filter, err := seccomp.Cached(seccomp.Config{Arch: arch, NotifyMetadata: true})
+	filter, err := seccomp.Cached(plan.Seccomp{Arch: arch, NotifyMetadata: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestBwrappedSteps(t *testing.T) {
 // root detached, then the confinement.
 func TestNamespacedSteps(t *testing.T) {
 	arch, _ := seccomp.NativeArch()
-	filter, err := seccomp.Cached(seccomp.Config{Arch: arch, NotifyMetadata: true})
+	filter, err := seccomp.Cached(plan.Seccomp{Arch: arch, NotifyMetadata: true})
 	if err != nil {
 		t.Fatal(err)
 	}

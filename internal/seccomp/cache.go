@@ -5,15 +5,16 @@ package seccomp
 import (
 	"sync"
 
+	"github.com/confine-sandbox/confine/internal/plan"
 	"golang.org/x/net/bpf"
 )
 
-var built sync.Map // Config -> []bpf.RawInstruction
+var built sync.Map // plan.Seccomp -> []bpf.RawInstruction
 
-// Cached is Build, assembled once per Config for the life of the process:
+// Cached is Build, assembled once per plan.Seccomp for the life of the process:
 // the program depends on nothing else, and the kernel copies it when it is
 // installed. The caller must not modify the returned slice.
-func Cached(cfg Config) ([]bpf.RawInstruction, error) {
+func Cached(cfg plan.Seccomp) ([]bpf.RawInstruction, error) {
 	if p, ok := built.Load(cfg); ok {
 		return p.([]bpf.RawInstruction), nil
 	}

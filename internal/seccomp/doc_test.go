@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/confine-sandbox/confine/internal/docsection"
+	"github.com/confine-sandbox/confine/internal/plan"
 )
 
 const (
@@ -18,10 +19,10 @@ const (
 	endRules   = "<!-- end of seccomp rules -->\n"
 )
 
-// switches are Config's boolean fields, in their order.
+// switches are plan.Seccomp's boolean fields, in their order.
 func switches() []string {
 	var s []string
-	ty := reflect.TypeOf(Config{})
+	ty := reflect.TypeOf(plan.Seccomp{})
 	for i := range ty.NumField() {
 		if ty.Field(i).Type.Kind() == reflect.Bool {
 			s = append(s, ty.Field(i).Name)
@@ -31,12 +32,12 @@ func switches() []string {
 }
 
 // rulesMarkdown is the filter's description as a table: each rule of
-// Denied on amd64 with the Config switches that add it (or, for a rule
+// Denied on amd64 with the plan.Seccomp switches that add it (or, for a rule
 // every filter has, those that remove it), from the same rules Build
 // compiles.
 func rulesMarkdown(t *testing.T) string {
 	denied := func(on string) []Rule {
-		cfg := Config{Arch: AMD64}
+		cfg := plan.Seccomp{Arch: AMD64}
 		if on != "" {
 			reflect.ValueOf(&cfg).Elem().FieldByName(on).SetBool(true)
 		}

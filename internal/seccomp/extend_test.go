@@ -5,6 +5,8 @@ package seccomp
 import (
 	"slices"
 	"testing"
+
+	"github.com/confine-sandbox/confine/internal/plan"
 )
 
 // A notified call is data: its numbers are a row of sysnums and the switch
@@ -17,14 +19,14 @@ func TestAddNotifiedCall(t *testing.T) {
 	const name = "sync"
 	withSync := tables{
 		nums:     append(slices.Clone(sysnums), sysnum{name, 162, 81}),
-		notified: append(slices.Clone(notifiedCalls), notifiedCall{[]string{name}, func(c Config) bool { return c.NotifyMetadata }}),
+		notified: append(slices.Clone(notifiedCalls), notifiedCall{[]string{name}, func(c plan.Seccomp) bool { return c.NotifyMetadata }}),
 	}
 	if _, ok := amd64Nr[name]; ok {
 		t.Fatalf("%s already has a rule: pick another test-only call", name)
 	}
 	for _, arch := range arches {
 		for _, on := range []bool{false, true} {
-			cfg := Config{Arch: arch, NotifyMetadata: on, NotifyConnect: true}
+			cfg := plan.Seccomp{Arch: arch, NotifyMetadata: on, NotifyConnect: true}
 			v := newVMOf(t, withSync, cfg)
 			want := uint32(allow)
 			if on {

@@ -2,7 +2,10 @@
 
 package seccomp
 
-import "golang.org/x/sys/unix"
+import (
+	"github.com/confine-sandbox/confine/internal/plan"
+	"golang.org/x/sys/unix"
+)
 
 // Rules on how files are created, truncated, renamed and linked: what
 // Landlock does not govern at all (the mode of a new file) or not on old
@@ -21,7 +24,7 @@ const (
 	setIDBits = unix.S_ISUID | unix.S_ISGID
 )
 
-// renameCalls go to the supervisor under Config.NotifyRename.
+// renameCalls go to the supervisor under plan.Seccomp.NotifyRename.
 var renameCalls = []string{"rename", "renameat", "renameat2", "link", "linkat"}
 
 // fileRules returns the file-creation and truncation entries for cfg.
@@ -37,7 +40,7 @@ var renameCalls = []string{"rename", "renameat", "renameat2", "link", "linkat"}
 // the programs that do (systemd's path helpers, some hardened file
 // libraries) fall back to openat, whose arguments are checked. Go's os
 // package never calls it.
-func fileRules(cfg Config) []entry {
+func fileRules(cfg plan.Seccomp) []entry {
 	allow := uint32(unix.SECCOMP_RET_ALLOW)
 	setID := named{setIDBits, "(S_ISUID|S_ISGID)"}
 	// mode-checked calls that create an entry: sent on under NotifyCreate.
@@ -61,13 +64,13 @@ func fileRules(cfg Config) []entry {
 	return es
 }
 
-// createCalls go to the supervisor under Config.NotifyCreate, besides
+// createCalls go to the supervisor under plan.Seccomp.NotifyCreate, besides
 // renameCalls, creat, mknod, mknodat and open/openat with O_CREAT: every
 // call that adds a name to a directory (the persistence guard's refusal of
 // a new .git; see package notify, create.go).
 var createCalls = []string{"mkdir", "mkdirat", "symlink", "symlinkat"}
 
-// credCalls go to the supervisor under Config.NotifyCreate too: setgroups,
+// credCalls go to the supervisor under plan.Seccomp.NotifyCreate too: setgroups,
 // the call that changes a task's supplementary groups, which the
 // supervisor keeps between a task's calls (reading them costs a
 // generation of /proc/<tid>/status; the ids it reads each call). A
@@ -75,7 +78,7 @@ var createCalls = []string{"mkdir", "mkdirat", "symlink", "symlinkat"}
 // supervisor drops what it keeps all the same and resumes the call.
 var credCalls = []string{"setgroups"}
 
-// removeCalls go to the supervisor under Config.NotifyGuardTree, besides
+// removeCalls go to the supervisor under plan.Seccomp.NotifyGuardTree, besides
 // truncate and open/openat for writing or with O_TRUNC: the calls that
 // need a Landlock right the core's guarded work tree grants entry by
 // entry (see notify's guard tree).
@@ -96,7 +99,7 @@ var removeCalls = []string{"unlink", "unlinkat", "rmdir"}
 //   - under NotifyGuardTree, any access mode but O_RDONLY, or O_TRUNC:
 //     notify;
 //   - else allow.
-func openRules(cfg Config, flags, mode int) []argRule {
+func openRules(cfg plan.Seccomp, flags, mode int) []argRule {
 	notify := uint32(unix.SECCOMP_RET_USER_NOTIF)
 	f := arg{i: flags, name: "flags"}
 	creat := named{oCreat, "O_CREAT"}

@@ -5,11 +5,12 @@ package seccomp
 import (
 	"testing"
 
+	"github.com/confine-sandbox/confine/internal/plan"
 	"golang.org/x/sys/unix"
 )
 
 // fileCase is a row of the file rules' tables: a call, its arguments, and
-// the filter's return under the test's Config (want) and with the old-ABI
+// the filter's return under the test's configuration (want) and with the old-ABI
 // flags NotifyTruncate and NotifyRename too (old).
 type fileCase struct {
 	name string
@@ -22,7 +23,7 @@ type fileCase struct {
 // runFileCases runs cases on both arches under cfg, with the old-ABI
 // flags off and on. A call an arch lacks is passed over (arm64 has only
 // the *at forms).
-func runFileCases(t *testing.T, cfg Config, cases []fileCase) {
+func runFileCases(t *testing.T, cfg plan.Seccomp, cases []fileCase) {
 	t.Helper()
 	for _, arch := range arches {
 		_, table, _ := archInfo(arch)
@@ -87,7 +88,7 @@ func TestFileRules(t *testing.T) {
 		{"link", "link", []uint64{0, 0}, allow, notif},
 		{"linkat", "linkat", []uint64{0, 0, 0, 0, 0}, allow, notif},
 	}
-	runFileCases(t, Config{NotifyMetadata: true, NotifyConnect: true}, cases)
+	runFileCases(t, plan.Seccomp{NotifyMetadata: true, NotifyConnect: true}, cases)
 }
 
 // TestCreateRules walks NotifyCreate (the persistence guard's refusal of a
@@ -126,7 +127,7 @@ func TestCreateRules(t *testing.T) {
 		// The supervisor keeps a task's groups between its calls.
 		{"setgroups", "setgroups", []uint64{0, 0}, notif, notif},
 	}
-	runFileCases(t, Config{NotifyMetadata: true, NotifyConnect: true, NotifyCreate: true}, cases)
+	runFileCases(t, plan.Seccomp{NotifyMetadata: true, NotifyConnect: true, NotifyCreate: true}, cases)
 }
 
 // TestGuardTreeRules walks NotifyGuardTree (the core's guarded work
@@ -150,5 +151,5 @@ func TestGuardTreeRules(t *testing.T) {
 		{"rmdir", "rmdir", []uint64{0}, notif, notif},
 		{"unlinkat", "unlinkat", []uint64{0, 0, 0}, notif, notif},
 	}
-	runFileCases(t, Config{NotifyMetadata: true, NotifyConnect: true, NotifyCreate: true, NotifyGuardTree: true}, cases)
+	runFileCases(t, plan.Seccomp{NotifyMetadata: true, NotifyConnect: true, NotifyCreate: true, NotifyGuardTree: true}, cases)
 }

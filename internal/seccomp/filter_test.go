@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/confine-sandbox/confine/internal/plan"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
@@ -88,19 +89,19 @@ func seccompData(arch, nr uint32, args [6]uint64) []byte {
 // vm runs a built filter. It disassembles the raw program, so what is
 // tested is exactly what Install would load.
 type vm struct {
-	arch  Arch
+	arch  plan.Arch
 	audit uint32
 	table map[string]uint32
 	m     *bpf.VM
 }
 
-func newVM(t testing.TB, cfg Config) *vm {
+func newVM(t testing.TB, cfg plan.Seccomp) *vm {
 	t.Helper()
 	return newVMOf(t, builtin, cfg)
 }
 
 // newVMOf runs the filter built from the tables tb.
-func newVMOf(t testing.TB, tb tables, cfg Config) *vm {
+func newVMOf(t testing.TB, tb tables, cfg plan.Seccomp) *vm {
 	t.Helper()
 	raw, err := tb.build(cfg)
 	if err != nil {
@@ -168,7 +169,7 @@ func retName(r uint32) string {
 	return fmt.Sprintf("%#x", r)
 }
 
-var arches = []Arch{AMD64, ARM64}
+var arches = []plan.Arch{AMD64, ARM64}
 
 type tcase struct {
 	name string
@@ -261,7 +262,7 @@ func TestFilterTable(t *testing.T) {
 		{"", "setxattrat", nil, allow},
 	}
 	for _, arch := range arches {
-		v := newVM(t, Config{Arch: arch})
+		v := newVM(t, plan.Seccomp{Arch: arch})
 		for _, c := range cases {
 			t.Run(fmt.Sprintf("%v/%s/%s", arch, c.sys, c.name), func(t *testing.T) {
 				if got := v.run(t, v.nr(t, c.sys), c.args...); got != c.want {
@@ -274,7 +275,7 @@ func TestFilterTable(t *testing.T) {
 
 func TestForeignArchKilled(t *testing.T) {
 	cases := []struct {
-		arch  Arch
+		arch  plan.Arch
 		audit uint32
 		nr    uint32
 	}{
@@ -288,7 +289,7 @@ func TestForeignArchKilled(t *testing.T) {
 		{ARM64, unix.AUDIT_ARCH_AARCH64 &^ 1, 0}, // close but not equal
 	}
 	for _, c := range cases {
-		for _, cfg := range []Config{{Arch: c.arch}, {Arch: c.arch, NotifyConnect: true, NotifyMetadata: true, AllowUnixDgram: true}} {
+		for _, cfg := range []plan.Seccomp{{Arch: c.arch}, {Arch: c.arch, NotifyConnect: true, NotifyMetadata: true, AllowUnixDgram: true}} {
 			v := newVM(t, cfg)
 			if got := v.runArch(t, c.audit, c.nr, unix.AF_UNIX, unix.SOCK_STREAM); got != kill {
 				t.Errorf("%v filter, arch %#x nr %d = %s, want KILL_PROCESS", c.arch, c.audit, c.nr, retName(got))
@@ -298,14 +299,14 @@ func TestForeignArchKilled(t *testing.T) {
 }
 
 func TestX32Killed(t *testing.T) {
-	v := newVM(t, Config{Arch: AMD64})
+	v := newVM(t, plan.Seccomp{Arch: AMD64})
 	for _, nr := range []uint32{0, 1, 41, 42, 56, 435, 512, 547, 0x3fffffff, 0xffffffff} {
 		if got := v.run(t, x32Bit|nr); got != kill {
 			t.Errorf("amd64 nr %#x = %s, want KILL_PROCESS", x32Bit|nr, retName(got))
 		}
 	}
 	// arm64 has no such bit; a huge nr is simply unknown to the kernel.
-	v = newVM(t, Config{Arch: ARM64})
+	v = newVM(t, plan.Seccomp{Arch: ARM64})
 	if got := v.run(t, x32Bit|198, unix.AF_INET); got != allow {
 		t.Errorf("arm64 nr %#x = %s, want ALLOW", x32Bit|198, retName(got))
 	}
@@ -313,7 +314,7 @@ func TestX32Killed(t *testing.T) {
 
 func TestEveryEPERMCall(t *testing.T) {
 	for _, arch := range arches {
-		v := newVM(t, Config{Arch: arch, NotifyConnect: true, NotifyMetadata: true})
+		v := newVM(t, plan.Seccomp{Arch: arch, NotifyConnect: true, NotifyMetadata: true})
 		n := 0
 		for _, name := range epermCalls {
 			nr, ok := v.table[name]
@@ -349,7 +350,7 @@ func TestSpecificEPERMCalls(t *testing.T) {
 		"adjtimex", "nfsservctl"}
 	amd64Only := []string{"iopl", "ioperm", "uselib", "modify_ldt"}
 	for _, arch := range arches {
-		v := newVM(t, Config{Arch: arch})
+		v := newVM(t, plan.Seccomp{Arch: arch})
 		names := both
 		if arch == AMD64 {
 			names = append(slices.Clone(both), amd64Only...)
@@ -371,7 +372,7 @@ func TestSpecificEPERMCalls(t *testing.T) {
 
 func TestNotify(t *testing.T) {
 	for _, arch := range arches {
-		for _, cfg := range []Config{
+		for _, cfg := range []plan.Seccomp{
 			{Arch: arch},
 			{Arch: arch, NotifyMetadata: true},
 			{Arch: arch, NotifyConnect: true},
@@ -393,7 +394,7 @@ func TestNotify(t *testing.T) {
 					t.Errorf("%+v: %s = %s, want %s", cfg, name, retName(got), retName(want))
 				}
 			}
-			if wantN := map[Arch]int{AMD64: 20, ARM64: 14}[arch]; n != wantN {
+			if wantN := map[plan.Arch]int{AMD64: 20, ARM64: 14}[arch]; n != wantN {
 				t.Errorf("%v: %d metadata calls in table, want %d", arch, n, wantN)
 			}
 			want := uint32(allow)
@@ -416,7 +417,7 @@ func TestNotify(t *testing.T) {
 
 func TestAllowUnixDgram(t *testing.T) {
 	for _, arch := range arches {
-		v := newVM(t, Config{Arch: arch, AllowUnixDgram: true})
+		v := newVM(t, plan.Seccomp{Arch: arch, AllowUnixDgram: true})
 		for _, sys := range []string{"socket", "socketpair"} {
 			nr := v.nr(t, sys)
 			for _, c := range []struct {
@@ -444,7 +445,7 @@ func TestCommonSyscallsAllowed(t *testing.T) {
 		if arch == ARM64 {
 			common = commonARM64
 		}
-		for _, cfg := range []Config{{Arch: arch}, {Arch: arch, NotifyMetadata: true, NotifyConnect: true}} {
+		for _, cfg := range []plan.Seccomp{{Arch: arch}, {Arch: arch, NotifyMetadata: true, NotifyConnect: true}} {
 			v := newVM(t, cfg)
 			for name, nr := range common {
 				if got := v.run(t, nr, 0xffffffffffffffff, 2, 3, 4, 5, 6); got != allow {
@@ -457,7 +458,7 @@ func TestCommonSyscallsAllowed(t *testing.T) {
 
 // model is the expected outcome for nr with all-zero arguments, computed
 // from the rule lists without the decision tree.
-func model(cfg Config, table map[string]uint32, nr uint32) uint32 {
+func model(cfg plan.Seccomp, table map[string]uint32, nr uint32) uint32 {
 	if cfg.Arch == AMD64 && nr&x32Bit != 0 {
 		return kill
 	}
@@ -496,7 +497,7 @@ func model(cfg Config, table map[string]uint32, nr uint32) uint32 {
 // TestSweep runs every syscall number through the decision tree.
 func TestSweep(t *testing.T) {
 	for _, arch := range arches {
-		for _, cfg := range []Config{{Arch: arch}, {Arch: arch, NotifyMetadata: true, NotifyConnect: true},
+		for _, cfg := range []plan.Seccomp{{Arch: arch}, {Arch: arch, NotifyMetadata: true, NotifyConnect: true},
 			{Arch: arch, NotifyProcTargets: true}, {Arch: arch, NotifyMetadata: true, NotifyProcTargets: true, NotifySignals: true},
 			{Arch: arch, NotifyMetadata: true, NotifyConnect: true, NotifyTruncate: true, NotifyRename: true},
 			{Arch: arch, NotifyFork: true}} {
@@ -574,7 +575,7 @@ func constAllow(prog []bpf.RawInstruction, arch, nr uint32) bool {
 // syscall is still evaluated.
 func TestKernelActionCache(t *testing.T) {
 	for _, arch := range arches {
-		cfg := Config{Arch: arch, NotifyMetadata: true, NotifyConnect: true}
+		cfg := plan.Seccomp{Arch: arch, NotifyMetadata: true, NotifyConnect: true}
 		raw, err := Build(cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -608,7 +609,7 @@ var argFree = []string{
 }
 
 // TestArgumentFreeCallsCached pins the action-cache property by name, for
-// every Config the launcher can build: if a rule (or a prologue change,
+// every plan.Seccomp the launcher can build: if a rule (or a prologue change,
 // e.g. an argument load before the dispatch on nr) made one of these calls
 // run the filter again, each call would pay for the BPF program.
 func TestArgumentFreeCallsCached(t *testing.T) {
@@ -620,7 +621,7 @@ func TestArgumentFreeCallsCached(t *testing.T) {
 		audit, _, _ := archInfo(arch)
 		for _, notify := range []bool{false, true} {
 			for _, dgram := range []bool{false, true} {
-				cfg := Config{Arch: arch, NotifyMetadata: notify, NotifyConnect: notify, AllowUnixDgram: dgram}
+				cfg := plan.Seccomp{Arch: arch, NotifyMetadata: notify, NotifyConnect: notify, AllowUnixDgram: dgram}
 				raw, err := Build(cfg)
 				if err != nil {
 					t.Fatal(err)
@@ -649,7 +650,7 @@ func TestArgumentFreeCallsCached(t *testing.T) {
 
 func TestDenied(t *testing.T) {
 	for _, arch := range arches {
-		for _, cfg := range []Config{{Arch: arch}, {Arch: arch, NotifyMetadata: true, NotifyConnect: true, AllowUnixDgram: true}} {
+		for _, cfg := range []plan.Seccomp{{Arch: arch}, {Arch: arch, NotifyMetadata: true, NotifyConnect: true, AllowUnixDgram: true}} {
 			rules, err := Denied(cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -694,7 +695,7 @@ func TestDenied(t *testing.T) {
 			}
 		}
 	}
-	rules, _ := Denied(Config{Arch: AMD64})
+	rules, _ := Denied(plan.Seccomp{Arch: AMD64})
 	for _, r := range rules {
 		if r.Syscall == "socket" && r.Errno == unix.EAFNOSUPPORT {
 			if s := r.String(); s != "socket if domain != AF_UNIX: EAFNOSUPPORT (address family not supported by protocol)" {
@@ -719,13 +720,13 @@ func TestMissingNames(t *testing.T) {
 		}
 	}
 	all = append(all, sigchldEntry().name)
-	for _, e := range argRules(Config{}) {
+	for _, e := range argRules(plan.Seccomp{}) {
 		all = append(all, e.name)
 	}
-	for _, e := range fileRules(Config{NotifyTruncate: true, NotifyRename: true, NotifyCreate: true, NotifyGuardTree: true}) {
+	for _, e := range fileRules(plan.Seccomp{NotifyTruncate: true, NotifyRename: true, NotifyCreate: true, NotifyGuardTree: true}) {
 		all = append(all, e.name)
 	}
-	want := map[Arch][]string{
+	want := map[plan.Arch][]string{
 		AMD64: nil,
 		ARM64: {"chmod", "chown", "creat", "fork", "futimesat", "ioperm", "iopl", "lchown", "link", "mkdir", "mknod", "modify_ldt", "open", "rename", "rmdir", "symlink", "unlink", "uselib", "utime", "utimes", "vfork"},
 	}
@@ -751,11 +752,11 @@ func TestMissingNames(t *testing.T) {
 }
 
 func TestBuildErrors(t *testing.T) {
-	for _, a := range []Arch{0, 3, -1} {
-		if _, err := Build(Config{Arch: a}); err == nil {
+	for _, a := range []plan.Arch{"", "386", "riscv64"} {
+		if _, err := Build(plan.Seccomp{Arch: a}); err == nil {
 			t.Errorf("Build(Arch %v) succeeded", a)
 		}
-		if _, err := Denied(Config{Arch: a}); err == nil {
+		if _, err := Denied(plan.Seccomp{Arch: a}); err == nil {
 			t.Errorf("Denied(Arch %v) succeeded", a)
 		}
 	}
@@ -768,7 +769,7 @@ func TestBuildErrors(t *testing.T) {
 // the package doc rely on.
 func TestProgramShape(t *testing.T) {
 	for _, arch := range arches {
-		cfg := Config{Arch: arch, NotifyMetadata: true, NotifyConnect: true}
+		cfg := plan.Seccomp{Arch: arch, NotifyMetadata: true, NotifyConnect: true}
 		raw, err := Build(cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -792,7 +793,7 @@ func TestProgramShape(t *testing.T) {
 		}
 		// Decision depth for an unlisted syscall: the tree keeps it
 		// small (the kernel's cache then removes it altogether).
-		for name, nr := range map[Arch]map[string]uint32{AMD64: commonAMD64, ARM64: commonARM64}[arch] {
+		for name, nr := range map[plan.Arch]map[string]uint32{AMD64: commonAMD64, ARM64: commonARM64}[arch] {
 			if d := depth(raw, audit, nr); d > 15 {
 				t.Errorf("%v: %s takes %d instructions", arch, name, d)
 			}
@@ -865,7 +866,7 @@ func TestAssemblerFarJumps(t *testing.T) {
 }
 
 func BenchmarkFilterVM(b *testing.B) {
-	v := newVM(b, Config{Arch: AMD64, NotifyMetadata: true, NotifyConnect: true})
+	v := newVM(b, plan.Seccomp{Arch: AMD64, NotifyMetadata: true, NotifyConnect: true})
 	in := seccompData(v.audit, 257, [6]uint64{}) // openat
 	b.ResetTimer()
 	for b.Loop() {

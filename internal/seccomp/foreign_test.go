@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/confine-sandbox/confine/internal/ledger"
+	"github.com/confine-sandbox/confine/internal/plan"
 )
 
 // foreignCall is one call of a foreign ABI as the filter sees it: its
@@ -26,8 +27,8 @@ var foreignCall = map[string]struct{ audit, nr uint32 }{
 // has a row.
 func TestLedgerForeignABIs(t *testing.T) {
 	rows := ledger.ForeignABIs()
-	for _, arch := range []Arch{AMD64, ARM64} {
-		abis, ok := rows[arch.String()]
+	for _, arch := range []plan.Arch{AMD64, ARM64} {
+		abis, ok := rows[string(arch)]
 		if !ok || len(abis) == 0 {
 			t.Errorf("the ledger names no foreign ABI for %v", arch)
 			continue
@@ -38,14 +39,14 @@ func TestLedgerForeignABIs(t *testing.T) {
 				t.Errorf("%v: the ledger names %q, which this test cannot make", arch, abi)
 				continue
 			}
-			v := newVM(t, Config{Arch: arch, NotifyConnect: true, NotifyMetadata: true})
+			v := newVM(t, plan.Seccomp{Arch: arch, NotifyConnect: true, NotifyMetadata: true})
 			if got := v.runArch(t, c.audit, c.nr, unix.AF_UNIX, unix.SOCK_STREAM); got != kill {
 				t.Errorf("%v filter, %s call (arch %#x nr %#x) = %s, want KILL_PROCESS", arch, abi, c.audit, c.nr, retName(got))
 			}
 		}
 	}
 	for goarch := range rows {
-		if !slices.Contains([]string{AMD64.String(), ARM64.String()}, goarch) {
+		if !slices.Contains([]plan.Arch{AMD64, ARM64}, plan.Arch(goarch)) {
 			t.Errorf("the ledger has a row for %s, for which no filter is built", goarch)
 		}
 	}

@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/confine-sandbox/confine/internal/plan"
 	"golang.org/x/sys/unix"
 )
 
-// TestNotifyFork: under Config.NotifyFork every task-creating call that the
+// TestNotifyFork: under plan.Seccomp.NotifyFork every task-creating call that the
 // filter lets through reaches the supervisor (clone without namespace
 // flags, fork, vfork), namespace clones are still refused in BPF, clone3
 // stays ENOSYS, and without the flag nothing changes.
@@ -34,8 +35,8 @@ func TestNotifyFork(t *testing.T) {
 		{"", "vfork", nil, notif, allow},
 	}
 	for _, arch := range arches {
-		on := newVM(t, Config{Arch: arch, NotifyFork: true, NotifyMetadata: true, NotifyConnect: true})
-		off := newVM(t, Config{Arch: arch, NotifyMetadata: true, NotifyConnect: true})
+		on := newVM(t, plan.Seccomp{Arch: arch, NotifyFork: true, NotifyMetadata: true, NotifyConnect: true})
+		off := newVM(t, plan.Seccomp{Arch: arch, NotifyMetadata: true, NotifyConnect: true})
 		for _, c := range cases {
 			nr, ok := on.table[c.sys]
 			if !ok {
@@ -50,7 +51,7 @@ func TestNotifyFork(t *testing.T) {
 				}
 			})
 		}
-		rules, err := Denied(Config{Arch: arch, NotifyFork: true})
+		rules, err := Denied(plan.Seccomp{Arch: arch, NotifyFork: true})
 		if err != nil {
 			t.Fatal(err)
 		}

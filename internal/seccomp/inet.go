@@ -5,7 +5,7 @@ package seccomp
 import "golang.org/x/sys/unix"
 
 // inetSocket are the rules of socket() put before the AF_UNIX ones under
-// Config.NotifyInet: TCP sockets of AF_INET and AF_INET6 go to the
+// plan.Seccomp.NotifyInet: TCP sockets of AF_INET and AF_INET6 go to the
 // supervisor, which creates the descriptor itself; other internet sockets
 // are refused here (UDP, so DNS, raw and ICMP: only TCP reaches the proxy;
 // of the protocols, 0 or IPPROTO_TCP, not MPTCP (262), SCTP or others), and
@@ -20,7 +20,7 @@ func inetSocket() []argRule {
 }
 
 // reportInetSocket is the rule of socket() put before the AF_UNIX ones
-// under Config.ReportInet (network = "deny-all"): every socket of AF_INET
+// under plan.Seccomp.ReportInet (network = "deny-all"): every socket of AF_INET
 // or AF_INET6 goes to the supervisor, which refuses it (EAFNOSUPPORT, as
 // this filter does for every other family) and records the denial, so
 // that a run says it was refused the network. Nothing is created either

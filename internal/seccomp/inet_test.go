@@ -5,6 +5,7 @@ package seccomp
 import (
 	"testing"
 
+	"github.com/confine-sandbox/confine/internal/plan"
 	"golang.org/x/sys/unix"
 )
 
@@ -14,7 +15,7 @@ import (
 // change nothing.
 func TestNotifyInet(t *testing.T) {
 	for _, arch := range arches {
-		v := newVM(t, Config{Arch: arch, NotifyInet: true, NotifyConnect: true})
+		v := newVM(t, plan.Seccomp{Arch: arch, NotifyInet: true, NotifyConnect: true})
 		sock, pair := v.nr(t, "socket"), v.nr(t, "socketpair")
 		for _, c := range []struct {
 			nr   uint32
@@ -51,7 +52,7 @@ func TestNotifyInet(t *testing.T) {
 func TestReportInet(t *testing.T) {
 	for _, arch := range arches {
 		for _, report := range []bool{false, true} {
-			v := newVM(t, Config{Arch: arch, ReportInet: report, NotifyConnect: true})
+			v := newVM(t, plan.Seccomp{Arch: arch, ReportInet: report, NotifyConnect: true})
 			sock, pair := v.nr(t, "socket"), v.nr(t, "socketpair")
 			inet := uint32(eafnosupport)
 			if report {

@@ -20,7 +20,7 @@ import (
 // With listener set it passes SECCOMP_FILTER_FLAG_NEW_LISTENER and returns
 // the user-notification fd (close-on-exec, as the kernel creates it), which
 // the caller must hand to the supervisor before execve; otherwise it returns
-// -1. A filter built with Config.NotifyMetadata or Config.NotifyConnect
+// -1. A filter built with plan.Seccomp.NotifyMetadata or plan.Seccomp.NotifyConnect
 // needs a listener, or the notified calls fail with ENOSYS.
 func Install(prog []bpf.RawInstruction, listener bool) (notifyFD int, err error) {
 	if len(prog) == 0 || len(prog) > maxInsns {

@@ -7,14 +7,15 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/confine-sandbox/confine/internal/plan"
 	"golang.org/x/sys/unix"
 )
 
 // helperProc installs the process rules (with a listener it then closes,
 // so that every notified call fails with ENOSYS) and checks what the
 // kernel makes of each form: decided by the filter alone, or routed.
-func helperProc(t *testing.T, arch Arch) {
-	prog, err := Build(Config{Arch: arch, NotifyProcTargets: true, NotifySignals: true})
+func helperProc(t *testing.T, arch plan.Arch) {
+	prog, err := Build(plan.Seccomp{Arch: arch, NotifyProcTargets: true, NotifySignals: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/confine-sandbox/confine/internal/plan"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
@@ -160,8 +161,8 @@ func setNoNewPrivs(t *testing.T) {
 	}
 }
 
-func helperFilter(t *testing.T, arch Arch) {
-	prog, err := Build(Config{Arch: arch})
+func helperFilter(t *testing.T, arch plan.Arch) {
+	prog, err := Build(plan.Seccomp{Arch: arch})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,8 +273,8 @@ type seccompNotifResp struct {
 	flags uint32
 }
 
-func helperListener(t *testing.T, arch Arch) {
-	prog, err := Build(Config{Arch: arch, NotifyMetadata: true, NotifyConnect: true})
+func helperListener(t *testing.T, arch plan.Arch) {
+	prog, err := Build(plan.Seccomp{Arch: arch, NotifyMetadata: true, NotifyConnect: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,8 @@
 
 package seccomp
 
+import "github.com/confine-sandbox/confine/internal/plan"
+
 // Syscall numbers of the calls the filter acts on: one table, a row a
 // call, a column an architecture.
 //
@@ -162,7 +164,7 @@ var sysnums = []sysnum{
 var amd64Nr, arm64Nr = numbers(sysnums, AMD64), numbers(sysnums, ARM64)
 
 // numbers is arch's column of rows as a map from name to number.
-func numbers(rows []sysnum, arch Arch) map[string]uint32 {
+func numbers(rows []sysnum, arch plan.Arch) map[string]uint32 {
 	m := make(map[string]uint32, len(rows))
 	for _, r := range rows {
 		nr := r.amd64
@@ -180,7 +182,7 @@ func numbers(rows []sysnum, arch Arch) map[string]uint32 {
 // or the table does not name it. The supervisor (internal/notify) maps the
 // numbers it is notified of back to its handlers with it, so both sides
 // read one table.
-func Number(arch Arch, name string) (uint32, bool) {
+func Number(arch plan.Arch, name string) (uint32, bool) {
 	_, table, err := archInfo(arch)
 	if err != nil {
 		return 0, false

@@ -3,6 +3,7 @@
 package seccomp
 
 import (
+	"github.com/confine-sandbox/confine/internal/plan"
 	"golang.org/x/sys/unix"
 )
 
@@ -47,7 +48,7 @@ var enosysCalls = []string{
 	"io_uring_setup", "io_uring_enter", "io_uring_register", "clone3",
 }
 
-// metadataCalls go to the supervisor under Config.NotifyMetadata.
+// metadataCalls go to the supervisor under plan.Seccomp.NotifyMetadata.
 var metadataCalls = []string{
 	"chmod", "fchmod", "fchmodat", "fchmodat2",
 	"chown", "fchown", "lchown", "fchownat",
@@ -57,7 +58,7 @@ var metadataCalls = []string{
 	"setxattrat", "removexattrat",
 }
 
-// forkCalls go to the supervisor under Config.NotifyFork; clone does too,
+// forkCalls go to the supervisor under plan.Seccomp.NotifyFork; clone does too,
 // through its argument block, when it creates no namespace. (arm64 has
 // only clone.)
 var forkCalls = []string{"fork", "vfork"}
@@ -110,7 +111,7 @@ var (
 // unixSocket are the rules of socket(domain, type, protocol) and
 // socketpair(domain, type, protocol, sv): local sockets only. Covers MPTCP
 // and every other network protocol, which all need a non-AF_UNIX domain.
-func unixSocket(cfg Config) []argRule {
+func unixSocket(cfg plan.Seccomp) []argRule {
 	rs := []argRule{when(errno(unix.EAFNOSUPPORT), isNot(sockDomain, namedAFUnix))}
 	if !cfg.AllowUnixDgram {
 		// An allowlist rather than "!= SOCK_DGRAM": AF_UNIX silently
@@ -121,7 +122,7 @@ func unixSocket(cfg Config) []argRule {
 }
 
 // argRules are the syscalls whose outcome depends on their arguments.
-func argRules(cfg Config) []entry {
+func argRules(cfg plan.Seccomp) []entry {
 	eperm := errno(unix.EPERM)
 	allow := uint32(unix.SECCOMP_RET_ALLOW)
 	socket := unixSocket(cfg)

@@ -2,7 +2,10 @@
 
 package seccomp
 
-import "golang.org/x/sys/unix"
+import (
+	"github.com/confine-sandbox/confine/internal/plan"
+	"golang.org/x/sys/unix"
+)
 
 // Calls that act on another process named by a pid, a process group, a
 // uid or a pidfd. Without a PID namespace (the core backend) nothing but
@@ -24,7 +27,7 @@ const (
 	// procNone: no rule; the reason says what already bounds the call.
 	procNone procAction = iota
 	// procPid: the pid in argument 0 is the caller when 0 (allowed),
-	// otherwise the supervisor decides (Config.NotifyProcTargets).
+	// otherwise the supervisor decides (plan.Seccomp.NotifyProcTargets).
 	procPid
 	// procWhich: setpriority/ioprio_set(which, who, ...): a process with
 	// who 0 is the caller and a process group with who 0 the caller's
@@ -33,7 +36,7 @@ const (
 	procWhich
 	// procDeny fails with EPERM under NotifyProcTargets.
 	procDeny
-	// procSignal goes to the supervisor under Config.NotifySignals (kill
+	// procSignal goes to the supervisor under plan.Seccomp.NotifySignals (kill
 	// with pid 0, the caller's own process group, is allowed).
 	procSignal
 )
@@ -112,7 +115,7 @@ const (
 )
 
 // procEntries returns the filter entries of procCalls that cfg turns on.
-func procEntries(cfg Config) []entry {
+func procEntries(cfg plan.Seccomp) []entry {
 	notify := uint32(unix.SECCOMP_RET_USER_NOTIF)
 	eperm := errno(unix.EPERM)
 	allow := uint32(unix.SECCOMP_RET_ALLOW)

@@ -8,12 +8,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/confine-sandbox/confine/internal/plan"
 	"golang.org/x/sys/unix"
 )
 
 // procModel is the expected outcome of a procCalls row with all-zero
 // arguments (pid 0, which 0, cmd 0), for TestSweep.
-func procModel(cfg Config, name string) (uint32, bool) {
+func procModel(cfg plan.Seccomp, name string) (uint32, bool) {
 	for _, c := range procCalls {
 		if c.name != name {
 			continue
@@ -103,7 +104,7 @@ func TestProcFilterTable(t *testing.T) {
 	}
 	for _, arch := range arches {
 		for _, flags := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
-			cfg := Config{Arch: arch, NotifyMetadata: true, NotifyProcTargets: flags[0], NotifySignals: flags[1]}
+			cfg := plan.Seccomp{Arch: arch, NotifyMetadata: true, NotifyProcTargets: flags[0], NotifySignals: flags[1]}
 			v := newVM(t, cfg)
 			for _, c := range cases {
 				want := uint32(allow)
@@ -165,7 +166,7 @@ func TestProcCallsTable(t *testing.T) {
 // are on.
 func TestProcDenied(t *testing.T) {
 	for _, arch := range arches {
-		for _, cfg := range []Config{{Arch: arch}, {Arch: arch, NotifyProcTargets: true}, {Arch: arch, NotifySignals: true}} {
+		for _, cfg := range []plan.Seccomp{{Arch: arch}, {Arch: arch, NotifyProcTargets: true}, {Arch: arch, NotifySignals: true}} {
 			rules, err := Denied(cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -187,7 +188,7 @@ func TestProcDenied(t *testing.T) {
 // only for their own numbers (fcntl among them); hot calls stay free.
 func TestProcRulesKeepCache(t *testing.T) {
 	for _, arch := range arches {
-		cfg := Config{Arch: arch, NotifyMetadata: true, NotifyConnect: true, NotifyProcTargets: true, NotifySignals: true}
+		cfg := plan.Seccomp{Arch: arch, NotifyMetadata: true, NotifyConnect: true, NotifyProcTargets: true, NotifySignals: true}
 		raw, err := Build(cfg)
 		if err != nil {
 			t.Fatal(err)

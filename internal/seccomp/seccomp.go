@@ -36,155 +36,42 @@ import (
 
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
+
+	"github.com/confine-sandbox/confine/internal/plan"
 )
 
-// Arch is a syscall ABI the filter can be built for. The zero value is
-// invalid, so a Config that forgot to set it fails to build rather than
-// producing a filter for the wrong ABI.
-type Arch int
-
-// Supported architectures.
+// The architectures the filter can be built for (plan.Seccomp.Arch); any
+// other, the empty one included, fails to build.
 const (
-	AMD64 Arch = iota + 1 // x86_64 (AUDIT_ARCH_X86_64)
-	ARM64                 // aarch64 little-endian (AUDIT_ARCH_AARCH64)
+	AMD64 plan.Arch = "amd64" // x86_64 (AUDIT_ARCH_X86_64)
+	ARM64 plan.Arch = "arm64" // aarch64 little-endian (AUDIT_ARCH_AARCH64)
 )
 
-// String returns the GOARCH spelling of a.
-func (a Arch) String() string {
-	switch a {
-	case AMD64:
-		return "amd64"
-	case ARM64:
-		return "arm64"
+// NativeArch returns the GOARCH of the running binary if the filter supports it.
+func NativeArch() (plan.Arch, error) {
+	switch a := plan.Arch(runtime.GOARCH); a {
+	case AMD64, ARM64:
+		return a, nil
 	}
-	return fmt.Sprintf("Arch(%d)", int(a))
-}
-
-// NativeArch returns the Arch of the running binary.
-func NativeArch() (Arch, error) {
-	switch runtime.GOARCH {
-	case "amd64":
-		return AMD64, nil
-	case "arm64":
-		return ARM64, nil
-	}
-	return 0, fmt.Errorf("seccomp: unsupported GOARCH %q", runtime.GOARCH)
+	return "", fmt.Errorf("seccomp: unsupported GOARCH %q", runtime.GOARCH)
 }
 
 // archInfo returns the AUDIT_ARCH value and syscall table of a.
-func archInfo(a Arch) (uint32, map[string]uint32, error) {
+func archInfo(a plan.Arch) (uint32, map[string]uint32, error) {
 	switch a {
 	case AMD64:
 		return unix.AUDIT_ARCH_X86_64, amd64Nr, nil
 	case ARM64:
 		return unix.AUDIT_ARCH_AARCH64, arm64Nr, nil
 	}
-	return 0, nil, fmt.Errorf("seccomp: unsupported arch %v", a)
-}
-
-// Config selects the optional parts of the filter.
-type Config struct {
-	// Arch is the ABI of the command the filter is installed for; it
-	// must match the kernel ABI the command runs under (see NativeArch).
-	Arch Arch
-
-	// NotifyMetadata makes chmod, fchmod, fchmodat, fchmodat2, chown,
-	// fchown, lchown, fchownat, utime, utimes, futimesat, utimensat,
-	// setxattr, lsetxattr, fsetxattr, removexattr, lremovexattr,
-	// fremovexattr, setxattrat and removexattrat (those that exist on
-	// Arch) return SECCOMP_RET_USER_NOTIF, so that a supervisor resolves
-	// the path and decides. Install must then be asked for a listener,
-	// or the kernel fails these calls with ENOSYS.
-	NotifyMetadata bool
-
-	// NotifyConnect makes connect(2) return SECCOMP_RET_USER_NOTIF (the
-	// supervisor checks pathname unix sockets). Needs a listener too.
-	NotifyConnect bool
-
-	// NotifyProcTargets makes the calls that act on another process by
-	// pid or pidfd and that Landlock's scopes never cover (prlimit64,
-	// sched_set*, setpriority, ioprio_set, migrate_pages, move_pages) go
-	// to the supervisor unless they name the caller (pid 0), and refuses
-	// the forms that name a user, another process group, or a pidfd
-	// (process_mrelease). For runs without a PID namespace; see procCalls.
-	// Needs a listener.
-	NotifyProcTargets bool
-
-	// NotifySignals makes kill (but for pid 0), tkill, tgkill,
-	// rt_sigqueueinfo, rt_tgsigqueueinfo, pidfd_send_signal and
-	// fcntl(F_SETOWN) go to the supervisor, and refuses F_SETOWN_EX,
-	// FIOSETOWN and SIOCSPGRP: what Landlock's signal scope (ABI 6) does
-	// where the kernel lacks it and no PID namespace does. Needs a
-	// listener.
-	NotifySignals bool
-
-	// NotifyFork makes clone(2) without namespace flags, fork(2) and
-	// vfork(2) return SECCOMP_RET_USER_NOTIF, so that a supervisor counts
-	// the run's tasks and refuses the call past a limit (uid 0, which
-	// RLIMIT_NPROC does not bound, where no pids cgroup can be made).
-	// clone3 stays ENOSYS. Needs a listener too.
-	NotifyFork bool
-
-	// NotifyInet is network = "allowlist": socket() for AF_INET and
-	// AF_INET6 with SOCK_STREAM and protocol 0 or IPPROTO_TCP returns
-	// SECCOMP_RET_USER_NOTIF (the supervisor hands back an unconnected
-	// placeholder, see internal/notify/inet.go); every other internet
-	// socket (UDP, raw, ICMP, MPTCP, SCTP) fails with EACCES or
-	// EPROTONOSUPPORT. Needs NotifyConnect and a listener.
-	NotifyInet bool
-
-	// ReportInet is network = "deny-all" with a listener: socket() for
-	// AF_INET and AF_INET6 (any type) returns SECCOMP_RET_USER_NOTIF, and
-	// the supervisor refuses it with EAFNOSUPPORT, the errno the filter
-	// gives every other family, recording the denial so that the run
-	// reports it with its fix. Ignored with NotifyInet.
-	ReportInet bool
-
-	// AllowUnixDgram permits AF_UNIX datagram sockets. When false,
-	// socket() and socketpair() with AF_UNIX fail with EACCES unless the
-	// type is SOCK_STREAM or SOCK_SEQPACKET: an unconnected datagram
-	// socket can sendto() any pathname socket on the host without ever
-	// calling connect(), which is what NotifyConnect watches.
-	AllowUnixDgram bool
-
-	// NotifyTruncate is for Landlock ABI < 3, which has no TRUNCATE right:
-	// truncate(2) returns SECCOMP_RET_USER_NOTIF (the supervisor truncates
-	// only inside the writable roots), and open/openat with O_TRUNC fail
-	// with EACCES unless the file is opened for writing. Needs a listener.
-	NotifyTruncate bool
-
-	// NotifyRename is for Landlock ABI 1, which has no REFER right and
-	// refuses every rename or link across directories: rename, renameat,
-	// renameat2, link and linkat return SECCOMP_RET_USER_NOTIF (the
-	// supervisor performs those inside the writable roots). Needs a
-	// listener.
-	NotifyRename bool
-
-	// NotifyCreate is the persistence guard's refusal of a new .git
-	// (only for a run that guards a git work tree): every call that adds
-	// a name to a directory returns SECCOMP_RET_USER_NOTIF (mkdir,
-	// mkdirat, symlink, symlinkat, mknod, mknodat, creat, rename,
-	// renameat, renameat2, link, linkat, and open and openat with
-	// O_CREAT once the mode and truncation checks passed); the
-	// supervisor performs them on its own copy of the names. setgroups
-	// is sent too (credCalls). Needs a listener.
-	NotifyCreate bool
-
-	// NotifyGuardTree completes NotifyCreate where Landlock itself keeps
-	// the guarded paths read-only (the core), granting the directories on
-	// the way to them entry by entry: truncate, unlink, unlinkat, rmdir
-	// and open/openat for writing or with O_TRUNC return
-	// SECCOMP_RET_USER_NOTIF too, so that the supervisor can perform
-	// them on entries made during the run, which no rule covers. Needs
-	// a listener.
-	NotifyGuardTree bool
+	return 0, nil, fmt.Errorf("seccomp: unsupported arch %q", a)
 }
 
 // Rule is one line of the policy the filter enforces, for documentation
 // and `confine check`.
 type Rule struct {
 	Syscall string // name in the kernel's syscall table
-	Nr      uint32 // number on the Config's Arch
+	Nr      uint32 // number on the configuration's Arch
 	// When is the condition on the arguments under which the rule
 	// applies, in C-like notation on the low 32 bits of each argument;
 	// empty means always.
@@ -210,12 +97,12 @@ func (r Rule) String() string {
 // syscall name. It is derived from the same table Build compiles, so it
 // cannot drift from the filter. Besides these, every syscall of a foreign
 // ABI (and, on amd64, of the x32 ABI) kills the process.
-func Denied(cfg Config) ([]Rule, error) {
+func Denied(cfg plan.Seccomp) ([]Rule, error) {
 	return builtin.denied(cfg)
 }
 
 // denied is Denied on the tables t.
-func (t tables) denied(cfg Config) ([]Rule, error) {
+func (t tables) denied(cfg plan.Seccomp) ([]Rule, error) {
 	es, err := t.entries(cfg)
 	if err != nil {
 		return nil, err
@@ -232,12 +119,12 @@ func (t tables) denied(cfg Config) ([]Rule, error) {
 }
 
 // Build compiles the filter for cfg.
-func Build(cfg Config) ([]bpf.RawInstruction, error) {
+func Build(cfg plan.Seccomp) ([]bpf.RawInstruction, error) {
 	return builtin.build(cfg)
 }
 
 // build is Build on the tables t.
-func (t tables) build(cfg Config) ([]bpf.RawInstruction, error) {
+func (t tables) build(cfg plan.Seccomp) ([]bpf.RawInstruction, error) {
 	prog, err := t.program(cfg)
 	if err != nil {
 		return nil, err
@@ -274,7 +161,7 @@ const x32Bit = 0x40000000
 const leafSize = 3
 
 // program generates the filter as x/net/bpf instructions.
-func (t tables) program(cfg Config) ([]bpf.Instruction, error) {
+func (t tables) program(cfg plan.Seccomp) ([]bpf.Instruction, error) {
 	audit, _, err := archInfo(cfg.Arch)
 	if err != nil {
 		return nil, err
@@ -381,21 +268,21 @@ type entry struct {
 // notifiedCall is a row of notifiedCalls.
 type notifiedCall struct {
 	names []string
-	on    func(Config) bool // the Config switch that turns it on
+	on    func(plan.Seccomp) bool // the plan.Seccomp switch that turns it on
 }
 
 // notifiedCalls are the calls handed to the supervisor whatever their
-// arguments, each with the Config switch that turns it on. A new one is a
+// arguments, each with the plan.Seccomp switch that turns it on. A new one is a
 // row here, its numbers in sysnums, and its handler in internal/notify.
 var notifiedCalls = []notifiedCall{
-	{metadataCalls, func(c Config) bool { return c.NotifyMetadata }},
-	{[]string{"connect"}, func(c Config) bool { return c.NotifyConnect }},
-	{forkCalls, func(c Config) bool { return c.NotifyFork }},
-	{[]string{"truncate"}, func(c Config) bool { return c.NotifyTruncate || c.NotifyGuardTree }},
-	{renameCalls, func(c Config) bool { return c.NotifyRename || c.NotifyCreate }},
-	{createCalls, func(c Config) bool { return c.NotifyCreate }},
-	{credCalls, func(c Config) bool { return c.NotifyCreate }},
-	{removeCalls, func(c Config) bool { return c.NotifyGuardTree }},
+	{metadataCalls, func(c plan.Seccomp) bool { return c.NotifyMetadata }},
+	{[]string{"connect"}, func(c plan.Seccomp) bool { return c.NotifyConnect }},
+	{forkCalls, func(c plan.Seccomp) bool { return c.NotifyFork }},
+	{[]string{"truncate"}, func(c plan.Seccomp) bool { return c.NotifyTruncate || c.NotifyGuardTree }},
+	{renameCalls, func(c plan.Seccomp) bool { return c.NotifyRename || c.NotifyCreate }},
+	{createCalls, func(c plan.Seccomp) bool { return c.NotifyCreate }},
+	{credCalls, func(c plan.Seccomp) bool { return c.NotifyCreate }},
+	{removeCalls, func(c plan.Seccomp) bool { return c.NotifyGuardTree }},
 }
 
 // tables are the data a filter is built from besides its argument rules:
@@ -410,7 +297,7 @@ var builtin = tables{nums: sysnums, notified: notifiedCalls}
 
 // entries lists the rules for cfg.Arch sorted by nr; names the arch lacks
 // are skipped.
-func (t tables) entries(cfg Config) ([]entry, error) {
+func (t tables) entries(cfg plan.Seccomp) ([]entry, error) {
 	if _, _, err := archInfo(cfg.Arch); err != nil {
 		return nil, err
 	}
@@ -468,4 +355,4 @@ func (t tables) entries(cfg Config) ([]entry, error) {
 }
 
 // entries is builtin's.
-func entries(cfg Config) ([]entry, error) { return builtin.entries(cfg) }
+func entries(cfg plan.Seccomp) ([]entry, error) { return builtin.entries(cfg) }

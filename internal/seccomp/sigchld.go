@@ -2,7 +2,10 @@
 
 package seccomp
 
-import "golang.org/x/sys/unix"
+import (
+	"github.com/confine-sandbox/confine/internal/plan"
+	"golang.org/x/sys/unix"
+)
 
 // A call the supervisor decides waits for it, and a signal that arrives
 // before the supervisor has received the notification ends the wait with
@@ -24,7 +27,7 @@ import "golang.org/x/sys/unix"
 
 // restartsSigchld says whether cfg sends SIGCHLD handler installs to the
 // supervisor.
-func restartsSigchld(cfg Config) bool { return cfg.NotifyFork || cfg.NotifySignals }
+func restartsSigchld(cfg plan.Seccomp) bool { return cfg.NotifyFork || cfg.NotifySignals }
 
 // sigchldEntry is rt_sigaction(SIGCHLD, act != NULL, ...): notified; every
 // other rt_sigaction is allowed.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/confine-sandbox/confine/internal/plan"
 	"golang.org/x/sys/unix"
 )
 
@@ -28,7 +29,7 @@ func TestSigchldToSupervisor(t *testing.T) {
 		{"sigurg (Go preemption)", []uint64{uint64(unix.SIGURG), 0x7ffc0000}, allow},
 	}
 	for _, arch := range arches {
-		for _, cfg := range []Config{
+		for _, cfg := range []plan.Seccomp{
 			{Arch: arch, NotifyFork: true},
 			{Arch: arch, NotifySignals: true},
 			{Arch: arch, NotifyMetadata: true, NotifyConnect: true, NotifyProcTargets: true},

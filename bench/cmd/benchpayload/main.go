@@ -36,6 +36,7 @@ import (
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 
+	"github.com/confine-sandbox/confine/internal/plan"
 	"github.com/confine-sandbox/confine/internal/seccomp"
 )
 
@@ -244,7 +245,7 @@ func installFilter(which string) error {
 		// confine-old adds the rules of Landlock ABI 1 (truncation and
 		// renames), as a run there gets.
 		old := which == "confine-old"
-		if prog, err = seccomp.Build(seccomp.Config{Arch: arch, NotifyMetadata: true, NotifyConnect: true,
+		if prog, err = seccomp.Build(plan.Seccomp{Arch: arch, NotifyMetadata: true, NotifyConnect: true,
 			NotifyTruncate: old, NotifyRename: old}); err != nil {
 			return err
 		}

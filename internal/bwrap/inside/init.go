@@ -164,11 +164,7 @@ func startCommand(p *plan.Plan, private []string, notify bool) (int, int, string
 		return 0, 125, "landlock: " + err.Error()
 	}
 	defer rs.Close()
-	arch, err := seccomp.NativeArch()
-	if err != nil {
-		return 0, 125, "seccomp: " + err.Error()
-	}
-	filter, err := seccomp.Build(seccomp.FromPlan(arch, p.Seccomp.Effective(true)))
+	filter, err := seccomp.Build(p.Seccomp.Effective(true))
 	if err != nil {
 		return 0, 125, "seccomp: " + err.Error()
 	}
