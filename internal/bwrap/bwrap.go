@@ -67,7 +67,7 @@ func Args(p *plan.Plan) []string {
 	if ns.Hostname != "" {
 		a = append(a, "--hostname", ns.Hostname)
 	}
-	l := nsinit.PlanLayout(ns, nsinit.PlanRoots(p), nil)
+	l := nsinit.PlanLayout(p, nil)
 	for _, c := range l.Private {
 		a = append(a, "--perms", "1777", "--size", strconv.FormatInt(ns.TmpfsBytes, 10), "--tmpfs", c.Dir())
 	}

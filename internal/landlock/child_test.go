@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"syscall"
 
+	"github.com/confine-sandbox/confine/internal/plan"
 	"golang.org/x/sys/unix"
 )
 
@@ -24,7 +25,7 @@ type childSpec struct {
 	// Mode: "control" runs the ops unconfined, "confined" after
 	// RestrictSelf, "exec" confines and then execve()s Argv.
 	Mode   string
-	Policy Policy
+	Policy plan.Landlock
 	Ops    []op
 	Argv   []string
 	Env    []string
@@ -57,7 +58,7 @@ func childMain(raw string) int {
 		return 2
 	}
 	if s.Mode != "control" {
-		r, err := Prepare(s.Policy)
+		r, err := Prepare(s.Policy, nil)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "child: prepare:", err)
 			return 2

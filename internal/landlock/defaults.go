@@ -81,7 +81,7 @@ func SysEntries() []string {
 // DefaultSystemReadExec returns the read+exec set that lets ordinary
 // programs run: system program and library roots, the non-secret parts of
 // /etc, ProcEntries and SysEntries. Entries may be missing on a given host,
-// so callers should also list them in Policy.Optional.
+// so callers should also list them in plan.Landlock.Optional.
 func DefaultSystemReadExec() []string {
 	out := append([]string(nil), systemRoots...)
 	out = append(out, etcEntries...)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"testing"
+
+	"github.com/confine-sandbox/confine/internal/plan"
 )
 
 // TestGuarded: a read-write root holding a guarded .git is granted around
@@ -111,9 +113,9 @@ func BenchmarkPrepareGuarded(b *testing.B) {
 		guarded []string
 	}{{"plain", nil}, {"guarded", []string{w + "/.git"}}} {
 		b.Run(bc.name, func(b *testing.B) {
-			p := Policy{ReadExec: DefaultSystemReadExec(), Optional: DefaultSystemReadExec(), ReadWrite: []string{w}, Guarded: bc.guarded}
+			p := plan.Landlock{ReadExec: DefaultSystemReadExec(), Optional: DefaultSystemReadExec(), ReadWrite: []string{w}, Guarded: bc.guarded}
 			for b.Loop() {
-				r, err := Prepare(p)
+				r, err := Prepare(p, nil)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -70,44 +70,6 @@ const (
 		ll.AccessFSWriteFile | fsIoctlDev
 )
 
-// Policy is what the confined command may touch. Every path must be
-// absolute. Paths are resolved (symlinks followed) when the ruleset is
-// prepared; Landlock rules attach to the resolved inode.
-type Policy struct {
-	// ReadExec are directories or files the command may read and execute
-	// (and list, for directories).
-	ReadExec []string
-	// ReadWrite are directories or files with every handled right
-	// (create, remove, rename/link within them (REFER), truncate, ioctl)
-	// except creating device nodes.
-	ReadWrite []string
-	// Devices are character device nodes granted read, write and ioctl
-	// one by one; a directory (such as /dev) is refused.
-	Devices []string
-	// Optional lists paths of ReadExec, ReadWrite or Devices that are
-	// skipped when they do not exist; any other path must exist.
-	Optional []string
-	// DenyTCP handles TCP bind and connect with no rule, so both are
-	// denied for every port. Needs ABI >= 4.
-	DenyTCP bool
-	// Scope forbids connecting to abstract unix sockets and signalling
-	// processes outside the sandbox. Needs ABI >= 6.
-	Scope bool
-	// Guarded are paths inside ReadWrite roots that stay read-only (the
-	// persistence guard's .git). Landlock rights are inherited by
-	// everything below the directory they are granted on, so a root
-	// holding one is granted read and execute only, and its entries one by
-	// one: every entry with the root's rights except the guarded path and
-	// the directories on the way to it, whose entries get the same
-	// treatment. Those directories' own entries are then fixed: nothing
-	// can be created, removed or renamed in them.
-	Guarded []string
-	// Defer names paths that are checked here but added by the caller
-	// later, where the path will name another inode (the /proc a new PID
-	// namespace mounts): they go to Ruleset.Deferred instead.
-	Defer func(path string) bool `json:"-"`
-}
-
 // Deferred is a rule Prepare checked but left to the caller to add.
 type Deferred struct {
 	Path     string
@@ -130,7 +92,7 @@ type Ruleset struct {
 	Scoped     uint64
 	// Skipped lists optional paths that did not exist.
 	Skipped []string
-	// Deferred are the rules Policy.Defer kept out.
+	// Deferred are the rules Prepare's deferred kept out.
 	Deferred []Deferred
 	// Resolved maps each path given to where it resolves (symlinks
 	// followed) and whether it is a directory, for callers that need it
@@ -138,19 +100,6 @@ type Ruleset struct {
 	Resolved map[string]Resolution
 
 	fsTypes map[uint64]int64 // st_dev -> statfs f_type
-}
-
-// FromPlan is the Policy for a plan's Landlock section. A plan without
-// namespaces has Landlock keep its guarded paths read-only; with them the
-// mount layout does, and the work tree's top level stays open.
-func FromPlan(p *plan.Plan) Policy {
-	l := p.Landlock
-	pol := Policy{ReadExec: l.ReadExec, ReadWrite: l.ReadWrite, Devices: l.Devices,
-		Optional: l.Optional, DenyTCP: l.DenyTCP, Scope: l.Scope}
-	if p.Backend == plan.BackendCore {
-		pol.Guarded = p.Guarded
-	}
-	return pol
 }
 
 // Resolution is where a root resolves, and whether it is a directory.
@@ -182,10 +131,13 @@ func ABI() (abi int, errata int, err error) {
 
 // Prepare creates a ruleset handling every filesystem right of the running
 // kernel's ABI (plus TCP and scopes when asked) and adds p's rules to it.
+// deferred, when not nil, names paths that are checked here but added by
+// the caller later, where the path will name another inode (the /proc a
+// new PID namespace mounts): they go to Ruleset.Deferred instead.
 // It fails, naming the path, if a non-optional path cannot be opened or is
 // of a kind the list does not allow; and if DenyTCP or Scope is asked for on
 // a kernel too old to enforce it.
-func Prepare(p Policy) (*Ruleset, error) {
+func Prepare(p plan.Landlock, deferred func(path string) bool) (*Ruleset, error) {
 	abi, _, err := ABI()
 	if err != nil {
 		return nil, err
@@ -245,8 +197,8 @@ func Prepare(p Policy) (*Ruleset, error) {
 				}
 				continue
 			}
-			deferred := p.Defer != nil && p.Defer(path)
-			skipped, err := r.addPath(l.kind, path, l.rights, optional[filepath.Clean(path)], deferred)
+			later := deferred != nil && deferred(path)
+			skipped, err := r.addPath(l.kind, path, l.rights, optional[filepath.Clean(path)], later)
 			if err != nil {
 				r.Close()
 				return nil, err

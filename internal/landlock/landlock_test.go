@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/confine-sandbox/confine/internal/plan"
 )
 
 func TestMain(m *testing.M) {
@@ -116,32 +118,32 @@ func TestPrepareRefuses(t *testing.T) {
 	blk := firstBlockDevice()
 	for _, tc := range []struct {
 		name string
-		p    Policy
+		p    plan.Landlock
 		want string // substring of the error; "" means success
 	}{
-		{"ok", Policy{ReadExec: []string{"/usr"}, ReadWrite: []string{dir, file}, Devices: []string{"/dev/null"}}, ""},
-		{"relative", Policy{ReadExec: []string{"usr"}}, `"usr" is not absolute`},
-		{"missing required", Policy{ReadWrite: []string{dir + "/nope"}}, dir + "/nope"},
-		{"missing optional", Policy{ReadExec: []string{dir + "/nope"}, Optional: []string{dir + "/nope"}}, ""},
-		{"root", Policy{ReadExec: []string{"/"}}, "granting /"},
-		{"proc", Policy{ReadExec: []string{"/proc"}}, "/proc itself"},
-		{"proc self", Policy{ReadExec: []string{"/proc/self"}}, "per-process"},
-		{"proc self status", Policy{ReadExec: []string{"/proc/self/status"}}, "per-process"},
-		{"proc pid", Policy{ReadExec: []string{"/proc/1"}}, "per-process"},
-		{"proc mounts", Policy{ReadExec: []string{"/proc/mounts"}}, "per-process"},
-		{"proc sys rw", Policy{ReadWrite: []string{"/proc/sys"}}, "procfs is never granted write"},
-		{"sysfs rw", Policy{ReadWrite: []string{"/sys/devices/system/cpu"}}, "sysfs is never granted write"},
-		{"dev readexec", Policy{ReadExec: []string{"/dev"}}, "/dev is never granted"},
-		{"dev devices", Policy{Devices: []string{"/dev"}}, "/dev is never granted"},
-		{"device in readwrite", Policy{ReadWrite: []string{"/dev/null"}}, "must be listed in Devices"},
-		{"file as device", Policy{Devices: []string{file}}, "not a character device"},
-		{"block device", Policy{Devices: []string{blk}}, "not a character device"},
+		{"ok", plan.Landlock{ReadExec: []string{"/usr"}, ReadWrite: []string{dir, file}, Devices: []string{"/dev/null"}}, ""},
+		{"relative", plan.Landlock{ReadExec: []string{"usr"}}, `"usr" is not absolute`},
+		{"missing required", plan.Landlock{ReadWrite: []string{dir + "/nope"}}, dir + "/nope"},
+		{"missing optional", plan.Landlock{ReadExec: []string{dir + "/nope"}, Optional: []string{dir + "/nope"}}, ""},
+		{"root", plan.Landlock{ReadExec: []string{"/"}}, "granting /"},
+		{"proc", plan.Landlock{ReadExec: []string{"/proc"}}, "/proc itself"},
+		{"proc self", plan.Landlock{ReadExec: []string{"/proc/self"}}, "per-process"},
+		{"proc self status", plan.Landlock{ReadExec: []string{"/proc/self/status"}}, "per-process"},
+		{"proc pid", plan.Landlock{ReadExec: []string{"/proc/1"}}, "per-process"},
+		{"proc mounts", plan.Landlock{ReadExec: []string{"/proc/mounts"}}, "per-process"},
+		{"proc sys rw", plan.Landlock{ReadWrite: []string{"/proc/sys"}}, "procfs is never granted write"},
+		{"sysfs rw", plan.Landlock{ReadWrite: []string{"/sys/devices/system/cpu"}}, "sysfs is never granted write"},
+		{"dev readexec", plan.Landlock{ReadExec: []string{"/dev"}}, "/dev is never granted"},
+		{"dev devices", plan.Landlock{Devices: []string{"/dev"}}, "/dev is never granted"},
+		{"device in readwrite", plan.Landlock{ReadWrite: []string{"/dev/null"}}, "must be listed in Devices"},
+		{"file as device", plan.Landlock{Devices: []string{file}}, "not a character device"},
+		{"block device", plan.Landlock{Devices: []string{blk}}, "not a character device"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.name == "block device" && blk == "" {
 				t.Skip("no block device in /dev")
 			}
-			r, err := Prepare(tc.p)
+			r, err := Prepare(tc.p, nil)
 			if tc.want == "" {
 				if err != nil {
 					t.Fatalf("Prepare: %v", err)
@@ -167,8 +169,8 @@ func TestPrepareRefuses(t *testing.T) {
 
 func TestPrepareSkipsOptional(t *testing.T) {
 	requireLandlock(t)
-	r, err := Prepare(Policy{ReadExec: DefaultSystemReadExec(), Devices: DefaultDevices(),
-		Optional: append(DefaultSystemReadExec(), DefaultDevices()...)})
+	r, err := Prepare(plan.Landlock{ReadExec: DefaultSystemReadExec(), Devices: DefaultDevices(),
+		Optional: append(DefaultSystemReadExec(), DefaultDevices()...)}, nil)
 	if err != nil {
 		t.Fatalf("Prepare(defaults): %v", err)
 	}
@@ -178,7 +180,7 @@ func TestPrepareSkipsOptional(t *testing.T) {
 
 func TestPrepareNetAndScope(t *testing.T) {
 	abi := requireLandlock(t)
-	r, err := Prepare(Policy{DenyTCP: true, Scope: true})
+	r, err := Prepare(plan.Landlock{DenyTCP: true, Scope: true}, nil)
 	if !Has(abi, FeatScope) {
 		if err == nil {
 			t.Fatal("Prepare with Scope succeeded below ABI 6")
@@ -322,8 +324,8 @@ func newFixture(t *testing.T, s *sandbox, uid int) *fixture {
 	return f
 }
 
-func (f *fixture) policy() Policy {
-	return Policy{
+func (f *fixture) policy() plan.Landlock {
+	return plan.Landlock{
 		ReadExec:  append(DefaultSystemReadExec(), f.ro),
 		ReadWrite: []string{f.rw, f.root + "/single.txt"},
 		Devices:   DefaultDevices(),

@@ -203,12 +203,12 @@ func (d *direct) open() error {
 // the init runs. The caller closes the ruleset.
 func (d *direct) prepare() (*landlock.Ruleset, error) {
 	p := d.p
-	policy := landlock.FromPlan(p)
+	var deferred func(path string) bool
 	if d.ns {
 		// The command sees the /proc of its own PID namespace.
-		policy.Defer = func(path string) bool { return strings.HasPrefix(path, "/proc/") }
+		deferred = func(path string) bool { return strings.HasPrefix(path, "/proc/") }
 	}
-	rs, err := landlock.Prepare(policy)
+	rs, err := landlock.Prepare(p.Landlock, deferred)
 	if err != nil {
 		return nil, fmt.Errorf("%w: landlock: %v", spec.ErrLaunch, err)
 	}
@@ -224,7 +224,7 @@ func (d *direct) prepare() (*landlock.Ruleset, error) {
 	d.privileged = program.Privileged()
 	var b *program.Prepared
 	if d.ns {
-		layout := nsinit.PlanLayout(p.Namespaces, nsinit.PlanRoots(p), func(path string) (string, bool) {
+		layout := nsinit.PlanLayout(p, func(path string) (string, bool) {
 			r := rs.Resolved[path]
 			return r.Path, r.Dir
 		})
@@ -364,7 +364,7 @@ func (d *direct) supervise(ctx context.Context) (*Outcome, error) {
 	cfg := notify.FromPlan(p)
 	cfg.Init, cfg.Stats, cfg.Egress = d.runInit, stats, egressConfig(p, d.pio.Egress)
 	if d.sc.NotifyCreate {
-		cfg.Create = &notify.Create{Landlock: landlock.FromPlan(p), Refer: !d.sc.NotifyRename,
+		cfg.Create = &notify.Create{Landlock: p.Landlock, Refer: !d.sc.NotifyRename,
 			Namespaced: d.ns, InRoot: d.private}
 	}
 	stopNotify := notify.Start(d.listener, cfg)

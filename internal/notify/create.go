@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/confine-sandbox/confine/internal/landlock"
+	"github.com/confine-sandbox/confine/internal/plan"
 	"github.com/confine-sandbox/confine/internal/seccomp"
 )
 
@@ -42,7 +43,7 @@ type Create struct {
 	// Landlock is the run's filesystem policy, which the performing
 	// threads enforce on themselves (its network and scope parts are
 	// left out: they govern nothing those threads do).
-	Landlock landlock.Policy
+	Landlock plan.Landlock
 	// Refer says Landlock governs renames and links across directories
 	// (ABI >= 2): they are performed on the confined thread too.
 	// Without it (ABI 1, plan.Seccomp.NotifyRename) renameLink's
@@ -122,7 +123,7 @@ func newCreator(c *Create) *creator {
 		return nil
 	}
 	cc := &creator{Create: *c}
-	cc.Landlock.DenyTCP, cc.Landlock.Scope, cc.Landlock.Defer = false, false, nil
+	cc.Landlock.DenyTCP, cc.Landlock.Scope = false, false
 	// The ruleset is prepared on the first call that needs it, maybe
 	// long after the launch: a granted path the command (or anyone)
 	// removed since then must not fail every later call. A path that is
@@ -136,7 +137,7 @@ func newCreator(c *Create) *creator {
 // root directory, for InRoot.
 func (c *creator) ruleset(root int) (*landlock.Ruleset, error) {
 	c.once.Do(func() {
-		c.rs, c.err = landlock.Prepare(c.Landlock)
+		c.rs, c.err = landlock.Prepare(c.Landlock, nil)
 		for _, d := range c.InRoot {
 			if c.err != nil {
 				break

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/confine-sandbox/confine/internal/landlock"
+	"github.com/confine-sandbox/confine/internal/plan"
 )
 
 // createOp makes create.go's calls for the probe: Path (from Dir) is the
@@ -112,7 +113,7 @@ func TestCreate(t *testing.T) {
 			fx := prep()
 			stats := &Stats{}
 			cfg := fx.config(stats)
-			cfg.Create = &Create{Refer: c.refer, Landlock: landlock.Policy{
+			cfg.Create = &Create{Refer: c.refer, Landlock: plan.Landlock{
 				ReadExec: []string{"/usr", "/lib", "/lib64", "/bin", "/etc", fx.base, filepath.Dir(testBin)}, ReadWrite: []string{fx.w},
 				// The system directories a guest may lack (the arm64
 				// CI guest has no /lib).

@@ -32,18 +32,6 @@ const (
 	Guarded
 )
 
-// Roots are a run's Landlock roots by kind, as the plan names them, and
-// its guarded paths.
-type Roots struct {
-	ReadExec, ReadWrite, Devices []string
-	Guarded                      []string
-}
-
-// PlanRoots are p's roots.
-func PlanRoots(p *plan.Plan) Roots {
-	return Roots{p.Landlock.ReadExec, p.Landlock.ReadWrite, p.Landlock.Devices, p.Guarded}
-}
-
 // BindPath is a root bound at its own path (symlinks resolved) into the
 // new root.
 type BindPath struct {
@@ -119,11 +107,13 @@ func FindStage() (string, error) {
 	return "", ErrNoStage
 }
 
-// PlanLayout computes the Layout for ns and the run's roots (without its
-// Stage). resolve returns a root with its symlinks resolved ("" when it
-// does not exist) and whether it is a directory (nil: find out here).
-// Roots under /proc are left out: the new /proc has its own.
-func PlanLayout(ns *plan.Namespaces, r Roots, resolve func(string) (string, bool)) Layout {
+// PlanLayout computes the Layout (without its Stage) of a plan with
+// namespaces from the plan's own data: its Landlock roots by kind, its
+// guarded paths and its namespaces' private directories. resolve returns
+// a root with its symlinks resolved ("" when it does not exist) and
+// whether it is a directory (nil: find out here). Roots under /proc are
+// left out: the new /proc has its own.
+func PlanLayout(p *plan.Plan, resolve func(string) (string, bool)) Layout {
 	if resolve == nil {
 		resolve = resolved
 	}
@@ -148,10 +138,10 @@ func PlanLayout(ns *plan.Namespaces, r Roots, resolve func(string) (string, bool
 			binds = append(binds, BindPath{Path: res, Dir: dir, Kind: k})
 		}
 	}
-	add(r.ReadExec, ReadOnly)
-	add(r.ReadWrite, ReadWrite)
-	add(r.Devices, Device)
-	for _, g := range r.Guarded {
+	add(p.Landlock.ReadExec, ReadOnly)
+	add(p.Landlock.ReadWrite, ReadWrite)
+	add(p.Landlock.Devices, Device)
+	for _, g := range p.Guarded {
 		// Canonical and checked when the plan was made. Gone since, it
 		// is bound all the same: the clone of its mount then fails and so
 		// does the run, rather than running unguarded.
@@ -168,7 +158,7 @@ func PlanLayout(ns *plan.Namespaces, r Roots, resolve func(string) (string, bool
 			l.Binds = append(l.Binds, b)
 		}
 	}
-	for _, d := range ns.Private {
+	for _, d := range p.Namespaces.Private {
 		in := false
 		for _, p := range all {
 			in = in || within(d, p)

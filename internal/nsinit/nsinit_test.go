@@ -56,14 +56,13 @@ func TestPlanLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	ns := &plan.Namespaces{Private: []string{"/dev/shm", filepath.Join(base, "a/private"), filepath.Join(base, "shm")}}
-	roots := Roots{
+	p := &plan.Plan{Namespaces: ns, Landlock: plan.Landlock{
 		ReadExec:  []string{ab, a, file, filepath.Join(link, "sub"), "/proc/cpuinfo", filepath.Join(base, "missing")},
 		ReadWrite: []string{inner, filepath.Join(base, "shm/x")},
 		Devices:   []string{"/dev/null"},
-		Guarded:   []string{git},
-	}
+	}, Guarded: []string{git}}
 	mk("shm/x")
-	l := PlanLayout(ns, roots, nil)
+	l := PlanLayout(p, nil)
 	var got []string
 	for _, b := range l.Binds {
 		got = append(got, fmt.Sprintf("%s %d %v", b.Path, b.Kind, b.Dir))

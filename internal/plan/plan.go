@@ -26,16 +26,6 @@ type Rlimits struct {
 	NoFile uint64 `json:"nofile"`
 }
 
-// Landlock mirrors landlock.Policy.
-type Landlock struct {
-	ReadExec  []string `json:"read_exec"`
-	ReadWrite []string `json:"read_write"`
-	Devices   []string `json:"devices"`
-	Optional  []string `json:"optional,omitempty"`
-	DenyTCP   bool     `json:"deny_tcp"`
-	Scope     bool     `json:"scope"`
-}
-
 // Namespaces asks for the landlock+namespaces provider: the run's init is started
 // in new user, PID, mount, network, IPC and UTS namespaces, stays there as
 // the PID namespace's init, and the command's child confines itself exactly as
@@ -156,9 +146,9 @@ type Plan struct {
 	SocketAllow   []string `json:"socket_allow,omitempty"`
 	// Guarded are paths inside the writable roots that stay read-only:
 	// the persistence guard's .git. Without namespaces Landlock grants
-	// around them (landlock.FromPlan); with them the mount layout binds
-	// them read-only (nsinit.PlanRoots). The supervisor never writes
-	// them either.
+	// around them (the planner copies them to Landlock.Guarded); with
+	// them the mount layout binds them read-only (nsinit.PlanLayout).
+	// The supervisor never writes them either.
 	Guarded []string `json:"guarded,omitempty"`
 	// GuardRows are the rows besides git's a profile's [guard] refuses
 	// (internal/guardset): a new entry the command makes that matches one,

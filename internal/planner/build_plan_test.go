@@ -3,6 +3,7 @@
 package planner
 
 import (
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -20,10 +21,15 @@ import (
 // the plan names its backend as a value that agrees with its sections,
 // two plans built from the same Inputs are equal and share no memory
 // (changing one changes neither the other nor the Inputs), so the core's
-// plan a run may fall back to is its own.
+// plan a run may fall back to is its own. The work tree is a git one:
+// its .git is guarded, by Landlock (Landlock.Guarded) in the core's plan
+// alone.
 func TestBuildNamesItsBackend(t *testing.T) {
 	work, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(work, ".git"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	h := host.ProbeBwrap(host.Probe())
@@ -65,6 +71,17 @@ func TestBuildNamesItsBackend(t *testing.T) {
 			}
 			if a.Plan.Backend != tc.want || a.Plan.CheckBackend() != nil {
 				t.Fatalf("plan backend %q (%v), want %q", a.Plan.Backend, a.Plan.CheckBackend(), tc.want)
+			}
+			guarded := []string{filepath.Join(work, ".git")}
+			if !slices.Equal(a.Plan.Guarded, guarded) {
+				t.Fatalf("plan guards %q, want %q", a.Plan.Guarded, guarded)
+			}
+			byLandlock := guarded
+			if tc.want != plan.BackendCore {
+				byLandlock = nil
+			}
+			if !slices.Equal(a.Plan.Landlock.Guarded, byLandlock) {
+				t.Fatalf("Landlock guards %q under %s, want %q", a.Plan.Landlock.Guarded, tc.want, byLandlock)
 			}
 			if !reflect.DeepEqual(a.Plan, b.Plan) {
 				t.Fatalf("two builds differ:\n%+v\n%+v", a.Plan, b.Plan)

@@ -116,7 +116,7 @@ func TestNamespacedSteps(t *testing.T) {
 	p := testPlan()
 	p.Namespaces = ns
 	p.Landlock = plan.Landlock{ReadExec: []string{"/usr", "/bin"}, Devices: []string{"/dev/null"}}
-	layout := nsinit.PlanLayout(ns, nsinit.PlanRoots(p), nil)
+	layout := nsinit.PlanLayout(p, nil)
 	layout.Stage = "/tmp"
 	fds := NoFDs()
 	fds.Stdin, fds.Stdout, fds.Stderr, fds.Status, fds.Exit, fds.Notify, fds.Sync, fds.Ruleset = 0, 1, 2, 3, 4, 5, 6, 7

@@ -49,7 +49,7 @@ func initMain(p *plan.Plan, status *os.File) int {
 	// bwrap made the namespaces, the mounts and this session
 	// (--new-session); only the private tmpfs mounts it made are left to
 	// grant, besides the plan's roots (the plan itself is not changed).
-	private := nsinit.PlanLayout(p.Namespaces, nsinit.PlanRoots(p), nil).WritablePrivate()
+	private := nsinit.PlanLayout(p, nil).WritablePrivate()
 	// The ambient capabilities were for the set-up above; the command's
 	// confinement drops every other one.
 	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
@@ -157,9 +157,9 @@ func zombie(pid int, buf []byte) bool {
 // started. private are the writable private mounts Landlock grants
 // besides the plan's writable roots.
 func startCommand(p *plan.Plan, private []string, notify bool) (int, int, string) {
-	pol := landlock.FromPlan(p)
+	pol := p.Landlock
 	pol.ReadWrite = append(slices.Clone(pol.ReadWrite), private...)
-	rs, err := landlock.Prepare(pol)
+	rs, err := landlock.Prepare(pol, nil)
 	if err != nil {
 		return 0, 125, "landlock: " + err.Error()
 	}
