@@ -361,8 +361,7 @@ func (d *direct) supervise(ctx context.Context) (*Outcome, error) {
 	p := d.p
 	streams := startStreams(d.pio, d.outR, d.errR, d.stdinW)
 	stats := &notify.Stats{}
-	cfg := notify.FromPlan(p)
-	cfg.Init, cfg.Stats, cfg.Egress = d.runInit, stats, egressConfig(p, d.pio.Egress)
+	cfg := notify.Config{Plan: p, Init: d.runInit, Stats: stats, Egress: egressConfig(p, d.pio.Egress)}
 	if d.sc.NotifyCreate {
 		cfg.Create = &notify.Create{Landlock: p.Landlock, Refer: !d.sc.NotifyRename,
 			Namespaced: d.ns, InRoot: d.private}

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/confine-sandbox/confine/internal/plan"
 	"github.com/confine-sandbox/confine/internal/probe"
 )
 
@@ -134,7 +135,8 @@ func TestForkLimit(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer unix.Close(self)
-			cfg.Init, cfg.MaxTasks = &Init{Pid: os.Getpid(), Pidfd: self}, c.max
+			cfg.Init = &Init{Pid: os.Getpid(), Pidfd: self}
+			cfg.Plan.Seccomp.NotifyFork, cfg.Plan.Rlimits.NProc = true, uint64(c.max)
 			r := runProbe(t, fx, op, runOpts{confined: true, cfg: cfg})[0]
 			t.Logf("max %d, %d forking processes: %d children + %d tasks of the probe, then %s; decisions %+v",
 				c.max, c.workers, r.OK, r.Fail, r.Err, stats.Counts())
@@ -197,7 +199,7 @@ func TestMayBeCreating(t *testing.T) {
 }
 
 func TestServeForkConfig(t *testing.T) {
-	if err := Serve(t.Context(), -1, Config{MaxTasks: 5}); err == nil || !strings.Contains(err.Error(), "init") {
+	if err := Serve(t.Context(), -1, Config{Plan: &plan.Plan{Backend: plan.BackendCore, Seccomp: plan.Seccomp{NotifyFork: true}, Rlimits: plan.Rlimits{NProc: 5}}}); err == nil || !strings.Contains(err.Error(), "init") {
 		t.Errorf("Serve with MaxTasks and no Init: %v", err)
 	}
 }

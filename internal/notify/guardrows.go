@@ -12,7 +12,7 @@ import (
 )
 
 // A profile's [guard] can refuse rows besides git's (an editor row moved
-// to refused, a row of its own: Config.GuardRows). What matches one at
+// to refused, a row of its own: plan.Plan.GuardRows). What matches one at
 // launch is kept read-only like .git (Config.Guarded); what the command
 // makes during the run is refused here, on every call that adds a name
 // (create.go: the same calls that refuse a new .git), with the row's
@@ -46,7 +46,7 @@ func relIn(root, real, name string) (string, bool) {
 	return rest + "/" + name, true
 }
 
-// refusedRow returns the row (Config.GuardRows) the entry name of the
+// refusedRow returns the row (plan.Plan.GuardRows) the entry name of the
 // directory real matches, relative to a writable root holding it.
 func (p *policy) refusedRow(real, name string) (guardset.Entry, string, bool) {
 	return p.rowFor(real, name, guardset.Match)

@@ -121,7 +121,7 @@ type task struct {
 	// needUmask: the call may create an entry, so its status was read
 	// with the umask (status, not idStatus).
 	needUmask bool
-	// rowWhy: a row of Config.GuardRows refused the call (guardrows.go),
+	// rowWhy: a row of plan.Plan.GuardRows refused the call (guardrows.go),
 	// at rowPath.
 	rowWhy, rowPath string
 }

@@ -36,6 +36,7 @@ import (
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 
+	"github.com/confine-sandbox/confine/internal/plan"
 	"github.com/confine-sandbox/confine/internal/testutil"
 )
 
@@ -731,9 +732,10 @@ func (fx *fixture) peers(name string) []unix.Ucred {
 
 func (fx *fixture) config(stats *Stats) Config {
 	return Config{
-		WritableRoots: []string{fx.w},
-		SocketAllow:   []string{filepath.Join(fx.out, "allowed.sock")},
-		Stats:         stats,
+		Plan: &plan.Plan{Backend: plan.BackendCore,
+			WritableRoots: []string{fx.w},
+			SocketAllow:   []string{filepath.Join(fx.out, "allowed.sock")}},
+		Stats: stats,
 	}
 }
 

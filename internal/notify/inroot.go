@@ -27,7 +27,7 @@ import (
 // does, for a start directory that need not be the root.
 
 // ownTree makes the task's paths resolve in its own tree when the command
-// has its own mount namespace and root (Config.Namespaced): for the
+// has its own mount namespace and root (a backend other than the core): for the
 // metadata calls and truncate(2), which the supervisor performs itself.
 func (t *task) ownTree(path string) (result, bool) {
 	if !t.h.s.pol.namespaced {

@@ -48,28 +48,33 @@ import (
 	"github.com/confine-sandbox/confine/internal/plan"
 )
 
-// Config is the policy Serve enforces.
+// Config is what Serve enforces: the run's plan, which decides the
+// policy, and the supervision's own handles.
 type Config struct {
-	// WritableRoots are the absolute, clean, symlink-free directories whose
-	// contents the command may modify.
-	WritableRoots []string
-	// SocketAllow lists further absolute paths of unix sockets connect() may
-	// reach although they are outside every writable root.
-	SocketAllow []string
-	// Guarded are paths inside the writable roots the supervisor never
-	// writes, renames into or out of, truncates or changes the metadata of
-	// (the persistence guard's .git; plan.Plan.Guarded).
-	Guarded []string
-	// GuardRows are the rows besides git's the profile's [guard] refuses
-	// (plan.Plan.GuardRows): a new entry matching one is refused
-	// (guardrows.go; with Create).
-	GuardRows []guardset.Entry
-	// GuardFixed says Landlock keeps the entries of the directories on the
-	// way from a writable root to a guarded path fixed (the core; with
-	// namespaces a read-only mount guards the path instead), so renames
-	// and links the supervisor performs on ABI 1 must not create or
-	// remove entries there either.
-	GuardFixed bool
+	// Plan is the run's plan; Serve reads, and never changes:
+	//   - WritableRoots, the absolute, clean, symlink-free directories
+	//     whose contents the command may modify;
+	//   - SocketAllow, further absolute paths of unix sockets connect()
+	//     may reach although they are outside every writable root;
+	//   - Guarded, paths inside the writable roots the supervisor never
+	//     writes, renames into or out of, truncates or changes the
+	//     metadata of (the persistence guard's .git);
+	//   - GuardRows, the rows besides git's the profile's [guard]
+	//     refuses: a new entry matching one is refused (guardrows.go;
+	//     with Create);
+	//   - Backend: the core's Landlock keeps the entries of the
+	//     directories on the way from a writable root to a guarded path
+	//     fixed, so renames and links the supervisor performs on ABI 1
+	//     must not create or remove entries there either; under any other
+	//     backend (with namespaces a read-only mount guards the path
+	//     instead) the command has its own mount namespace and root, and
+	//     the paths of the metadata calls and truncate(2) are resolved in
+	//     its tree, as those of Create.Namespaced (inroot.go);
+	//   - MaxTasks: when > 0 (plan.Seccomp.NotifyFork), the run's tasks
+	//     (threads included) below Init are bounded: the task creations
+	//     the filter sends fail with EAGAIN once the run holds that many
+	//     (see fork.go). It needs Init.
+	Plan *plan.Plan
 	// AllowAbstract lets connect() reach abstract unix sockets. Without it
 	// such connects fail with EPERM, as Landlock's scoping (ABI 6) would make
 	// them fail had the command issued them itself.
@@ -77,9 +82,9 @@ type Config struct {
 	// Init is the run's init: every process of the run descends from it
 	// (a child subreaper, a PID namespace's init, or bwrap above one).
 	// The handlers of calls that name another process (proc_targets.go)
-	// let them reach its descendants only, and MaxTasks counts the tasks
-	// below it. Without it those handlers reach none but the caller and
-	// MaxTasks is refused.
+	// let them reach its descendants only, and the plan's MaxTasks counts
+	// the tasks below it. Without it those handlers reach none but the
+	// caller and MaxTasks is refused.
 	Init *Init
 	// Stats, if not nil, receives a count of every decision and a record of
 	// refused operations.
@@ -88,19 +93,9 @@ type Config struct {
 	// are made by the supervisor and connect only to Egress.Proxy (see
 	// inet.go).
 	Egress *Egress
-	// Namespaced: the command has its own mount namespace and root
-	// (landlock+namespaces, bubblewrap). The paths of the metadata calls
-	// and truncate(2) are then resolved in its tree, as those of
-	// Create.Namespaced (inroot.go).
-	Namespaced bool
 	// Create, when set, refuses a new .git (see Create); the filter
 	// then sends the calls that create names (plan.Seccomp.NotifyCreate).
 	Create *Create
-	// MaxTasks, when > 0, bounds the run's tasks (threads included)
-	// below Init: the task creations the filter sends
-	// (plan.Seccomp.NotifyFork) fail with EAGAIN once the run holds
-	// MaxTasks (see fork.go). It needs Init.
-	MaxTasks int
 }
 
 // Syscalls returns the names of the system calls Serve handles on the native
@@ -201,11 +196,11 @@ func Serve(ctx context.Context, listenerFD int, cfg Config) error {
 		return err
 	}
 	var forks *forkCounter
-	if cfg.MaxTasks > 0 {
+	if max := cfg.Plan.MaxTasks(); max > 0 {
 		if cfg.Init == nil || cfg.Init.Pid <= 0 {
-			return fmt.Errorf("notify: MaxTasks %d without the run's init", cfg.MaxTasks)
+			return fmt.Errorf("notify: MaxTasks %d without the run's init", max)
 		}
-		forks = newForkCounter(cfg.Init.Pid, cfg.MaxTasks)
+		forks = newForkCounter(cfg.Init.Pid, max)
 	}
 	sizes, err := notifSizes()
 	if err != nil {
@@ -456,9 +451,9 @@ func (s *server) worker() {
 type policy struct {
 	roots         []string
 	guarded       []string
-	rows          []guardset.Entry // Config.GuardRows
-	fixed         []string         // directories whose entries only Landlock may change (GuardFixed)
-	namespaced    bool             // Config.Namespaced
+	rows          []guardset.Entry // plan.Plan.GuardRows
+	fixed         []string         // directories whose entries only Landlock may change (the core)
+	namespaced    bool             // the backend is not the core
 	sockets       map[string]bool
 	allowAbstract bool
 	init          *Init
@@ -466,23 +461,28 @@ type policy struct {
 }
 
 func newPolicy(cfg Config) (policy, error) {
-	p := policy{sockets: map[string]bool{}, allowAbstract: cfg.AllowAbstract, init: cfg.Init, egress: cfg.Egress, namespaced: cfg.Namespaced, rows: cfg.GuardRows}
+	if cfg.Plan == nil {
+		return policy{}, errors.New("notify: no plan")
+	}
+	pl := cfg.Plan
+	core := pl.Backend == plan.BackendCore
+	p := policy{sockets: map[string]bool{}, allowAbstract: cfg.AllowAbstract, init: cfg.Init, egress: cfg.Egress, namespaced: !core, rows: guardRows(pl.GuardRows)}
 	if err := checkEgress(cfg.Egress); err != nil {
 		return p, err
 	}
-	for _, r := range cfg.WritableRoots {
+	for _, r := range pl.WritableRoots {
 		if !filepath.IsAbs(r) {
 			return p, fmt.Errorf("notify: writable root %q is not absolute", r)
 		}
 		p.roots = append(p.roots, filepath.Clean(r))
 	}
-	for _, g := range cfg.Guarded {
+	for _, g := range pl.Guarded {
 		if !filepath.IsAbs(g) {
 			return p, fmt.Errorf("notify: guarded path %q is not absolute", g)
 		}
 		g = filepath.Clean(g)
 		p.guarded = append(p.guarded, g)
-		if !cfg.GuardFixed {
+		if !core {
 			continue
 		}
 		for d := filepath.Dir(g); ; d = filepath.Dir(d) {
@@ -495,7 +495,7 @@ func newPolicy(cfg Config) (policy, error) {
 			}
 		}
 	}
-	for _, s := range cfg.SocketAllow {
+	for _, s := range pl.SocketAllow {
 		if !filepath.IsAbs(s) {
 			return p, fmt.Errorf("notify: socket path %q is not absolute", s)
 		}
@@ -701,20 +701,6 @@ func (s *Stats) record(nr int32, pid int, r result) {
 		c.Failed++
 	default:
 		c.Allowed++
-	}
-}
-
-// FromPlan is the part of Config a run's plan decides; the caller adds
-// what belongs to its supervision (Init, Stats, Egress).
-func FromPlan(p *plan.Plan) Config {
-	return Config{
-		WritableRoots: p.WritableRoots,
-		SocketAllow:   p.SocketAllow,
-		Guarded:       p.Guarded,
-		GuardRows:     guardRows(p.GuardRows),
-		GuardFixed:    p.Backend == plan.BackendCore,
-		Namespaced:    p.Backend != plan.BackendCore,
-		MaxTasks:      p.MaxTasks(),
 	}
 }
 

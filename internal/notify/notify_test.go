@@ -21,6 +21,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/confine-sandbox/confine/internal/plan"
 	"github.com/confine-sandbox/confine/internal/testutil"
 )
 
@@ -630,7 +631,7 @@ func TestSyscalls(t *testing.T) {
 }
 
 func TestPolicyPaths(t *testing.T) {
-	p, err := newPolicy(Config{WritableRoots: []string{"/w", "/a/b/"}, SocketAllow: []string{"/run/x.sock"}})
+	p, err := newPolicy(Config{Plan: &plan.Plan{Backend: plan.BackendCore, WritableRoots: []string{"/w", "/a/b/"}, SocketAllow: []string{"/run/x.sock"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -646,10 +647,10 @@ func TestPolicyPaths(t *testing.T) {
 	if !p.socketAllowed("/run/x.sock") || p.socketAllowed("/run/y.sock") || !p.socketAllowed("/w/s") {
 		t.Error("socketAllowed")
 	}
-	if _, err := newPolicy(Config{WritableRoots: []string{"rel"}}); err == nil {
+	if _, err := newPolicy(Config{Plan: &plan.Plan{WritableRoots: []string{"rel"}}}); err == nil {
 		t.Error("relative root accepted")
 	}
-	if _, err := newPolicy(Config{SocketAllow: []string{"rel.sock"}}); err == nil {
+	if _, err := newPolicy(Config{Plan: &plan.Plan{SocketAllow: []string{"rel.sock"}}}); err == nil {
 		t.Error("relative socket accepted")
 	}
 	// The persistence guard: nothing inside a guarded path is writable;
@@ -657,7 +658,11 @@ func TestPolicyPaths(t *testing.T) {
 	// the supervisor adds, removes or replaces no guarded entry nor one on
 	// the way to it there, in any letter case, and every other entry.
 	for _, fixed := range []bool{false, true} {
-		g, err := newPolicy(Config{WritableRoots: []string{"/w"}, Guarded: []string{"/w/sub/.git"}, GuardFixed: fixed})
+		backend := plan.BackendNamespaces
+		if fixed {
+			backend = plan.BackendCore
+		}
+		g, err := newPolicy(Config{Plan: &plan.Plan{Backend: backend, WritableRoots: []string{"/w"}, Guarded: []string{"/w/sub/.git"}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -686,10 +691,10 @@ func TestPolicyPaths(t *testing.T) {
 			t.Error("a socket in a guarded path is not reachable")
 		}
 	}
-	if _, err := newPolicy(Config{Guarded: []string{"rel"}}); err == nil {
+	if _, err := newPolicy(Config{Plan: &plan.Plan{Guarded: []string{"rel"}}}); err == nil {
 		t.Error("relative guarded path accepted")
 	}
-	all, _ := newPolicy(Config{WritableRoots: []string{"/"}})
+	all, _ := newPolicy(Config{Plan: &plan.Plan{WritableRoots: []string{"/"}}})
 	if !all.writable("/anything") || all.writable("pipe:[1]") {
 		t.Error("root /")
 	}
@@ -760,8 +765,11 @@ func TestThreadCreds(t *testing.T) {
 }
 
 func TestServeBadConfig(t *testing.T) {
-	if err := Serve(context.Background(), -1, Config{WritableRoots: []string{"relative"}}); err == nil {
+	if err := Serve(context.Background(), -1, Config{Plan: &plan.Plan{WritableRoots: []string{"relative"}}}); err == nil {
 		t.Error("Serve accepted a relative writable root")
+	}
+	if err := Serve(context.Background(), -1, Config{}); err == nil {
+		t.Error("Serve accepted a config without a plan")
 	}
 }
 

@@ -9,12 +9,19 @@ import (
 	"github.com/confine-sandbox/confine/internal/plan"
 )
 
-// A notified call is data: its numbers are a row of sysnums and the switch
-// that turns it on a row of notifiedCalls; the handler is internal/notify's.
-// This test registers a test-only call (sync, never named by any rule) with
-// one row in each table, in this file alone, and checks that the filter
-// hands it to the supervisor, that the description lists it, and that
-// nothing else changed.
+// A notified call is data, in three places: the seccomp tables (its
+// numbers a row of sysnums, the plan.Seccomp switch that turns it on a row
+// of notifiedCalls), its handler in internal/notify (a kind and a row of
+// sysCalls), and the ledger row of the guarantee it serves. The switch is
+// the plan's own field, plan.Seccomp being the filter's only
+// configuration: nothing converts it between the planner and the filter,
+// and plan.Seccomp.Listener already opens the listener (TestListener).
+// This test registers a test-only call (sync, never named by any rule)
+// with one row in each seccomp table, in this file alone, builds the
+// filter from a plan's own section as the launcher does, and checks that
+// the filter hands it to the supervisor, that the launcher would open the
+// listener for it, that the description lists it, and that nothing else
+// changed.
 func TestAddNotifiedCall(t *testing.T) {
 	const name = "sync"
 	withSync := tables{
@@ -26,7 +33,8 @@ func TestAddNotifiedCall(t *testing.T) {
 	}
 	for _, arch := range arches {
 		for _, on := range []bool{false, true} {
-			cfg := plan.Seccomp{Arch: arch, NotifyMetadata: on, NotifyConnect: true}
+			p := &plan.Plan{Seccomp: plan.Seccomp{Arch: arch, NotifyMetadata: on, NotifyConnect: true}}
+			cfg := p.Seccomp
 			v := newVMOf(t, withSync, cfg)
 			want := uint32(allow)
 			if on {
@@ -55,6 +63,9 @@ func TestAddNotifiedCall(t *testing.T) {
 				t.Fatalf("%+v: %s listed %v", cfg, name, listed)
 			}
 			if on {
+				if !cfg.Listener() {
+					t.Errorf("%+v: %s is notified, but the plan asks for no listener", cfg, name)
+				}
 				if r := rules[i]; !r.Notify || r.When != "" || r.Nr != v.nr(t, name) {
 					t.Errorf("%+v: %s described as %+v", cfg, name, r)
 				}

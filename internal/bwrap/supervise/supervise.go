@@ -98,8 +98,7 @@ func run(ctrl *os.File) *plan.Report {
 
 	s := &session{p: p, child: child, exitPipe: exitPipe, self: os.Getpid(),
 		rep: &plan.Report{Namespaces: true}, stats: &notify.Stats{}}
-	cfg := notify.FromPlan(p)
-	cfg.Stats, cfg.Init = s.stats, &notify.Init{Pid: child, Pidfd: ifd}
+	cfg := notify.Config{Plan: p, Stats: s.stats, Init: &notify.Init{Pid: child, Pidfd: ifd}}
 	stopNotify := notify.Start(notifyFD, cfg)
 	s.sup = &proctree.Supervision{
 		// bwrap itself must not get SIGTERM: its death SIGKILLs the
