@@ -31,17 +31,23 @@ func switches() []string {
 	return s
 }
 
+// switchedOn is the configuration for arch with the switch named on
+// alone set ("": none).
+func switchedOn(arch plan.Arch, on string) plan.Seccomp {
+	cfg := plan.Seccomp{Arch: arch}
+	if on != "" {
+		reflect.ValueOf(&cfg).Elem().FieldByName(on).SetBool(true)
+	}
+	return cfg
+}
+
 // rulesMarkdown is the filter's description as a table: each rule of
 // Denied on amd64 with the plan.Seccomp switches that add it (or, for a rule
 // every filter has, those that remove it), from the same rules Build
 // compiles.
 func rulesMarkdown(t *testing.T) string {
 	denied := func(on string) []Rule {
-		cfg := plan.Seccomp{Arch: AMD64}
-		if on != "" {
-			reflect.ValueOf(&cfg).Elem().FieldByName(on).SetBool(true)
-		}
-		rs, err := Denied(cfg)
+		rs, err := Denied(switchedOn(AMD64, on))
 		if err != nil {
 			t.Fatal(err)
 		}

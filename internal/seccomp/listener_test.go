@@ -3,11 +3,8 @@
 package seccomp
 
 import (
-	"reflect"
 	"slices"
 	"testing"
-
-	"github.com/confine-sandbox/confine/internal/plan"
 )
 
 // TestListener sets each switch of plan.Seccomp alone and checks that
@@ -17,10 +14,7 @@ import (
 func TestListener(t *testing.T) {
 	for _, sw := range append(switches(), "") {
 		for _, arch := range arches {
-			cfg := plan.Seccomp{Arch: arch}
-			if sw != "" {
-				reflect.ValueOf(&cfg).Elem().FieldByName(sw).SetBool(true)
-			}
+			cfg := switchedOn(arch, sw)
 			rules, err := Denied(cfg)
 			if err != nil {
 				t.Fatal(err)
