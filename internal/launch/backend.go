@@ -3,7 +3,6 @@
 package launch
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -35,28 +34,21 @@ type Backend interface {
 	launch(ctx context.Context, p *plan.Plan, fb Fallback, pio IO) (*Outcome, error)
 }
 
-// registry is every backend, by the value its plans carry.
-var registry = map[plan.Backend]Backend{
-	plan.BackendCore:       core{},
-	plan.BackendNamespaces: namespaces{},
-	plan.BackendBwrap:      bubblewrap{},
-}
+// registry is every backend; a plan's value finds one by its Name.
+var registry = []Backend{core{}, namespaces{}, bubblewrap{}}
 
 // For returns the backend a plan names.
 func For(b plan.Backend) (Backend, bool) {
-	impl, ok := registry[b]
-	return impl, ok
+	for _, impl := range registry {
+		if impl.Name() == b {
+			return impl, true
+		}
+	}
+	return nil, false
 }
 
-// Backends returns every backend, ordered by name.
-func Backends() []Backend {
-	out := make([]Backend, 0, len(registry))
-	for _, b := range registry {
-		out = append(out, b)
-	}
-	slices.SortFunc(out, func(a, b Backend) int { return cmp.Compare(a.Name(), b.Name()) })
-	return out
-}
+// Backends returns every backend (a copy of the registry).
+func Backends() []Backend { return slices.Clone(registry) }
 
 // core is Landlock, seccomp with its supervisor, rlimits and a
 // subreaping init, without namespaces: the launcher clones the init and
