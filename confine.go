@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/confine-sandbox/confine/internal/ctlpaths"
+	"github.com/confine-sandbox/confine/internal/egress"
 	"github.com/confine-sandbox/confine/internal/host"
 	"github.com/confine-sandbox/confine/internal/launch"
 	"github.com/confine-sandbox/confine/internal/persist"
@@ -92,12 +93,12 @@ func (l *Launcher) launch(ctx context.Context, c *policy.Cap, prof policy.Profil
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	var eg *egressRun
+	var eg *egress.Run
 	if in.Allow != nil {
-		if eg, err = startEgress(in.Allow, grants, res.RunID, &s, ce); err != nil {
+		if eg, err = egress.Start(in.Allow, grants, res.RunID, &s, ce); err != nil {
 			return err
 		}
-		defer func() { res.Connections = eg.stop() }()
+		defer func() { res.Connections = eg.Stop() }()
 	}
 	run, err := prepare(in, ce, l.Warm, eg, sel.Provider, prof.RequireNamespaces || named)
 	if err != nil {
@@ -165,11 +166,11 @@ func (l *Launcher) launch(ctx context.Context, c *policy.Cap, prof policy.Profil
 
 // runIO is the launch's I/O: the output bounds, the live streams, stdin
 // (the launcher's, else the spec's) and the egress proxy's hooks.
-func (l *Launcher) runIO(s *spec.CommandSpec, limits spec.Limits, eg *egressRun) launch.IO {
+func (l *Launcher) runIO(s *spec.CommandSpec, limits spec.Limits, eg *egress.Run) launch.IO {
 	pio := launch.IO{OutputLimit: limits.OutputBytes, LiveLimit: l.LiveLimit, Stdout: l.LiveStdout, Stderr: l.LiveStderr,
 		DetachCleanup: l.DetachCleanup}
 	if eg != nil {
-		pio.Egress = eg.hooks()
+		pio.Egress = &launch.Egress{Register: eg.Register, Refused: eg.Refused}
 	}
 	switch {
 	case l.Stdin != nil:

@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/confine-sandbox/confine/internal/egress"
 	"github.com/confine-sandbox/confine/internal/host"
 	"github.com/confine-sandbox/confine/internal/launch"
-	"github.com/confine-sandbox/confine/internal/plan"
 	"github.com/confine-sandbox/confine/internal/planner"
 	"github.com/confine-sandbox/confine/internal/provider"
 	"github.com/confine-sandbox/confine/internal/tmpdir"
@@ -38,11 +38,11 @@ type run struct {
 
 // prepare creates what the run's plans name (the private directory,
 // the cgroups' paths, the warm caches and their GOCACHEPROG server) and
-// builds the plans: backend's, and, unless required forbids leaving it or
-// the core cannot enforce the run's guarantees, the core's to fall back
-// to. ce is the caller's environment, warm the launcher's (nil: none),
+// builds the plans: backend's, and, where its launch may fall back
+// (launch.Backend.FallsBack) unless required forbids leaving it or the
+// core cannot enforce the run's guarantees, the core's to fall back to. ce is the caller's environment, warm the launcher's (nil: none),
 // eg the run's egress proxy (nil: none).
-func prepare(in *planner.Inputs, ce envLookup, warm *Warm, eg *egressRun, backend provider.Provider, required bool) (*run, error) {
+func prepare(in *planner.Inputs, ce envLookup, warm *Warm, eg *egress.Run, backend provider.Provider, required bool) (*run, error) {
 	td := stablePrivate(ce, in.Profile, in.Dir, in.UID, in.RW)
 	if td == nil {
 		var err error
@@ -72,7 +72,7 @@ func prepare(in *planner.Inputs, ce envLookup, warm *Warm, eg *egressRun, backen
 		r.cleanup()
 		return nil, err
 	}
-	if r.primary.Plan.Backend != plan.BackendNamespaces {
+	if b, ok := launch.For(r.primary.Plan.Backend); !ok || !b.FallsBack() {
 		return r, nil
 	}
 	r.required = required
@@ -90,13 +90,13 @@ func prepare(in *planner.Inputs, ce envLookup, warm *Warm, eg *egressRun, backen
 }
 
 // resources are what the run's plans name of what prepare made.
-func (r *run) resources(eg *egressRun) planner.Resources {
+func (r *run) resources(eg *egress.Run) planner.Resources {
 	res := planner.Resources{Tmp: r.tmp, PidsCgroup: r.cgroup, MemoryCgroup: r.memCgroup, Caches: r.caches}
 	if r.goProg != nil {
 		res.GoProgEnv, res.GoProgExe = r.goProg.env, r.goProg.exe
 	}
 	if eg != nil {
-		res.EgressEnv, res.EgressProxy = eg.env, eg.addr.String()
+		res.EgressEnv, res.EgressProxy = eg.Env, eg.Addr().String()
 	}
 	return res
 }

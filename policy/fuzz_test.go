@@ -301,3 +301,49 @@ func FuzzParseToken(f *testing.F) {
 		}
 	})
 }
+
+// FuzzEgressGrant: any token either parses into a grant whose fields pass
+// the checks GrantEgress makes, or is refused with ErrCapability; any
+// grant request is either refused with ErrInvalidSpec or signed into a
+// token that parses back to the same grant and matches its own host.
+func FuzzEgressGrant(f *testing.F) {
+	e, err := NewEngineWithKey(testKey(10))
+	if err != nil {
+		f.Fatal(err)
+	}
+	tok, _, err := e.GrantEgress(EgressGrant{Task: "t1", Host: "a.test", Port: 443}, time.Hour)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(tok, "t1", "a.test", 443)
+	f.Add(tok+"A", "", "group:npm", 443)
+	f.Add("cfg1..", "x y", "A.test", 0)
+	f.Add("cfg1.AA.AA", strings.Repeat("t", 129), "192.0.2.1", 65536)
+	f.Add("", "", "[::1]", 1)
+	f.Fuzz(func(t *testing.T, tok, task, host string, port int) {
+		if g, err := e.ParseEgressGrant(tok); err == nil {
+			if err := g.check(); err != nil || g.ID == "" {
+				t.Fatalf("token %q parsed into an invalid grant %+v (%v)", tok, g, err)
+			}
+		} else if !errors.Is(err, spec.ErrCapability) {
+			t.Fatalf("error %v does not wrap ErrCapability", err)
+		}
+		s, g, err := e.GrantEgress(EgressGrant{Task: task, Host: host, Port: port}, time.Hour)
+		if err != nil {
+			if !errors.Is(err, spec.ErrInvalidSpec) {
+				t.Fatalf("GrantEgress error %v does not wrap ErrInvalidSpec", err)
+			}
+			return
+		}
+		p, err := e.ParseEgressGrant(s)
+		if err != nil {
+			t.Fatalf("a grant for %q:%d did not parse back: %v", host, port, err)
+		}
+		if p != g {
+			t.Fatalf("round trip: %+v != %+v", p, g)
+		}
+		if _, group := strings.CutPrefix(host, "group:"); !group && !p.Matches(host, port) {
+			t.Fatalf("grant %+v does not match its own host", p)
+		}
+	})
+}

@@ -49,9 +49,10 @@ func (e *errNamespaces) Error() string { return e.msg }
 //
 // The phases: open the run's descriptors (open), prepare the program
 // (prepare), start the init and wait until the command exec'd (start),
-// then supervise it to its end (supervise).
-func runDirect(ctx context.Context, p *plan.Plan, pio IO) (*Outcome, error) {
-	d := &direct{p: p, pio: pio, ns: p.Backend == plan.BackendNamespaces}
+// then supervise it to its end (supervise). ns is the backend's: the
+// init creates the namespaces (landlock+namespaces) or not (the core).
+func runDirect(ctx context.Context, p *plan.Plan, pio IO, ns bool) (*Outcome, error) {
+	d := &direct{p: p, pio: pio, ns: ns}
 	defer d.close()
 	if err := d.open(); err != nil {
 		return nil, err

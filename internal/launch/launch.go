@@ -1,9 +1,10 @@
 //go:build linux
 
-// Package launch is the launcher side of a run. With namespaces it clones
-// the run's init itself from a prepared program and supervises the run in
-// this process (direct.go); otherwise it re-executes the host binary as
-// the supervisor, hands it the plan, captures the command's output with
+// Package launch is the launcher side of a run, one Backend per value of
+// plan.Backend (backend.go). The core and landlock+namespaces clone the
+// run's init from a prepared program and supervise the run in this
+// process (direct.go); bubblewrap re-executes the host binary as the
+// supervisor, hands it the plan, captures the command's output with
 // bounded memory, relays cancellation and collects the report.
 //
 // Any binary that links this package can act as its own reaper,
@@ -117,59 +118,26 @@ type Fallback struct {
 	Refusal string
 }
 
-// Run executes p, directly or under a fresh supervisor, and waits for it
-// to finish. A cancelled ctx ends the command's whole tree (SIGTERM,
+// Run executes p with the backend it names (For) and waits for it to
+// finish. A cancelled ctx ends the command's whole tree (SIGTERM,
 // grace, SIGKILL).
 func Run(ctx context.Context, p *plan.Plan, fb Fallback, pio IO) (*Outcome, error) {
 	if !dispatched.Load() {
 		return nil, fmt.Errorf("%w: %w", spec.ErrLaunch, ErrNoInit)
 	}
-	if err := p.CheckBackend(); err != nil {
-		return nil, fmt.Errorf("%w: %v", spec.ErrLaunch, err)
+	b, err := lookup(p)
+	if err != nil {
+		return nil, err
 	}
 	if fb.Plan != nil {
 		if err := fb.Plan.CheckBackend(); err != nil {
 			return nil, fmt.Errorf("%w: fallback: %v", spec.ErrLaunch, err)
 		}
-	}
-	if p.Backend != plan.BackendBwrap {
-		out, err := runDirect(ctx, p, pio)
-		var nse *errNamespaces
-		if !errors.As(err, &nse) {
-			if out != nil {
-				out.Ran = p
-			}
-			return out, err
+		if fb.Plan.Backend != plan.BackendCore {
+			return nil, fmt.Errorf("%w: fallback: a plan for %s, not the core", spec.ErrLaunch, fb.Plan.Backend)
 		}
-		switch {
-		case fb.Required:
-			return &Outcome{Ran: p, Report: plan.Report{StartCode: 125, StartErr: "the run requires namespaces (require_namespaces or --backend), which cannot be set up here: " + nse.msg}}, nil
-		case fb.Plan == nil:
-			return &Outcome{Ran: p, Report: plan.Report{StartCode: 125, StartErr: "the namespaces cannot be set up here (" + nse.msg + "), and " + fb.Refusal}}, nil
-		}
-		out, err = runDirect(ctx, fb.Plan, pio)
-		if out != nil {
-			out.Ran = fb.Plan
-			out.Report.NamespacesSkipped = nse.msg
-		}
-		return out, err
 	}
-	use, err := pidsCgroup(p)
-	if err != nil {
-		return nil, err
-	}
-	sp := p
-	if !use && p.PidsCgroup != "" {
-		// The supervisor gets its own copy without the cgroup.
-		c := *p
-		c.PidsCgroup = ""
-		sp = &c
-	}
-	out, err := runSupervised(ctx, sp, pio)
-	if out != nil {
-		out.Ran, out.NoPidsCgroup = p, !use && p.PidsCgroup != ""
-	}
-	return out, err
+	return b.launch(ctx, p, fb, pio)
 }
 
 // pidsCgroup creates p's pids cgroup for a run that joins it, and says

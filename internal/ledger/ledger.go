@@ -328,12 +328,12 @@ func selectFor(g Guarantee, layers []Layer, f Facts) (suff, extra []Mechanism, m
 			continue
 		}
 		if m.NotWith != "" && slices.Contains(layers, m.NotWith) && m.Sufficient && m.applies(f) {
-			missing = append(missing, "a backend other than "+layerBackend(m.NotWith)+" ("+m.text(f)+")")
+			missing = append(missing, "a backend other than "+m.NotWith.Backend()+" ("+m.text(f)+")")
 			continue
 		}
 		if !slices.Contains(layers, m.Layer) {
 			if m.Sufficient && m.applies(f) {
-				missing = append(missing, "the "+layerBackend(m.Layer)+" backend ("+m.text(f)+")")
+				missing = append(missing, "the "+m.Layer.Backend()+" backend ("+m.text(f)+")")
 			}
 			continue
 		}
@@ -357,7 +357,9 @@ func (m Mechanism) applies(f Facts) bool {
 	return m.Network == "" || (m.Network == spec.Allowlist) == f.Allowlist
 }
 
-func layerBackend(l Layer) string {
+// Backend names the backend whose layer l is: the one a refusal sends
+// the reader to for a mechanism of l.
+func (l Layer) Backend() string {
 	switch l {
 	case Namespaces:
 		return "landlock+namespaces"

@@ -23,6 +23,7 @@ import (
 	"strings"
 
 	"github.com/confine-sandbox/confine/internal/host"
+	"github.com/confine-sandbox/confine/internal/launch"
 	"github.com/confine-sandbox/confine/internal/ledger"
 	"github.com/confine-sandbox/confine/internal/nsinit"
 	"github.com/confine-sandbox/confine/internal/plan"
@@ -64,8 +65,19 @@ type Provider interface {
 	// both while it builds the plan; nothing changes a plan once built.
 	Section(p plan.Plan) (plan.Backend, *plan.Namespaces)
 	// Ledger names the guarantee ledger's layers the backend switches on:
-	// what its guarantees are decided from.
+	// what its guarantees are decided from. A built backend's are its
+	// launch's (launch.Backend.Ledger), listed once there.
 	Ledger() []ledger.Layer
+}
+
+// ledgerOf is what backend b contributes to the ledger, as its launch
+// says (nil: a backend without one).
+func ledgerOf(b plan.Backend) []ledger.Layer {
+	impl, ok := launch.For(b)
+	if !ok {
+		return nil
+	}
+	return impl.Ledger()
 }
 
 // registry is the Linux order.
@@ -214,7 +226,7 @@ func (core) Automatic() bool                                    { return true }
 func (core) Namespaces() bool                                   { return false }
 func (core) Layers() []string                                   { return append([]string(nil), coreLayers...) }
 func (core) Section(plan.Plan) (plan.Backend, *plan.Namespaces) { return plan.BackendCore, nil }
-func (core) Ledger() []ledger.Layer                             { return []ledger.Layer{ledger.Core} }
+func (core) Ledger() []ledger.Layer                             { return ledgerOf(plan.BackendCore) }
 
 // unbuilt is a backend of the seeds' order that confine does not have:
 // listed so that results say why it was not used, never available.
@@ -291,7 +303,7 @@ func (namespaces) Section(p plan.Plan) (plan.Backend, *plan.Namespaces) {
 	return plan.BackendNamespaces, ns
 }
 
-func (namespaces) Ledger() []ledger.Layer { return []ledger.Layer{ledger.Core, ledger.Namespaces} }
+func (namespaces) Ledger() []ledger.Layer { return ledgerOf(plan.BackendNamespaces) }
 
 // bubblewrap is the core inside namespaces that bwrap creates: bwrap
 // builds the user, PID, mount, network, IPC and UTS namespaces and a mount
@@ -352,7 +364,7 @@ func (bubblewrap) Section(p plan.Plan) (plan.Backend, *plan.Namespaces) {
 	}
 }
 
-func (bubblewrap) Ledger() []ledger.Layer { return []ledger.Layer{ledger.Core, ledger.Bwrap} }
+func (bubblewrap) Ledger() []ledger.Layer { return ledgerOf(plan.BackendBwrap) }
 
 // Facts are what the ledger decides p's guarantees from on host h, for a
 // command that runs as uid 0 (rootCommand) with at most maxProcs

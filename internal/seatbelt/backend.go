@@ -24,10 +24,15 @@ func Available() error {
 	return nil
 }
 
+// Ledger names the ledger's layers the backend switches on: Seatbelt
+// alone, none of the Linux ones. (It launches no plan, so it is not one
+// of launch's backends.)
+func Ledger() []ledger.Layer { return []ledger.Layer{ledger.Seatbelt} }
+
 // Decide resolves the ledger for this backend: what Seatbelt enforces on
 // its own, and what it cannot (those are refused unless waived). gitDir:
 // the work tree has a .git the persistence guard keeps read-only
 // (Spec.ReadOnly).
 func Decide(rootCommand, gitDir bool) []ledger.Decision {
-	return ledger.Decide([]ledger.Layer{ledger.Seatbelt}, ledger.Facts{SandboxExec: Available() == nil, RootCommand: rootCommand, GitDir: gitDir})
+	return ledger.Decide(Ledger(), ledger.Facts{SandboxExec: Available() == nil, RootCommand: rootCommand, GitDir: gitDir})
 }

@@ -1,6 +1,4 @@
-//go:build linux
-
-package confine
+package egress
 
 import (
 	"context"
@@ -12,17 +10,15 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/confine-sandbox/confine/internal/egress"
-	"github.com/confine-sandbox/confine/internal/launch"
 	"github.com/confine-sandbox/confine/policy"
 	"github.com/confine-sandbox/confine/spec"
 )
 
-// egressRun is one run's egress proxy (network = "allowlist"): it listens
-// on the launcher's loopback, and the supervisor connects the command's
-// internet sockets to it and nowhere else.
-type egressRun struct {
-	proxy  *egress.Proxy
+// Run is one run's egress proxy (network = "allowlist") from its start to
+// its records: it listens on the launcher's loopback, and the supervisor
+// connects the command's internet sockets to it and nowhere else.
+type Run struct {
+	proxy  *Proxy
 	addr   netip.AddrPort
 	cancel context.CancelFunc
 	done   chan error
@@ -48,8 +44,10 @@ var proxyVars = []string{
 // refuses a direct connect), so none is inherited.
 var noProxyVars = []string{"NO_PROXY", "no_proxy"}
 
-// startEgress starts the proxy for a run with allowlist allow.
-func startEgress(allow *policy.CompiledAllowlist, grants []policy.EgressGrant, runID string, s *spec.CommandSpec, callerEnv envLookup) (*egressRun, error) {
+// Start starts the proxy for a run of s with allowlist allow and the
+// approved grants; runID goes into its records, and callerEnv looks up
+// the caller's environment, where credential routes find their secrets.
+func Start(allow *policy.CompiledAllowlist, grants []policy.EgressGrant, runID string, s *spec.CommandSpec, callerEnv func(string) (string, bool)) (*Run, error) {
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("%w: egress proxy: %v", spec.ErrLaunch, err)
@@ -59,9 +57,9 @@ func startEgress(allow *policy.CompiledAllowlist, grants []policy.EgressGrant, r
 		ln.Close()
 		return nil, err
 	}
-	e := &egressRun{pids: map[netip.AddrPort]int{}, done: make(chan error, 1)}
+	e := &Run{pids: map[netip.AddrPort]int{}, done: make(chan error, 1)}
 	e.addr = netip.MustParseAddrPort(ln.Addr().String())
-	e.proxy, err = egress.New(egress.Config{Allow: allow, Grants: grants, Credentials: creds, RunID: runID, TaskID: s.TaskID, JobID: s.JobID,
+	e.proxy, err = New(Config{Allow: allow, Grants: grants, Credentials: creds, RunID: runID, TaskID: s.TaskID, JobID: s.JobID,
 		PIDOf: e.pidOf, KnownClientsOnly: true})
 	if err != nil {
 		ln.Close()
@@ -77,12 +75,12 @@ func startEgress(allow *policy.CompiledAllowlist, grants []policy.EgressGrant, r
 // environment (the launcher's, never the command's): a route whose
 // variable is unset, or that the command's environment would also hold,
 // refuses the run.
-func credentials(allow *policy.CompiledAllowlist, cmdEnv []string, callerEnv envLookup) (map[string]egress.Credential, error) {
+func credentials(allow *policy.CompiledAllowlist, cmdEnv []string, callerEnv func(string) (string, bool)) (map[string]Credential, error) {
 	routes := allow.CredentialRoutes()
 	if len(routes) == 0 {
 		return nil, nil
 	}
-	out := make(map[string]egress.Credential, len(routes))
+	out := make(map[string]Credential, len(routes))
 	for host, r := range routes {
 		for _, kv := range cmdEnv {
 			if name, _, _ := strings.Cut(kv, "="); name == r.Env {
@@ -93,7 +91,7 @@ func credentials(allow *policy.CompiledAllowlist, cmdEnv []string, callerEnv env
 		if !ok || v == "" {
 			return nil, fmt.Errorf("%w: credential route %s: $%s is not set in the caller's environment", spec.ErrUnavailable, host, r.Env)
 		}
-		c := egress.Credential{Header: r.Header, Value: r.Prefix + v, Port: r.UpstreamPort(), Env: r.Env}
+		c := Credential{Header: r.Header, Value: r.Prefix + v, Port: r.UpstreamPort(), Env: r.Env}
 		if r.CAFile != "" {
 			pem, err := os.ReadFile(r.CAFile)
 			if err != nil {
@@ -113,7 +111,7 @@ func credentials(allow *policy.CompiledAllowlist, cmdEnv []string, callerEnv env
 	return out, nil
 }
 
-func (e *egressRun) pidOf(client net.Addr) int {
+func (e *Run) pidOf(client net.Addr) int {
 	ta, ok := client.(*net.TCPAddr)
 	if !ok {
 		return 0
@@ -129,20 +127,23 @@ func (e *egressRun) pidOf(client net.Addr) int {
 	return pid
 }
 
-// hooks are the supervisor's side.
-func (e *egressRun) hooks() *launch.Egress {
-	return &launch.Egress{
-		Register: func(local netip.AddrPort, tid int) {
-			e.mu.Lock()
-			e.pids[netip.AddrPortFrom(local.Addr().Unmap(), local.Port())] = tid
-			e.mu.Unlock()
-		},
-		Refused: e.proxy.RecordDirect,
-	}
+// Addr is the proxy's address on the launcher's loopback.
+func (e *Run) Addr() netip.AddrPort { return e.addr }
+
+// Register is the supervisor's side: it learns the local address of a
+// connection the supervisor makes to the proxy for task tid, before it
+// connects.
+func (e *Run) Register(local netip.AddrPort, tid int) {
+	e.mu.Lock()
+	e.pids[netip.AddrPortFrom(local.Addr().Unmap(), local.Port())] = tid
+	e.mu.Unlock()
 }
 
-// env returns env with the proxy variables pointing at the proxy.
-func (e *egressRun) env(env []string) []string {
+// Refused records a destination task tid tried to reach directly.
+func (e *Run) Refused(dst netip.AddrPort, tid int) { e.proxy.RecordDirect(dst, tid) }
+
+// Env returns env with the proxy variables pointing at the proxy.
+func (e *Run) Env(env []string) []string {
 	url := "http://" + e.addr.String()
 	drop := map[string]bool{}
 	for _, n := range append(append([]string(nil), proxyVars...), noProxyVars...) {
@@ -163,9 +164,9 @@ func (e *egressRun) env(env []string) []string {
 	return out
 }
 
-// stop ends the proxy (open connections included: the command is gone)
+// Stop ends the proxy (open connections included: the command is gone)
 // and returns its records.
-func (e *egressRun) stop() []spec.Connection {
+func (e *Run) Stop() []spec.Connection {
 	e.cancel()
 	<-e.done
 	c, _ := e.proxy.Connections()

@@ -1,6 +1,6 @@
 //go:build linux
 
-package confine
+package egress
 
 import (
 	"context"
@@ -24,7 +24,7 @@ func TestEgressAttribution(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer proxy.Close()
-	e := &egressRun{pids: map[netip.AddrPort]int{}}
+	e := &Run{pids: map[netip.AddrPort]int{}}
 	// The supervisor's socket: bound to the proxy's address, port from
 	// the kernel, registered before it connects (internal/notify).
 	sup, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
@@ -41,7 +41,7 @@ func TestEgressAttribution(t *testing.T) {
 	}
 	port := sa.(*syscall.SockaddrInet4).Port
 	const tid = 4321
-	e.hooks().Register(netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port)), tid)
+	e.Register(netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port)), tid)
 
 	accept := func() net.Addr {
 		t.Helper()
