@@ -79,7 +79,6 @@ type direct struct {
 	// joined: the init joins the run's pids cgroup; noCgroup: it could
 	// not be made and the profile waived its guarantee.
 	joined, noCgroup bool
-	sc               plan.Seccomp // the seccomp section in effect
 	// private: the Landlock rules of the namespace's private tmpfs
 	// directories, for notify.Create.InRoot.
 	private []landlock.Deferred
@@ -184,10 +183,7 @@ func (d *direct) open() error {
 			d.fds.JoinPids = host.PidsCgroupV1(p.PidsCgroup)
 		}
 	}
-	// The flags for calls that name another process apply only without a
-	// PID namespace (also after a fall-back to the core).
-	d.sc = p.Seccomp.Effective(d.ns)
-	if d.sc.Listener() {
+	if d.p.Seccomp.Listener() {
 		pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
 			return fmt.Errorf("%w: socketpair: %v", spec.ErrLaunch, err)
@@ -218,7 +214,7 @@ func (d *direct) prepare() (*landlock.Ruleset, error) {
 		rs.Close()
 		return nil, err
 	}
-	filter, err := seccomp.Cached(d.sc)
+	filter, err := seccomp.Cached(p.Seccomp)
 	if err != nil {
 		return fail(fmt.Errorf("%w: seccomp: %v", spec.ErrLaunch, err))
 	}
@@ -263,7 +259,7 @@ func (d *direct) start() (*Outcome, error) {
 	p, prog := d.p, d.b.P
 	// The supervisor's handlers for calls that name another process, and
 	// its fork count, need the init's identity: its pidfd, from the clone.
-	prog.WantPidfd = d.sc.Listener()
+	prog.WantPidfd = d.p.Seccomp.Listener()
 	pid, err := prog.Start()
 	for _, f := range []*os.File{d.stdin, d.outW, d.errW, d.statusW, d.exitW, d.syncR} {
 		f.Close()
@@ -278,7 +274,7 @@ func (d *direct) start() (*Outcome, error) {
 		return nil, &errNamespaces{fmt.Sprintf("user namespaces unavailable: clone(CLONE_NEWUSER|CLONE_NEWPID|CLONE_NEWNS|CLONE_NEWNET|CLONE_NEWIPC|CLONE_NEWUTS): %v", errors.Unwrap(err))}
 	}
 	d.pid = pid
-	if d.sc.Listener() {
+	if d.p.Seccomp.Listener() {
 		ifd := prog.TakePidfd()
 		if ifd < 0 {
 			d.reap()
@@ -317,7 +313,7 @@ func (d *direct) start() (*Outcome, error) {
 	// socket by now (every end of it in the children is closed): taken
 	// after the exec, one wake-up of this thread serves both.
 	d.listener = -1
-	if d.sc.Listener() {
+	if d.p.Seccomp.Listener() {
 		if fd, err := spawn.RecvFD(d.sockParent); err == nil {
 			d.listener = fd
 		}
@@ -336,7 +332,7 @@ func (d *direct) start() (*Outcome, error) {
 		code, msg := d.b.StartFailure(p.Path, f)
 		return &Outcome{Report: plan.Report{StartCode: code, StartErr: msg}}, nil
 	}
-	if d.sc.Listener() && d.listener < 0 {
+	if d.p.Seccomp.Listener() && d.listener < 0 {
 		d.reap()
 		return nil, fmt.Errorf("%w: the command exec'd without handing over its seccomp listener", spec.ErrLaunch)
 	}
@@ -363,8 +359,8 @@ func (d *direct) supervise(ctx context.Context) (*Outcome, error) {
 	streams := startStreams(d.pio, d.outR, d.errR, d.stdinW)
 	stats := &notify.Stats{}
 	cfg := notify.Config{Plan: p, Init: d.runInit, Stats: stats, Egress: egressConfig(p, d.pio.Egress)}
-	if d.sc.NotifyCreate {
-		cfg.Create = &notify.Create{Landlock: p.Landlock, Refer: !d.sc.NotifyRename,
+	if d.p.Seccomp.NotifyCreate {
+		cfg.Create = &notify.Create{Landlock: p.Landlock, Refer: !d.p.Seccomp.NotifyRename,
 			Namespaced: d.ns, InRoot: d.private}
 	}
 	stopNotify := notify.Start(d.listener, cfg)

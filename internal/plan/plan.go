@@ -92,6 +92,9 @@ func (p *Plan) CheckBackend() error {
 	if !ok {
 		return fmt.Errorf("plan for backend %s has a namespaces section that backend does not use", p.Backend)
 	}
+	if p.Backend != BackendCore && (p.Seccomp.NotifyProcTargets || p.Seccomp.NotifySignals) {
+		return fmt.Errorf("plan for backend %s sends the calls that name another process to the supervisor: only the core's may (a PID namespace resolves pids within the run)", p.Backend)
+	}
 	return nil
 }
 

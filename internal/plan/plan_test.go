@@ -51,3 +51,24 @@ func TestCheckBackend(t *testing.T) {
 		})
 	}
 }
+
+// Only the core's plan sends the calls that name another process to the
+// supervisor: in a PID namespace the kernel resolves them within the run,
+// and a plan that asks otherwise is refused, so that the filter is built
+// from the plan's section as it is.
+func TestCheckBackendProcCalls(t *testing.T) {
+	ns := &Namespaces{Hostname: "confine"}
+	bw := &Namespaces{Hostname: "confine", Bwrap: "/usr/bin/bwrap"}
+	for _, sc := range []Seccomp{{NotifyProcTargets: true}, {NotifySignals: true}} {
+		for _, tt := range []struct {
+			backend Backend
+			ns      *Namespaces
+			ok      bool
+		}{{BackendCore, nil, true}, {BackendNamespaces, ns, false}, {BackendBwrap, bw, false}} {
+			p := &Plan{Backend: tt.backend, Namespaces: tt.ns, Seccomp: sc}
+			if err := p.CheckBackend(); (err == nil) != tt.ok {
+				t.Errorf("%s with %+v: CheckBackend = %v", tt.backend, sc, err)
+			}
+		}
+	}
+}

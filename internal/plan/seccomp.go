@@ -38,8 +38,8 @@ type Seccomp struct {
 	// the forms that name a user, another process group, or a pidfd
 	// (process_mrelease). The planner sets it, and NotifySignals, only
 	// where the run has no PID namespace (the core): in one, the kernel
-	// already resolves pids within the run (see Effective). Needs a
-	// listener.
+	// already resolves pids within the run (CheckBackend refuses them in
+	// another backend's plan). Needs a listener.
 	NotifyProcTargets bool `json:"notify_proc_targets,omitempty"`
 
 	// NotifySignals makes kill (but for pid 0), tkill, tgkill,
@@ -113,15 +113,6 @@ type Seccomp struct {
 	// them on entries made during the run, which no rule covers. Needs
 	// a listener.
 	NotifyGuardTree bool `json:"notify_guard_tree,omitempty"`
-}
-
-// Effective returns s as it applies to a run with (pidNS) or without a PID
-// namespace.
-func (s Seccomp) Effective(pidNS bool) Seccomp {
-	if pidNS {
-		s.NotifyProcTargets, s.NotifySignals = false, false
-	}
-	return s
 }
 
 // Listener reports whether the filter built from s hands calls to a

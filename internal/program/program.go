@@ -146,7 +146,7 @@ func ForNamespaces(p *plan.Plan, fds FDs, rs *landlock.Ruleset, layout nsinit.La
 
 	// The command is a child of init in a user namespace init created:
 	// it holds every capability there until it drops them.
-	cmd, err := b.confinement(p, filter, true, 1, p.Seccomp.Effective(true).Listener(), spawn.FDNotify, spawn.FDRuleset)
+	cmd, err := b.confinement(p, filter, true, 1, p.Seccomp.Listener(), spawn.FDNotify, spawn.FDRuleset)
 	if err != nil {
 		return nil, err
 	}
@@ -375,7 +375,7 @@ func ForBwrap(p *plan.Plan, fds FDs, filter []bpf.RawInstruction, privileged boo
 	}
 	cmd := b.arrange(fds, fds.Status)
 	// Its parent is the init, pid 1 of bwrap's PID namespace.
-	conf, err := b.confinement(p, filter, privileged, 1, p.Seccomp.Effective(true).Listener(), spawn.FDNotify, spawn.FDRuleset)
+	conf, err := b.confinement(p, filter, privileged, 1, p.Seccomp.Listener(), spawn.FDNotify, spawn.FDRuleset)
 	if err != nil {
 		return nil, err
 	}
@@ -498,7 +498,7 @@ func ForCore(p *plan.Plan, fds FDs, filter []bpf.RawInstruction, privileged bool
 	if err := prog.SetGoneJanitor(reaper, []string{"confine-reaper", p.PrivateTmp, p.PidsCgroup, p.MemoryCgroup}); err != nil {
 		return nil, err
 	}
-	cmd, err := b.confinement(p, filter, privileged, 0, p.Seccomp.Effective(false).Listener(), spawn.FDNotify, spawn.FDRuleset)
+	cmd, err := b.confinement(p, filter, privileged, 0, p.Seccomp.Listener(), spawn.FDNotify, spawn.FDRuleset)
 	if err != nil {
 		return nil, err
 	}

@@ -38,7 +38,7 @@ func initMain(p *plan.Plan, status *os.File) int {
 		return 125
 	}
 	unix.CloseOnExec(6)
-	notify := p.Seccomp.Effective(true).Listener()
+	notify := p.Seccomp.Listener()
 	if notify {
 		unix.CloseOnExec(5)
 	}
@@ -164,7 +164,7 @@ func startCommand(p *plan.Plan, private []string, notify bool) (int, int, string
 		return 0, 125, "landlock: " + err.Error()
 	}
 	defer rs.Close()
-	filter, err := seccomp.Build(p.Seccomp.Effective(true))
+	filter, err := seccomp.Build(p.Seccomp)
 	if err != nil {
 		return 0, 125, "seccomp: " + err.Error()
 	}

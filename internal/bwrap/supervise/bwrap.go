@@ -106,7 +106,7 @@ func (b *bwrapStart) open() error {
 		*pp.r, *pp.w = r, w
 	}
 	// bubblewrap's runs have a PID namespace.
-	b.wantNotify = b.p.Seccomp.Effective(true).Listener()
+	b.wantNotify = b.p.Seccomp.Listener()
 	if b.wantNotify {
 		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
