@@ -13,7 +13,7 @@ import (
 
 // A profile's [guard] can refuse rows besides git's (an editor row moved
 // to refused, a row of its own: plan.Plan.GuardRows). What matches one at
-// launch is kept read-only like .git (Config.Guarded); what the command
+// launch is kept read-only like .git (plan.Plan.Guarded); what the command
 // makes during the run is refused here, on every call that adds a name
 // (create.go: the same calls that refuse a new .git), with the row's
 // pattern matched against the new entry's path relative to each writable

@@ -23,7 +23,7 @@
 // command's own Landlock domain still checks it (the calls of
 // proc_targets.go are resumed on their own terms).
 //
-// Task creation (clone, fork, vfork; Config.MaxTasks) is resumed too: its
+// Task creation (clone, fork, vfork; plan.Plan.MaxTasks) is resumed too: its
 // decision reads no memory, only a count of the run's tasks, so an allowed
 // call is resumed by the kernel itself (see fork.go).
 package notify
