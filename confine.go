@@ -128,6 +128,10 @@ func (l *Launcher) launch(ctx context.Context, c *policy.Cap, prof policy.Profil
 	run.primary.Describe(res)
 
 	pio := l.runIO(&s, limits, eg)
+	if run.primary.Plan.Backend == plan.BackendNamespaces {
+		// A server's warm state holds network namespaces made ahead.
+		pio.NetPool = l.Warm.netPool()
+	}
 	if err := run.tmp.Wait(); err != nil {
 		return fmt.Errorf("%w: %v", spec.ErrLaunch, err)
 	}

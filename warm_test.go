@@ -4,12 +4,14 @@ package confine_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/confine-sandbox/confine"
+	"github.com/confine-sandbox/confine/spec"
 )
 
 // Runs of a Launcher with a Warm, on every backend this host selects,
@@ -62,5 +64,38 @@ func TestWarmPrivateDirs(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Namespaced runs of a Launcher with a Warm each get a network namespace
+// of their own, never the launcher's nor one an earlier run had: made
+// ahead by a root launcher (nsinit.NetPool), by the clone otherwise.
+func TestWarmNetworkNamespaces(t *testing.T) {
+	_, c := mint(t, "default", 0)
+	w := confine.NewWarm()
+	defer w.Close()
+	l := &confine.Launcher{Warm: w, Backend: "namespaces"}
+	wt := worktree(t)
+	own, err := os.Readlink("/proc/self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{own: true}
+	for i := range 4 {
+		res, err := l.RunCommand(context.Background(), c, shSpec(wt, `readlink /proc/self/ns/net`))
+		if err != nil {
+			if errors.Is(err, spec.ErrUnavailable) {
+				t.Skipf("the namespaces backend is unavailable here: %v", err)
+			}
+			t.Fatal(err)
+		}
+		ns := strings.TrimSpace(res.Stdout.Text())
+		if res.ExitCode != 0 || !strings.HasPrefix(ns, "net:[") {
+			t.Fatalf("run %d: exit %d, stdout %q, stderr %q", i, res.ExitCode, res.Stdout.Text(), res.Stderr.Text())
+		}
+		if seen[ns] {
+			t.Fatalf("run %d is in network namespace %s: the launcher's (%s) or an earlier run's", i, ns, own)
+		}
+		seen[ns] = true
 	}
 }

@@ -4,9 +4,15 @@ package confine
 
 import "github.com/confine-sandbox/confine/internal/tmpdir"
 
-type warmState struct{ dirs tmpdir.Pool }
+type warmState struct {
+	dirs tmpdir.Pool
+	nets netPools
+}
 
-func (s *warmState) close() { s.dirs.Close() }
+func (s *warmState) close() {
+	s.dirs.Close()
+	s.nets.close()
+}
 
 // privateDir is a run's own private directory under parent for uid:gid:
 // from w's pool (made ahead, checked again when taken), or made now when

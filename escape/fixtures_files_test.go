@@ -90,7 +90,7 @@ func withFileVectors(cases []vcase) []vcase {
 			cases[i].setup = oldABI(cases[i].setup)
 		}
 	}
-	return append(append(append(append(append(append(cases, fileVectors()...), gitVectors()...), nestGitVectors()...), ctlPlaneVectors()...), gitTreeVectors()...), guardProfileVectors()...)
+	return append(append(append(append(append(append(append(cases, fileVectors()...), gitVectors()...), nestGitVectors()...), ctlPlaneVectors()...), gitTreeVectors()...), guardProfileVectors()...), warmVectors()...)
 }
 
 // fileVectors are the rows for set-ID files, truncation without write

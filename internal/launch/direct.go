@@ -93,6 +93,7 @@ type direct struct {
 	b                            *program.Prepared
 	pid, listener                int
 	runInit                      *notify.Init
+	netns                        *os.File // from pio.NetPool
 	keepProg, detach, privileged bool
 }
 
@@ -230,6 +231,10 @@ func (d *direct) prepare() (*landlock.Ruleset, error) {
 			return fail(&errNamespaces{host.ExplainNamespaceFailure("namespace set-up failed: " + lerr.Error())})
 		}
 		d.private = program.PrivateRules(rs, layout)
+		if d.netns = d.pio.NetPool.Take(); d.netns != nil {
+			d.closers = append(d.closers, d.netns)
+			d.fds.NetNS = int(d.netns.Fd())
+		}
 		b, err = program.ForNamespaces(p, d.fds, rs, layout, filter)
 	} else {
 		b, err = program.ForCore(p, d.fds, filter, d.privileged, selfExe)
@@ -259,8 +264,21 @@ func (d *direct) start() (*Outcome, error) {
 	p, prog := d.p, d.b.P
 	// The supervisor's handlers for calls that name another process, and
 	// its fork count, need the init's identity: its pidfd, from the clone.
-	prog.WantPidfd = d.p.Seccomp.Listener()
-	pid, err := prog.Start()
+	prog.WantPidfd = p.Seccomp.Listener()
+	var pid int
+	var err error
+	if d.netns != nil {
+		err = d.pio.NetPool.Join(d.netns, func() (e error) { pid, e = prog.Start(); return e })
+		if errors.Is(err, nsinit.ErrNetPool) {
+			if pid > 0 {
+				d.pid = pid
+				d.reap()
+			}
+			return nil, fmt.Errorf("%w: %v", spec.ErrLaunch, err)
+		}
+	} else {
+		pid, err = prog.Start()
+	}
 	for _, f := range []*os.File{d.stdin, d.outW, d.errW, d.statusW, d.exitW, d.syncR} {
 		f.Close()
 	}

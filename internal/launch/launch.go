@@ -30,6 +30,7 @@ import (
 	"github.com/confine-sandbox/confine/internal/capture"
 	"github.com/confine-sandbox/confine/internal/gocacheprog"
 	"github.com/confine-sandbox/confine/internal/host"
+	"github.com/confine-sandbox/confine/internal/nsinit"
 	"github.com/confine-sandbox/confine/internal/plan"
 	"github.com/confine-sandbox/confine/internal/reaper"
 	"github.com/confine-sandbox/confine/spec"
@@ -87,6 +88,9 @@ type IO struct {
 	// the pids cgroup to that init (landlock+namespaces only; see
 	// Outcome.CleanupDetached).
 	DetachCleanup bool
+	// NetPool, when set, gives a namespaced run's init a network
+	// namespace made ahead (nsinit.NetPool); nil: the clone makes one.
+	NetPool *nsinit.NetPool
 }
 
 // Outcome is what one run produced.

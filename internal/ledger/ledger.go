@@ -438,7 +438,7 @@ var table = []Guarantee{
 			plus(bw("bubblewrap: empty network namespace (loopback only)")),
 			network(sb("Seatbelt: (deny network*): no socket of the command's connects, binds or sends, unix sockets included (Mach services stay reachable under (allow default))"), spec.DenyAll),
 		},
-		Vectors: []string{"tcp-connect", "tcp6-connect", "udp-send", "tcp-listen", "mptcp-connect", "netlink", "vsock", "packet", "iouring-socket", "socketcall32", "x32-syscall", "egress-*"},
+		Vectors: []string{"tcp-connect", "tcp6-connect", "udp-send", "tcp-listen", "mptcp-connect", "netlink", "vsock", "packet", "iouring-socket", "socketcall32", "x32-syscall", "egress-*", "warm-netns-fd"},
 	},
 	{
 		Name:       spec.GCleanEnv,
@@ -543,7 +543,7 @@ var table = []Guarantee{
 			plus(bw("bubblewrap network namespace (abstract sockets are per namespace) and mount namespace (the host's /run, /tmp and /dev/shm absent)")),
 			sb("Seatbelt: (deny network*) refuses connecting to any unix socket (macOS has no abstract ones)"),
 		},
-		Vectors: []string{"abstract-unix", "unix-connect-outside", "unix-dgram-outside", "ctl-serve-*"},
+		Vectors: []string{"abstract-unix", "unix-connect-outside", "unix-dgram-outside", "ctl-serve-*", "warm-netns-abstract-unix"},
 	},
 	{
 		Name:    spec.GSignals,

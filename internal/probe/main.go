@@ -169,6 +169,7 @@ func init() {
 		"unix-connect":   {"PATH", 1, 1, vUnixConnect},
 		"unix-dgram":     {"PATH", 1, 1, vUnixDgram},
 		"inherited-fd":   {"FD", 1, 1, vInheritedFD},
+		"netns-fd":       {"", 0, 0, vNetnsFD},
 		"serve-run":      {"SOCKET WORKTREE TARGET", 3, 3, vServeRun},
 
 		// processes

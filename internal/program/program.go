@@ -83,12 +83,17 @@ type FDs struct {
 	// lock, whose RCU grace period cost 6-15 ms of every root run here;
 	// a single thread moving itself is exempt.
 	JoinPids bool
+	// NetNS is a network namespace made ahead (nsinit.NetPool) the
+	// launcher clones the init into: no CLONE_NEWNET then, and no loopback
+	// set-up (the pool did it). -1: the init gets a new one. Never passed
+	// to the init or the command.
+	NetNS int
 }
 
 // NoFDs returns FDs with every descriptor absent (-1).
 func NoFDs() FDs {
 	return FDs{Stdin: -1, Stdout: -1, Stderr: -1, Status: -1, Exit: -1, Notify: -1, Sync: -1, Ruleset: -1,
-		Janitor: -1, Cgroup: -1, MemCgroup: -1}
+		Janitor: -1, Cgroup: -1, MemCgroup: -1, NetNS: -1}
 }
 
 // fdMsg is a prepared sendmsg(2) of one descriptor with SCM_RIGHTS.
@@ -130,7 +135,10 @@ func ForNamespaces(p *plan.Plan, fds FDs, rs *landlock.Ruleset, layout nsinit.La
 	init := append(b.initStart(fds), b.joinPids(p, fds)...)
 	init = append(init, b.call("setsid", unix.SYS_SETSID))
 	init = append(init, b.mountOps(ns, layout)...)
-	init = append(init, b.namespaceOps(ns)...)
+	if fds.NetNS >= 0 {
+		prog.Cloneflags &^= unix.CLONE_NEWNET
+	}
+	init = append(init, b.namespaceOps(ns, fds.NetNS < 0)...)
 	init = append(init, b.deferredRuleOps(rs, layout)...)
 	prog.Init = init
 	b.initSteps = len(b.desc)
@@ -228,17 +236,20 @@ func (b *Prepared) mountOps(ns *plan.Namespaces, layout nsinit.Layout) []spawn.O
 	return init
 }
 
-// namespaceOps bring up the namespace's loopback and set its hostname.
-func (b *Prepared) namespaceOps(ns *plan.Namespaces) []spawn.Op {
+// namespaceOps bring up the namespace's loopback (when the init has a
+// network namespace of its own: loopback) and set its hostname.
+func (b *Prepared) namespaceOps(ns *plan.Namespaces, loopback bool) []spawn.Op {
 	prog, str := b.P, b.P.Str
 	var init []spawn.Op
 	add := func(o spawn.Op) { init = append(init, o) }
 	ifr := new([40]byte)
 	copy(ifr[:], "lo")
 	*(*uint16)(unsafe.Pointer(&ifr[unix.IFNAMSIZ])) = unix.IFF_UP
-	add(b.call("loopback: socket", unix.SYS_SOCKET, unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0).ToSlot(0))
-	add(b.call("loopback: SIOCSIFFLAGS", unix.SYS_IOCTL, 0, unix.SIOCSIFFLAGS, prog.Ptr(unsafe.Pointer(ifr), ifr)).FromSlot(0, 0))
-	add(b.call("loopback: close", unix.SYS_CLOSE, 0).FromSlot(0, 0))
+	if loopback {
+		add(b.call("loopback: socket", unix.SYS_SOCKET, unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0).ToSlot(0))
+		add(b.call("loopback: SIOCSIFFLAGS", unix.SYS_IOCTL, 0, unix.SIOCSIFFLAGS, prog.Ptr(unsafe.Pointer(ifr), ifr)).FromSlot(0, 0))
+		add(b.call("loopback: close", unix.SYS_CLOSE, 0).FromSlot(0, 0))
+	}
 	if ns.Hostname != "" {
 		add(b.call("sethostname", unix.SYS_SETHOSTNAME, str(ns.Hostname), uintptr(len(ns.Hostname))))
 	}

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/confine-sandbox/confine/internal/landlock"
 	"github.com/confine-sandbox/confine/internal/nsinit"
 	"github.com/confine-sandbox/confine/internal/plan"
@@ -142,6 +144,52 @@ func TestNamespacedSteps(t *testing.T) {
 	}
 	if !b.InInit(spawn.Step(strings.Count(all[:strings.Index(all, "pivot_root")], "\n") + 1)) {
 		t.Errorf("pivot_root is not counted as namespace set-up (a failure there must fall back to the core)")
+	}
+}
+
+// A network namespace made ahead (FDs.NetNS) takes the place of the
+// clone's: no CLONE_NEWNET and no loopback set-up in the init; every other
+// namespace and step stays.
+func TestNamespacedNetNS(t *testing.T) {
+	arch, _ := seccomp.NativeArch()
+	filter, err := seccomp.Cached(plan.Seccomp{Arch: arch, NotifyMetadata: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		netns    int
+		newnet   bool
+		loopback bool
+	}{
+		{netns: -1, newnet: true, loopback: true},
+		{netns: 9, newnet: false, loopback: false},
+	} {
+		ns := &plan.Namespaces{Private: []string{"/dev/shm"}, TmpfsBytes: 1 << 20, Hostname: "confine"}
+		p := testPlan()
+		p.Namespaces = ns
+		p.Landlock = plan.Landlock{ReadExec: []string{"/usr", "/bin"}}
+		layout := nsinit.PlanLayout(p, nil)
+		layout.Stage = "/tmp"
+		fds := NoFDs()
+		fds.Stdin, fds.Stdout, fds.Stderr, fds.Status, fds.Exit, fds.Notify, fds.Sync, fds.Ruleset = 0, 1, 2, 3, 4, 5, 6, 7
+		fds.NetNS = tc.netns
+		b, err := ForNamespaces(p, fds, &landlock.Ruleset{FD: 7}, layout, filter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all := strings.Join(b.desc, "\n")
+		if got := b.P.Cloneflags&unix.CLONE_NEWNET != 0; got != tc.newnet {
+			t.Errorf("NetNS %d: CLONE_NEWNET %v, want %v", tc.netns, got, tc.newnet)
+		}
+		if want := uintptr(nsinit.Flags &^ unix.CLONE_NEWNET); b.P.Cloneflags&want != want {
+			t.Errorf("NetNS %d: clone flags %#x lack some of %#x", tc.netns, b.P.Cloneflags, want)
+		}
+		if got := strings.Contains(all, "loopback: SIOCSIFFLAGS"); got != tc.loopback {
+			t.Errorf("NetNS %d: loopback set-up %v, want %v:\n%s", tc.netns, got, tc.loopback, all)
+		}
+		if !strings.Contains(all, "sethostname") || !strings.Contains(all, "pivot_root") {
+			t.Errorf("NetNS %d: a step of the namespace set-up is missing:\n%s", tc.netns, all)
+		}
 	}
 }
 
