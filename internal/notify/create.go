@@ -337,13 +337,27 @@ func (t *task) fast(ts *taskStatus, parents []*prepared, lasts []string, op func
 		return 0, 0, false
 	}
 	pfds := make([]int, len(parents))
+	reals := make([]string, len(parents))
 	for i, p := range parents {
-		fd, e := t.resolve(p, false)
-		if e != 0 {
-			return 0, 0, false
+		var fd int
+		var real string
+		if i > 0 && *p == *parents[0] {
+			// The same walk from the same start (a rename within
+			// one directory): resolved once, both sides then name
+			// one directory, as one instant of the tree.
+			fd, real = pfds[0], reals[0]
+		} else {
+			var e unix.Errno
+			if fd, e = t.resolve(p, false); e != 0 {
+				return 0, 0, false
+			}
+			var ok bool
+			if real, ok = fdPath(fd); !ok {
+				return 0, 0, false
+			}
 		}
-		real, ok := fdPath(fd)
-		if !ok || !h.s.pol.entryWritable(real, lasts[i]) {
+		reals[i] = real
+		if !h.s.pol.entryWritable(real, lasts[i]) {
 			return 0, 0, false
 		}
 		if _, _, ok := h.s.pol.refusedRow(real, lasts[i]); ok {

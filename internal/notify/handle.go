@@ -118,6 +118,8 @@ type task struct {
 	// with the root (ownProcLink); "" when unknown.
 	nsTgid, nsPid string
 	root          int
+	// cwd: the task's working directory, opened by cwdFD (-1: not yet).
+	cwd int
 	// needUmask: the call may create an entry, so its status was read
 	// with the umask (status, not idStatus).
 	needUmask bool
@@ -127,7 +129,7 @@ type task struct {
 }
 
 func (h *handler) handle(n *seccompNotif) (r result) {
-	t := task{h: h, n: n, tid: int(n.PID), mem: memReader{tid: int(n.PID), fd: -1}, pidfd: -1, root: -1}
+	t := task{h: h, n: n, tid: int(n.PID), mem: memReader{tid: int(n.PID), fd: -1}, pidfd: -1, root: -1, cwd: -1}
 	defer t.close()
 	defer func() {
 		// Never let one odd notification take the supervisor down; the
@@ -554,12 +556,20 @@ func (t *task) taskFD(tgid int, fd int32) (int, unix.Errno) {
 }
 
 // cwdFD opens the task's working directory.
+//
+// It is opened once per notification: a rename or link of relative paths
+// starts both walks there, and the two then resolve the same parent once
+// (create.go, fast).
 func (t *task) cwdFD() (int, unix.Errno) {
+	if t.cwd >= 0 {
+		return t.cwd, 0
+	}
 	fd, err := t.openProc("cwd", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC)
 	if err != nil {
 		return -1, unix.EACCES
 	}
-	return t.keep(fd), 0
+	t.cwd = t.keep(fd)
+	return t.cwd, 0
 }
 
 // openProc opens /proc/<tid>/name: relative to the handler's descriptor of
