@@ -39,7 +39,8 @@
 #   SPAWN_N [1000] SPAWN_REPS [7]               fork+exec of /bin/true in one sh
 #   FILES_N [20000] FILES_SIZE [512] FILES_REPS [5]  (also files_git and files_git_ns: the same under --backend core and namespaces
 #                          in a work tree without and with .git, the persistence guard's cost on file creation)
-#   GUARD_REPS [3] GUARD_TRAPPED_N [5000] GUARD_FILES_N [20000]  the persistence guard's cost under --backend core,
+#   GUARD_REPS [3] GUARD_TRAPPED_N [5000] GUARD_FILES_N [20000] GUARD_ROWS [trapped,files,npm,pip,gobuild]
+#                          the persistence guard's cost under --backend core,
 #                          guarded/unguarded (a work tree with / without .git), interleaved: added us per trapped call,
 #                          20k files, npm install --offline of local tarballs, python3 -m venv + pip install of a local
 #                          wheel, go build with a fresh GOCACHE (bench/cmd/benchdriver/guard.go)

@@ -34,11 +34,24 @@ import (
 //   - guard_gobuild: go build -o ./app with a fresh GOCACHE in the tree.
 //
 // What a run made is removed between runs, outside confine.
+//
+// GUARD_ROWS (comma-separated: trapped, files, npm, pip, gobuild; default
+// all) runs only some of them.
 func (b *bench) guard() error {
 	reps := b.knobInt("GUARD_REPS", 3)
-	steps := []func(int) error{b.guardTrapped, b.guardFiles, b.guardNpm, b.guardPip, b.guardGoBuild}
-	for _, f := range steps {
-		if err := f(reps); err != nil {
+	steps := []struct {
+		name string
+		f    func(int) error
+	}{{"trapped", b.guardTrapped}, {"files", b.guardFiles}, {"npm", b.guardNpm}, {"pip", b.guardPip}, {"gobuild", b.guardGoBuild}}
+	want := map[string]bool{}
+	for _, s := range strings.Split(b.knob("GUARD_ROWS", "trapped,files,npm,pip,gobuild"), ",") {
+		want[strings.TrimSpace(s)] = true
+	}
+	for _, s := range steps {
+		if !want[s.name] {
+			continue
+		}
+		if err := s.f(reps); err != nil {
 			return err
 		}
 	}
