@@ -486,7 +486,8 @@ type conn struct {
 // oldest connection still sending its request of the process that has
 // the most such: only for a process that holds fewer connections than
 // that one has waiting, or that holds every connection (its own oldest
-// goes). So processes flooding the cap in equal numbers are refused
+// goes); fewer by more than an eighth of that (evictSlack), when it has
+// 8 or more waiting. So processes flooding the cap in near-equal numbers are refused
 // (cheaply) instead of evicting each other in a loop, and a process
 // with few connections always gets one.
 func (s *Server) admit(pc *conn) string {
@@ -506,7 +507,12 @@ func (s *Server) admit(pc *conn) string {
 		if waiting == 0 {
 			return fmt.Sprintf("the confine server at %s holds %d connections, its cap, all with requests", s.Socket, s.conns)
 		}
-		if mine >= waiting && mine < s.conns {
+		// Within an eighth of the most waiting counts as even: floods
+		// of near-equal size would otherwise evict each other in a
+		// chain (each eviction leaves its process one short, whose
+		// next connection evicts again), every eviction costing the
+		// server a held connection's whole life.
+		if mine >= waiting-waiting/evictSlack && mine < s.conns {
 			return fmt.Sprintf("the confine server at %s holds %d connections, its cap; process %d holds %d of them, and no process has more than %d still sending a request", s.Socket, s.conns, pc.pid, mine, waiting)
 		}
 		victim := s.reading[most].Front().Value.(*conn)
@@ -528,6 +534,10 @@ func (s *Server) admit(pc *conn) string {
 	pc.deadline = time.Now().Add(s.RequestTimeout)
 	return ""
 }
+
+// evictSlack: a process evicts only while it holds fewer than the most
+// waiting connections of one process less an evictSlack-th of them.
+const evictSlack = 8
 
 // unread takes pc off the list of connections still sending their
 // request, when it is on it. s.mu is held.
