@@ -507,7 +507,8 @@ func TestFairSlots(t *testing.T) {
 // TestEvictionFairness walks admit through sequences of connections of
 // several processes at the total cap: a process evicts the oldest
 // waiting connection of the process with the most waiting, only while it
-// holds fewer than that, or when it holds every connection.
+// holds fewer than that (by more than an eighth of it), or when it holds
+// every connection.
 func TestEvictionFairness(t *testing.T) {
 	type step struct {
 		pid     int
@@ -523,6 +524,10 @@ func TestEvictionFairness(t *testing.T) {
 		{"a newcomer evicts from the largest holder", 3, []step{{1, true, -1}, {1, true, -1}, {2, true, -1}, {3, true, 0}}},
 		{"equals refuse instead of evicting", 4, []step{{1, true, -1}, {1, true, -1}, {2, true, -1}, {2, true, -1}, {1, false, -1}, {2, false, -1}}},
 		{"a holder of fewer evicts until even", 4, []step{{1, true, -1}, {1, true, -1}, {1, true, -1}, {2, true, -1}, {2, true, 0}, {2, false, -1}, {1, false, -1}}},
+		// 17 and 16 are even within an eighth; a newcomer still evicts.
+		{"near-equals refuse instead of evicting", 33, slices.Concat(slices.Repeat([]step{{1, true, -1}}, 17), slices.Repeat([]step{{2, true, -1}}, 16), []step{{2, false, -1}, {3, true, 0}})},
+		// 17 against 14 is more than an eighth apart.
+		{"a holder of fewer by more than an eighth evicts", 31, slices.Concat(slices.Repeat([]step{{1, true, -1}}, 17), slices.Repeat([]step{{2, true, -1}}, 14), []step{{2, true, 0}, {2, false, -1}})},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

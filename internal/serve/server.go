@@ -122,6 +122,9 @@ type Server struct {
 	// of each close.
 	open     atomic.Int64
 	connGone chan struct{}
+	// refused is the accept loop's batch of refusals (its own: only
+	// the loop touches it).
+	refused refusals
 }
 
 // largeRequest is the size above which a request is read and decoded
@@ -309,12 +312,25 @@ func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
 		// ln was closed by someone else (then Serve returns).
 		_ = lf.SetReadDeadline(time.Now().Add(time.Second))
 		rerr := lrc.Read(func(fd uintptr) bool {
+			// Refusals are answered after the batch they came in: an
+			// admitted connection behind them is handed to its
+			// goroutine first (see refusals).
+			defer s.refused.flush(&s.open)
 			for ctx.Err() == nil && s.open.Load() < int64(s.maxOpen()) {
 				nfd, _, err := unix.Accept4(int(fd), unix.SOCK_CLOEXEC)
 				switch {
 				case err == nil:
 					backoff = 0
-					s.accepted(ctx, nfd)
+					if s.accepted(ctx, nfd) {
+						// Its goroutine is next on this P, but
+						// waits until this loop parks or is
+						// preempted (10 ms) unless another P
+						// is idle: let it run first.
+						runtime.Gosched()
+					}
+					if len(s.refused.held) >= refuseBatch {
+						s.refused.flush(&s.open)
+					}
 				case errors.Is(err, unix.EAGAIN):
 					return false // wait in the poller for the next
 				case errors.Is(err, unix.EINTR), errors.Is(err, unix.ECONNABORTED):
@@ -382,19 +398,19 @@ func shortBacklog(rc syscall.RawConn) error {
 // accepted checks a new connection's peer and counts it against the
 // caps, in the accept loop itself: a refused one is answered without
 // waiting (refuseFD) and closed. An admitted one becomes a net.UnixConn
-// served by a goroutine of its own.
-func (s *Server) accepted(ctx context.Context, fd int) {
+// served by a goroutine of its own; accepted says whether it was.
+func (s *Server) accepted(ctx context.Context, fd int) bool {
 	cred, err := unix.GetsockoptUcred(fd, unix.SOL_SOCKET, unix.SO_PEERCRED)
 	if err != nil {
 		s.log().Warn("confine serve: refused a peer whose credentials could not be read", "err", err)
 		unix.Close(fd)
-		return
+		return false
 	}
 	uid, pid := int(cred.Uid), int(cred.Pid)
 	if uid != s.uid {
 		s.log().Warn("confine serve: refused a peer of another uid", "peer_uid", uid, "peer_pid", pid, "uid", s.uid)
-		refuseFD(fd, "peer", fmt.Sprintf("this confine server serves uid %d only; the client runs as uid %d", s.uid, uid))
-		return
+		s.refused.hold(&s.open, fd, "peer", fmt.Sprintf("this confine server serves uid %d only; the client runs as uid %d", s.uid, uid))
+		return false
 	}
 	// Counted against the caps first (cheap: a flood is refused here);
 	// checked for being inside a run once it has sent its request
@@ -402,8 +418,8 @@ func (s *Server) accepted(ctx context.Context, fd int) {
 	// anything runs.
 	pc := &conn{pid: pid}
 	if why := s.admit(pc); why != "" {
-		refuseFD(fd, "busy", why)
-		return
+		s.refused.hold(&s.open, fd, "busy", why)
+		return false
 	}
 	// Only this loop evicts (admit), so nothing can evict pc before its
 	// descriptor is a conn with its deadline.
@@ -415,7 +431,7 @@ func (s *Server) accepted(ctx context.Context, fd int) {
 		s.release(pc)
 		sendRefusal(fd, "busy", fmt.Sprintf("the confine server at %s could not take the connection: %v", s.Socket, err))
 		f.Close()
-		return
+		return false
 	}
 	f.Close()
 	pc.c = fc.(*net.UnixConn)
@@ -429,6 +445,7 @@ func (s *Server) accepted(ctx context.Context, fd int) {
 		defer s.release(pc)
 		s.handle(ctx, pc)
 	}()
+	return true
 }
 
 // initMemory makes the request budget of MaxRequestMemory bytes.
@@ -469,7 +486,8 @@ type conn struct {
 // oldest connection still sending its request of the process that has
 // the most such: only for a process that holds fewer connections than
 // that one has waiting, or that holds every connection (its own oldest
-// goes). So processes flooding the cap in equal numbers are refused
+// goes); fewer by more than an eighth of that (evictSlack), when it has
+// 8 or more waiting. So processes flooding the cap in near-equal numbers are refused
 // (cheaply) instead of evicting each other in a loop, and a process
 // with few connections always gets one.
 func (s *Server) admit(pc *conn) string {
@@ -489,7 +507,12 @@ func (s *Server) admit(pc *conn) string {
 		if waiting == 0 {
 			return fmt.Sprintf("the confine server at %s holds %d connections, its cap, all with requests", s.Socket, s.conns)
 		}
-		if mine >= waiting && mine < s.conns {
+		// Within an eighth of the most waiting counts as even: floods
+		// of near-equal size would otherwise evict each other in a
+		// chain (each eviction leaves its process one short, whose
+		// next connection evicts again), every eviction costing the
+		// server a held connection's whole life.
+		if mine >= waiting-waiting/evictSlack && mine < s.conns {
 			return fmt.Sprintf("the confine server at %s holds %d connections, its cap; process %d holds %d of them, and no process has more than %d still sending a request", s.Socket, s.conns, pc.pid, mine, waiting)
 		}
 		victim := s.reading[most].Front().Value.(*conn)
@@ -511,6 +534,10 @@ func (s *Server) admit(pc *conn) string {
 	pc.deadline = time.Now().Add(s.RequestTimeout)
 	return ""
 }
+
+// evictSlack: a process evicts only while it holds fewer than the most
+// waiting connections of one process less an evictSlack-th of them.
+const evictSlack = 8
 
 // unread takes pc off the list of connections still sending their
 // request, when it is on it. s.mu is held.
@@ -586,6 +613,43 @@ func (s *Server) answer(c *net.UnixConn, resp Response) error {
 		return err
 	}
 	return w.Flush()
+}
+
+// refuseBatch is how many refused connections the accept loop holds
+// before it answers and closes them (refusals).
+const refuseBatch = 64
+
+// refusals are the connections the accept loop refused and has not
+// answered yet. Answering one (a send, then a close that wakes the
+// client) costs about twice what deciding it does (accept4, getsockopt,
+// the caps); the loop decides every connection the listen backlog holds
+// (at most refuseBatch) before it answers the refused ones, so that an
+// admitted connection behind a flood's is handed to its goroutine after
+// the decisions only. Held ones count in Server.open, so the descriptor
+// bound holds; they are answered before the loop waits again.
+type refusals struct {
+	held []heldRefusal
+}
+
+type heldRefusal struct {
+	fd        int
+	kind, msg string
+}
+
+// hold keeps fd to be refused with kind and msg at the next flush.
+func (r *refusals) hold(open *atomic.Int64, fd int, kind, msg string) {
+	open.Add(1)
+	r.held = append(r.held, heldRefusal{fd, kind, msg})
+}
+
+// flush answers and closes the held refusals.
+func (r *refusals) flush(open *atomic.Int64) {
+	for i, h := range r.held {
+		refuseFD(h.fd, h.kind, h.msg)
+		r.held[i] = heldRefusal{}
+	}
+	open.Add(-int64(len(r.held)))
+	r.held = r.held[:0]
 }
 
 // refuseFD answers a refusal with one send that does not wait (a new

@@ -436,3 +436,31 @@ func soakServer(socket string) {
 	}
 	os.Exit(0)
 }
+
+// BenchmarkStartWithHeldConns starts /bin/true with os/exec (a fork of
+// this process, as the soak's handler does) while the process holds n
+// connected unix sockets, as a server under attack holds its clients'
+// connections: the fork copies the descriptor table and the exec closes
+// it again. docs/server.md has the figures.
+func BenchmarkStartWithHeldConns(b *testing.B) {
+	for _, n := range []int{0, 1024, 2064} {
+		b.Run(fmt.Sprintf("held=%d", n), func(b *testing.B) {
+			var rl syscall.Rlimit
+			if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil || rl.Cur < uint64(n+64) {
+				b.Skipf("RLIMIT_NOFILE %d is under %d descriptors (%v)", rl.Cur, n+64, err)
+			}
+			for range n / 2 {
+				fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { syscall.Close(fds[0]); syscall.Close(fds[1]) })
+			}
+			for b.Loop() {
+				if err := exec.Command("/bin/true").Run(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
