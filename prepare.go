@@ -13,6 +13,7 @@ import (
 	"github.com/confine-sandbox/confine/internal/planner"
 	"github.com/confine-sandbox/confine/internal/provider"
 	"github.com/confine-sandbox/confine/internal/tmpdir"
+	"github.com/confine-sandbox/confine/internal/warmcache"
 	"github.com/confine-sandbox/confine/spec"
 )
 
@@ -29,11 +30,11 @@ type run struct {
 	// memCgroup is the run's memory cgroup, for the plans whose backend
 	// uses one (created by the launch).
 	memCgroup string
-	// caches are the profile's warm caches, NAME=DIR (cache.go).
+	// caches are the profile's warm caches, NAME=DIR (internal/warmcache).
 	caches []string
 	// goProg serves the GOCACHE cache, reading the caller's through; nil
-	// when there is none (cache.go).
-	goProg *goCacheProg
+	// when there is none (internal/warmcache).
+	goProg *warmcache.GoProg
 }
 
 // prepare creates what the run's plans name (the private directory,
@@ -43,7 +44,7 @@ type run struct {
 // core cannot enforce the run's guarantees, the core's to fall back to. ce is the caller's environment, warm the launcher's (nil: none),
 // eg the run's egress proxy (nil: none).
 func prepare(in *planner.Inputs, ce envLookup, warm *Warm, eg *egress.Run, backend provider.Provider, required bool) (*run, error) {
-	td := stablePrivate(ce, in.Profile, in.Dir, in.UID, in.RW)
+	td := warmcache.StablePrivate(warmcache.Env(ce), in.Profile, in.Dir, in.UID, in.RW)
 	if td == nil {
 		var err error
 		if td, err = warm.privateDir(ce.tempDir(), in.UID, in.GID); err != nil {
@@ -56,13 +57,10 @@ func prepare(in *planner.Inputs, ce envLookup, warm *Warm, eg *egress.Run, backe
 		// Created by the launch if the run joins it.
 		r.cgroup = filepath.Join(in.Host.PidsCgroupRoot, "confine-"+randHex())
 	}
-	// Without its caches a run is only slower (cold), never less confined.
-	if root, err := cacheRoot(ce, in.Profile, in.Dir, in.UID); err == nil && len(in.Profile.Caches) > 0 && outsideRoots(root, in.RW) {
-		r.caches, _ = cacheDirsFrom(ce, in.Profile, in.Dir, in.UID)
-	}
+	r.caches = warmcache.For(warmcache.Env(ce), in.Profile, in.Dir, in.UID, in.RW)
 	if own := planner.GetEnv(r.caches, "GOCACHE"); own != "" && !planner.HasEnv(in.Env, "GOCACHE") && !planner.HasEnv(in.Env, "GOCACHEPROG") {
 		// Without it the run's first build in a work directory is cold.
-		r.goProg, _ = startGoCacheProg(ce, own, td.Scratch(), in.Limits.FileSizeBytes)
+		r.goProg, _ = warmcache.StartGoProg(warmcache.Env(ce), own, td.Scratch(), in.Limits.FileSizeBytes)
 	}
 	if in.UsesMemoryCgroup() {
 		r.memCgroup = filepath.Join(in.Host.MemoryCgroup.Parent, "confine-"+randHex())
@@ -93,7 +91,7 @@ func prepare(in *planner.Inputs, ce envLookup, warm *Warm, eg *egress.Run, backe
 func (r *run) resources(eg *egress.Run) planner.Resources {
 	res := planner.Resources{Tmp: r.tmp, PidsCgroup: r.cgroup, MemoryCgroup: r.memCgroup, Caches: r.caches}
 	if r.goProg != nil {
-		res.GoProgEnv, res.GoProgExe = r.goProg.env, r.goProg.exe
+		res.GoProgEnv, res.GoProgExe = r.goProg.Env, r.goProg.Exe
 	}
 	if eg != nil {
 		res.EgressEnv, res.EgressProxy = eg.Env, eg.Addr().String()
@@ -114,7 +112,7 @@ func (r *run) fallback() launch.Fallback {
 // is gone, nothing talks to it.
 func (r *run) stopGoProg() {
 	if r.goProg != nil {
-		_ = r.goProg.server.Close()
+		_ = r.goProg.Close()
 		r.goProg = nil
 	}
 }

@@ -66,7 +66,7 @@ type Profile struct {
 	// Caches are NAME=SUBDIR entries: build caches kept across runs. Each
 	// run gets NAME set to a directory SUBDIR of its own cache (per user,
 	// per profile and per work directory; never the caller's own cache)
-	// and may write it (see the root package's cache.go).
+	// and may write it (see internal/warmcache).
 	Caches []string `json:",omitempty"`
 	// RequireNamespaces refuses the run unless the landlock+namespaces
 	// provider runs it (user, PID, mount, network, IPC and UTS

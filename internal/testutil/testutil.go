@@ -205,7 +205,7 @@ func CopyExecutable(t testing.TB, src string) string {
 
 // CopyFile copies the regular file src to dst, created (or truncated)
 // with mode. It is the one copy the test harnesses share (escape/,
-// internal/notify's, this package's); the library's seed copy (cache.go)
+// internal/notify's, this package's); the library's seed copy (internal/warmcache)
 // is stricter and separate.
 func CopyFile(src, dst string, mode os.FileMode) error {
 	in, err := os.Open(src)

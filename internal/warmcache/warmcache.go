@@ -1,6 +1,10 @@
 //go:build linux
 
-package confine
+// Package warmcache keeps a recipe's build caches warm across runs
+// (policy.Profile.Caches), in directories confine owns, and serves the go
+// recipe's GOCACHE through GOCACHEPROG, reading the caller's cache
+// through.
+package warmcache
 
 import (
 	"crypto/sha256"
@@ -15,7 +19,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/confine-sandbox/confine/internal/gocacheprog"
 	"github.com/confine-sandbox/confine/internal/planner"
 	"github.com/confine-sandbox/confine/internal/tmpdir"
 	"github.com/confine-sandbox/confine/policy"
@@ -32,74 +35,86 @@ import (
 // directory, another profile or another user. docs/profiles.md says what that
 // means for whoever runs the output.
 
-// cacheRootEnv overrides where the caches live (tests, benchmarks).
-const cacheRootEnv = "CONFINE_CACHE_DIR"
+// RootEnv overrides where the caches live (tests, benchmarks).
+const RootEnv = "CONFINE_CACHE_DIR"
 
-// errNoCache says a run goes without its warm caches (cold, as without a
+// ErrNoCache says a run goes without its warm caches (cold, as without a
 // recipe), and why.
-var errNoCache = errors.New("no warm cache")
+var ErrNoCache = errors.New("no warm cache")
 
-// cacheDirs returns, for a run of prof in worktree whose command runs as
-// the launcher's own uid (uid -1) or as uid, the NAME=DIR entries of its
-// caches, creating the directories (0700). Each DIR is a directory of its
-// own that the run is granted: never its parent, so a run cannot replace
-// it by a symlink that a later run would follow into a grant.
-func cacheDirs(prof policy.Profile, worktree string, uid int) ([]string, error) {
-	return cacheDirsFrom(os.LookupEnv, prof, worktree, uid)
+// For is the NAME=DIR entries of the warm caches of a run of prof in
+// worktree as uid (Dirs) whose writable roots are rw, nil when it gets
+// none: a cache root inside one of rw (a work directory that is the home
+// directory) is not used, and a cache that cannot be made leaves the run
+// without its caches. Without its caches a run is only slower (cold),
+// never less confined.
+func For(env Env, prof policy.Profile, worktree string, uid int, rw []string) []string {
+	if len(prof.Caches) == 0 {
+		return nil
+	}
+	if root, err := Root(env, prof, worktree, uid); err != nil || !OutsideRoots(root, rw) {
+		return nil
+	}
+	caches, _ := Dirs(env, prof, worktree, uid)
+	return caches
 }
 
-// cacheDirsFrom is cacheDirs with the caller's environment read through
-// env.
-func cacheDirsFrom(env envLookup, prof policy.Profile, worktree string, uid int) ([]string, error) {
+// Dirs returns, for a run of prof in worktree whose command runs as
+// the launcher's own uid (uid -1) or as uid, the NAME=DIR entries of its
+// caches, creating the directories (0700), the caller's environment read
+// through env. Each DIR is a directory of its own that the run is
+// granted: never its parent, so a run cannot replace it by a symlink that
+// a later run would follow into a grant.
+func Dirs(env Env, prof policy.Profile, worktree string, uid int) ([]string, error) {
 	if len(prof.Caches) == 0 {
 		return nil, nil
 	}
-	root, err := cacheRoot(env, prof, worktree, uid)
+	root, err := Root(env, prof, worktree, uid)
 	if err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(root, 0o700); err != nil {
-		return nil, fmt.Errorf("%w: %v", errNoCache, err)
+		return nil, fmt.Errorf("%w: %v", ErrNoCache, err)
 	}
 	var out []string
 	for _, c := range prof.Caches {
 		name, sub, ok := strings.Cut(c, "=")
 		if !ok || name == "" || sub == "" || strings.Contains(sub, "/") || sub == "." || sub == ".." {
-			return nil, fmt.Errorf("%w: profile %s: bad cache entry %q", errNoCache, prof.Name, c)
+			return nil, fmt.Errorf("%w: profile %s: bad cache entry %q", ErrNoCache, prof.Name, c)
 		}
 		dir := filepath.Join(root, sub)
 		if err := makeCache(root, dir, name, profileValue(prof, name)); err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", errNoCache, name, err)
+			return nil, fmt.Errorf("%w: %s: %v", ErrNoCache, name, err)
 		}
 		var st unix.Stat_t
 		if err := unix.Lstat(dir, &st); err != nil {
-			return nil, fmt.Errorf("%w: %v", errNoCache, err)
+			return nil, fmt.Errorf("%w: %v", ErrNoCache, err)
 		}
 		if st.Mode&unix.S_IFMT != unix.S_IFDIR || int(st.Uid) != os.Geteuid() {
-			return nil, fmt.Errorf("%w: %s is not a directory of uid %d", errNoCache, dir, os.Geteuid())
+			return nil, fmt.Errorf("%w: %s is not a directory of uid %d", ErrNoCache, dir, os.Geteuid())
 		}
 		out = append(out, name+"="+dir)
 	}
 	return out, nil
 }
 
-// cacheRoot is the directory of the warm caches of prof's runs in
+// Root is the directory of the warm caches of prof's runs in
 // worktree whose command runs as uid (-1: the launcher's own), which no run
 // is granted: under $CONFINE_CACHE_DIR, or the caller's cache directory's
 // confine/caches, one per profile and work directory (a hash of its path).
 // The caller's cache directory is its own (per uid); a command of another
-// uid gets none (errNoCache).
-func cacheRoot(env envLookup, prof policy.Profile, worktree string, uid int) (string, error) {
+// uid gets none (ErrNoCache).
+func Root(env Env, prof policy.Profile, worktree string, uid int) (string, error) {
 	if uid >= 0 && uid != os.Geteuid() {
 		// The launcher's cache directory is not the command's user's to
 		// reach (root's home is 0700).
-		return "", fmt.Errorf("%w: the command runs as uid %d, not as the launcher", errNoCache, uid)
+		return "", fmt.Errorf("%w: the command runs as uid %d, not as the launcher", ErrNoCache, uid)
 	}
-	base := env.get(cacheRootEnv)
+	base := env.Get(RootEnv)
 	if base == "" {
 		d, err := env.userCacheDir()
 		if err != nil {
-			return "", fmt.Errorf("%w: %v", errNoCache, err)
+			return "", fmt.Errorf("%w: %v", ErrNoCache, err)
 		}
 		base = filepath.Join(d, "confine", "caches")
 	}
@@ -108,11 +123,11 @@ func cacheRoot(env envLookup, prof policy.Profile, worktree string, uid int) (st
 }
 
 // privateName is the stable private directory (HOME and TMPDIR) inside a
-// cache root, beside the caches (stablePrivate refuses a profile whose
+// cache root, beside the caches (StablePrivate refuses a profile whose
 // cache entry takes the name).
 const privateName = ".private"
 
-// stablePrivate is the stable private directory (tmpdir.Stable) of a run
+// StablePrivate is the stable private directory (tmpdir.Stable) of a run
 // of prof in worktree as uid, where prof keeps warm caches: the run's
 // $HOME and $TMPDIR then keep their paths from run to run in that work
 // directory, so that the toolchains' own result caches, which key on
@@ -123,7 +138,7 @@ const privateName = ".private"
 // another run in the same work directory holds it: that run then gets a
 // private directory of its own, as every run of a profile without caches
 // does.
-func stablePrivate(env envLookup, prof policy.Profile, worktree string, uid int, rw []string) *tmpdir.Dir {
+func StablePrivate(env Env, prof policy.Profile, worktree string, uid int, rw []string) *tmpdir.Dir {
 	if len(prof.Caches) == 0 {
 		return nil
 	}
@@ -132,8 +147,8 @@ func stablePrivate(env envLookup, prof policy.Profile, worktree string, uid int,
 			return nil
 		}
 	}
-	root, err := cacheRoot(env, prof, worktree, uid)
-	if err != nil || !outsideRoots(root, rw) {
+	root, err := Root(env, prof, worktree, uid)
+	if err != nil || !OutsideRoots(root, rw) {
 		return nil
 	}
 	d, err := tmpdir.Stable(filepath.Join(root, privateName))
@@ -143,11 +158,11 @@ func stablePrivate(env envLookup, prof policy.Profile, worktree string, uid int,
 	return d
 }
 
-// outsideRoots creates the cache root dir (0700) and says whether it lies
+// OutsideRoots creates the cache root dir (0700) and says whether it lies
 // outside every writable root of a run (rw, resolved): a run granted a
 // directory that holds it (a work directory that is the home directory)
 // could replace what is in it, and reach other work directories'.
-func outsideRoots(dir string, rw []string) bool {
+func OutsideRoots(dir string, rw []string) bool {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return false
 	}
@@ -183,7 +198,7 @@ func profileValue(prof policy.Profile, name string) string {
 // is granted) if it does not exist, filled by name's seed from from.
 func makeCache(root, dir, name, from string) error {
 	if _, err := os.Lstat(dir); err == nil || !errors.Is(err, os.ErrNotExist) {
-		return err // cacheDirs checks what is there
+		return err // Dirs checks what is there
 	}
 	seed := cacheSeeds[name]
 	if seed == nil {
@@ -306,81 +321,4 @@ func copyFile(dst, src string, perm os.FileMode) error {
 		return err
 	}
 	return out.Close()
-}
-
-// goCacheProg is a run's GOCACHEPROG: the launcher-side server that
-// serves its GOCACHE and reads the caller's through (internal/gocacheprog).
-type goCacheProg struct {
-	server *gocacheprog.Server
-	// env is the GOCACHEPROG entry, the relay's symlink in the run's
-	// private directory.
-	env string
-	// exe is the launcher's executable, which the relay runs (granted
-	// read+exec as one file).
-	exe string
-}
-
-// callerGoCache is the caller's own GOCACHE as go finds it ($GOCACHE, or
-// go-build in the user cache directory; a `go env -w GOCACHE` is not
-// read), "" when there is none to read through. env is the caller's
-// environment.
-func callerGoCache(env envLookup) string {
-	dir := env.get("GOCACHE")
-	if dir == "" {
-		d, err := env.userCacheDir()
-		if err != nil {
-			return ""
-		}
-		dir = filepath.Join(d, "go-build")
-	}
-	if !filepath.IsAbs(dir) {
-		return "" // "off", or go would refuse it anyway
-	}
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return ""
-	}
-	return dir
-}
-
-// startGoCacheProg starts the GOCACHEPROG server of a run whose GOCACHE is
-// the cache own (a directory of caches), in the run's private directory
-// root, when there is a caller's GOCACHE to read through; maxFile is the
-// run's file-size limit, which the server's writes keep. A nil result
-// (and the reason) leaves the run with its own GOCACHE alone.
-func startGoCacheProg(env envLookup, own, root string, maxFile int64) (*goCacheProg, error) {
-	caller := callerGoCache(env)
-	if caller == "" {
-		return nil, errors.New("no GOCACHE of the caller's to read through")
-	}
-	if real, err := filepath.EvalSymlinks(caller); err == nil && real == own {
-		return nil, errors.New("the caller's GOCACHE is the run's")
-	}
-	if strings.ContainsAny(root, " \t\n'\"\\") {
-		return nil, fmt.Errorf("GOCACHEPROG cannot name %q", root)
-	}
-	exe, err := os.Executable()
-	if err == nil {
-		exe, err = filepath.EvalSymlinks(exe)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("the launcher's executable: %w", err)
-	}
-	if st, err := os.Stat(exe); err != nil || !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("the launcher's executable %s is not a file", exe)
-	}
-	// go fails outright when its GOCACHEPROG does not start.
-	var sfs unix.Statfs_t
-	if err := unix.Statfs(exe, &sfs); err != nil || sfs.Flags&unix.ST_NOEXEC != 0 {
-		return nil, fmt.Errorf("the launcher's executable %s is on a noexec mount", exe)
-	}
-	relay := filepath.Join(root, gocacheprog.Arg0)
-	if err := os.Symlink(exe, relay); err != nil {
-		return nil, err
-	}
-	s, err := gocacheprog.Start(filepath.Join(root, gocacheprog.SocketName), own, caller, maxFile)
-	if err != nil {
-		_ = os.Remove(relay)
-		return nil, err
-	}
-	return &goCacheProg{server: s, env: "GOCACHEPROG=" + relay, exe: exe}, nil
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package confine
+package warmcache
 
 import (
 	"errors"
@@ -16,14 +16,14 @@ import (
 
 func TestCacheDirs(t *testing.T) {
 	base := t.TempDir()
-	t.Setenv(cacheRootEnv, base)
+	t.Setenv(RootEnv, base)
 	goProf := policy.Profile{Name: "go", Caches: []string{"GOCACHE=go-build"}}
 	pyProf := policy.Profile{Name: "python", Caches: []string{"PIP_CACHE_DIR=pip"}}
 	one := func(p policy.Profile, wt string) string {
 		t.Helper()
-		c, err := cacheDirs(p, wt, -1)
+		c, err := Dirs(os.LookupEnv, p, wt, -1)
 		if err != nil || len(c) != 1 {
-			t.Fatalf("cacheDirs(%s, %s) = %v, %v", p.Name, wt, c, err)
+			t.Fatalf("Dirs(os.LookupEnv, %s, %s) = %v, %v", p.Name, wt, c, err)
 		}
 		_, dir, _ := strings.Cut(c[0], "=")
 		if st, err := os.Lstat(dir); err != nil || !st.IsDir() || st.Mode().Perm() != 0o700 {
@@ -42,7 +42,7 @@ func TestCacheDirs(t *testing.T) {
 	if p := one(pyProf, "/w/a"); strings.TrimPrefix(p, "PIP_CACHE_DIR=") == strings.TrimPrefix(a, "GOCACHE=") || !strings.HasPrefix(p, "PIP_CACHE_DIR=") {
 		t.Errorf("go and python caches: %s, %s", a, p)
 	}
-	if c, err := cacheDirs(policy.Profile{Name: "default"}, "/w/a", -1); c != nil || err != nil {
+	if c, err := Dirs(os.LookupEnv, policy.Profile{Name: "default"}, "/w/a", -1); c != nil || err != nil {
 		t.Errorf("a profile without caches got %v, %v", c, err)
 	}
 
@@ -56,17 +56,17 @@ func TestCacheDirs(t *testing.T) {
 	if err := os.Symlink(t.TempDir(), dir); err != nil {
 		t.Fatal(err)
 	}
-	if c, err := cacheDirs(goProf, "/w/a", -1); !errors.Is(err, errNoCache) {
-		t.Errorf("symlinked cache: %v, %v; want errNoCache", c, err)
+	if c, err := Dirs(os.LookupEnv, goProf, "/w/a", -1); !errors.Is(err, ErrNoCache) {
+		t.Errorf("symlinked cache: %v, %v; want ErrNoCache", c, err)
 	}
 	for _, bad := range []string{"GOCACHE", "GOCACHE=", "=x", "GOCACHE=a/b", "GOCACHE=.."} {
-		if c, err := cacheDirs(policy.Profile{Name: "bad", Caches: []string{bad}}, "/w/a", -1); !errors.Is(err, errNoCache) {
-			t.Errorf("entry %q: %v, %v; want errNoCache", bad, c, err)
+		if c, err := Dirs(os.LookupEnv, policy.Profile{Name: "bad", Caches: []string{bad}}, "/w/a", -1); !errors.Is(err, ErrNoCache) {
+			t.Errorf("entry %q: %v, %v; want ErrNoCache", bad, c, err)
 		}
 	}
 	// Another uid cannot reach the launcher's cache directory.
-	if c, err := cacheDirs(goProf, "/w/a", os.Geteuid()+1); !errors.Is(err, errNoCache) {
-		t.Errorf("command as another uid: %v, %v; want errNoCache", c, err)
+	if c, err := Dirs(os.LookupEnv, goProf, "/w/a", os.Geteuid()+1); !errors.Is(err, ErrNoCache) {
+		t.Errorf("command as another uid: %v, %v; want ErrNoCache", c, err)
 	}
 }
 
@@ -75,7 +75,7 @@ func TestCacheDirs(t *testing.T) {
 // and nothing that leads back into the caller's cache.
 func TestCacheSeeds(t *testing.T) {
 	base := t.TempDir()
-	t.Setenv(cacheRootEnv, base)
+	t.Setenv(RootEnv, base)
 	caller := t.TempDir()
 	for name, body := range map[string]string{"_cacache/index-v5/aa/entry": "index", "_cacache/content-v2/bb": "content"} {
 		p := filepath.Join(caller, name)
@@ -91,9 +91,9 @@ func TestCacheSeeds(t *testing.T) {
 	}
 	node := policy.Profile{Name: "node", Caches: []string{"npm_config_cache=npm"},
 		Env: policy.EnvPolicy{Set: []string{"npm_config_cache=" + caller}}}
-	c, err := cacheDirs(node, "/w/a", -1)
+	c, err := Dirs(os.LookupEnv, node, "/w/a", -1)
 	if err != nil || len(c) != 1 {
-		t.Fatalf("cacheDirs: %v, %v", c, err)
+		t.Fatalf("Dirs: %v, %v", c, err)
 	}
 	own := strings.TrimPrefix(c[0], "npm_config_cache=")
 	for _, rel := range []string{"_cacache/index-v5/aa/entry", "_cacache/content-v2/bb"} {
@@ -116,7 +116,7 @@ func TestCacheSeeds(t *testing.T) {
 	if err := os.Remove(filepath.Join(own, "_cacache", "content-v2", "bb")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cacheDirs(node, "/w/a", -1); err != nil {
+	if _, err := Dirs(os.LookupEnv, node, "/w/a", -1); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Lstat(filepath.Join(own, "_cacache", "content-v2", "bb")); !os.IsNotExist(err) {
@@ -128,8 +128,8 @@ func TestCacheSeeds(t *testing.T) {
 
 	rust := policy.Profile{Name: "rust", Caches: []string{"CARGO_HOME=cargo-home"},
 		Env: policy.EnvPolicy{Set: []string{"CARGO_HOME=" + caller}}}
-	if c, err = cacheDirs(rust, "/w/a", -1); err != nil || len(c) != 1 {
-		t.Fatalf("cacheDirs: %v, %v", c, err)
+	if c, err = Dirs(os.LookupEnv, rust, "/w/a", -1); err != nil || len(c) != 1 {
+		t.Fatalf("Dirs: %v, %v", c, err)
 	}
 	home := strings.TrimPrefix(c[0], "CARGO_HOME=")
 	for _, rel := range cargoShared {
@@ -143,8 +143,8 @@ func TestCacheSeeds(t *testing.T) {
 		}
 	}
 	// Without a caller's home to read through, an empty one.
-	if c, err = cacheDirs(policy.Profile{Name: "rust", Caches: []string{"CARGO_HOME=cargo-home"}}, "/w/b", -1); err != nil || len(c) != 1 {
-		t.Fatalf("cacheDirs: %v, %v", c, err)
+	if c, err = Dirs(os.LookupEnv, policy.Profile{Name: "rust", Caches: []string{"CARGO_HOME=cargo-home"}}, "/w/b", -1); err != nil || len(c) != 1 {
+		t.Fatalf("Dirs: %v, %v", c, err)
 	}
 	if ents, err := os.ReadDir(strings.TrimPrefix(c[0], "CARGO_HOME=")); err != nil || len(ents) != 0 {
 		t.Errorf("unseeded cargo home: %v, %v", ents, err)
