@@ -11,13 +11,13 @@ import (
 )
 
 // policy decides; it runs no host program and holds no key material.
-// Recipe discovery asks the host through internal/toolhost (package
-// confine installs it), and the capability cryptography is
+// Recipe discovery asks the host through internal/toolhost
+// (internal/planner installs it), and the capability cryptography is
 // internal/token's.
 func TestPolicyImportsNoHostProgramsOrCryptography(t *testing.T) {
 	forbidden := map[string]string{
-		"os/exec":       "host programs run on the planning side (toolhost.go in package confine)",
-		"os/user":       "the host's user database is read on the planning side (toolhost.go)",
+		"os/exec":       "host programs run on the planning side (internal/planner/toolhost.go)",
+		"os/user":       "the host's user database is read on the planning side (internal/planner/toolhost.go)",
 		"crypto/hmac":   "capability and grant MACs are internal/token's",
 		"crypto/rand":   "keys and ids come from internal/token",
 		"crypto/subtle": "comparisons of MACs are internal/token's",

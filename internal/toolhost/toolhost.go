@@ -1,8 +1,8 @@
 // Package toolhost is the seam between policy's recipes, which decide what
 // to ask a toolchain and turn the answers into a profile, and the planning
-// side (package confine), which asks the host: it runs the discovery
+// side (internal/planner), which asks the host: it runs the discovery
 // programs, looks them up on PATH and reads the home directory. policy
-// stays free of host programs; confine installs the host at init.
+// stays free of host programs; the planner installs the host at init.
 package toolhost
 
 import (

@@ -1,4 +1,4 @@
-package confine
+package planner
 
 import (
 	"bytes"
@@ -16,8 +16,9 @@ import (
 )
 
 // Recipe discovery (policy's toolchain recipes) asks the host through
-// toolhost: the programs run here, on the planning side, and never in
-// package policy.
+// toolhost: the programs run here, in the plan stage, and never in
+// package policy. Every program that plans a run imports this package, so
+// the host is installed before any recipe is resolved.
 func init() {
 	toolhost.Install(toolhost.Source{
 		Process: func() *toolhost.Host { return realHost },
