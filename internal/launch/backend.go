@@ -18,7 +18,7 @@ import (
 // names its backend (plan.Plan.Backend); Run looks that value up in the
 // registry (For) and nothing else decides which backend runs.
 //
-// macOS's Seatbelt backend launches no plan (run_darwin.go); its ledger
+// macOS's Seatbelt backend launches no plan (seatbelt.Launch); its ledger
 // contribution is seatbelt.Ledger.
 type Backend interface {
 	// Name is the value a plan for the backend carries.

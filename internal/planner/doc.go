@@ -10,7 +10,7 @@
 // resolves a spec's roots, calls CheckRun and adds what only Linux
 // enforces (Inputs); Build turns Inputs, a backend and the resources the
 // launch made (Resources) into that backend's plan (Planned). macOS's
-// Seatbelt launch (the root package's run_darwin.go) canonicalises the
+// Seatbelt launch (seatbelt.Launch, internal/seatbelt) canonicalises the
 // roots its own way and calls CheckRun. The package imports nothing of
 // the root package.
 package planner
