@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/confine-sandbox/confine/internal/ctlpaths"
+	"github.com/confine-sandbox/confine/internal/denials"
 	"github.com/confine-sandbox/confine/internal/egress"
 	"github.com/confine-sandbox/confine/internal/host"
 	"github.com/confine-sandbox/confine/internal/launch"
@@ -163,7 +164,7 @@ func (l *Launcher) launch(ctx context.Context, c *policy.Cap, prof policy.Profil
 		return in.OutsideView(s.Program, err)
 	}
 	if res.ExitCode != 0 {
-		inferDenials(in, res)
+		denials.Infer(denials.Roots{RW: in.RW, RO: in.RO, Hidden: in.Hidden}, res)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/confine-sandbox/confine/internal/denials"
 	"github.com/confine-sandbox/confine/internal/eventlog"
 	"github.com/confine-sandbox/confine/internal/planner"
 	"github.com/confine-sandbox/confine/policy"
@@ -42,7 +43,7 @@ func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.Command
 	if errors.As(err, &h) {
 		res.Denials = append(res.Denials, h.Denial)
 	}
-	hintDenials(res.Denials)
+	denials.Hint(res.Denials)
 	if err != nil {
 		return res, err
 	}

@@ -1,4 +1,4 @@
-package confine
+package denials
 
 import (
 	"testing"
@@ -23,7 +23,7 @@ func TestDenialHints(t *testing.T) {
 		{spec.Denial{Syscall: "execve", Path: "/opt/x", Errno: "ENOENT", Hint: "--ro /opt"}, "--ro /opt"},
 	} {
 		ds := []spec.Denial{c.d}
-		hintDenials(ds)
+		Hint(ds)
 		if ds[0].Hint != c.want {
 			t.Errorf("%+v: hint %q, want %q", c.d, ds[0].Hint, c.want)
 		}

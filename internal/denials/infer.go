@@ -1,6 +1,6 @@
 //go:build linux
 
-package confine
+package denials
 
 import (
 	"os"
@@ -9,14 +9,17 @@ import (
 	"strings"
 
 	"github.com/confine-sandbox/confine/internal/credpath"
-	"github.com/confine-sandbox/confine/internal/planner"
 	"github.com/confine-sandbox/confine/spec"
 )
 
-// maxInferred bounds the denials inferDenials adds to one result.
+// maxInferred bounds the denials Infer adds to one result.
 const maxInferred = 16
 
-// inferDenials adds to res the refusals the kernel made on its own
+// Roots are what a run was granted: its writable roots (resolved), its
+// read-only roots, and the credential files it hid.
+type Roots struct{ RW, RO, Hidden []string }
+
+// Infer adds to res the refusals the kernel made on its own
 // (Landlock's EACCES, the read-only mount tree's EROFS, a path missing
 // from the sandbox's view) that the command's error messages name
 // (refusalsIn), with the grant that allows each: --rw of the nearest
@@ -24,7 +27,7 @@ const maxInferred = 16
 // directory for a path that exists on the host outside every granted
 // root. A path inside the grants, a path that exists nowhere, and the
 // credential files the run hides are left alone: no grant is the fix.
-func inferDenials(in *planner.Inputs, res *spec.CommandResult) {
+func Infer(in Roots, res *spec.CommandResult) {
 	const seen = " (named in the command's error message; the kernel refused it)"
 	text := string(res.Stderr.Head) + "\n" + string(res.Stderr.Tail)
 	writable := func(p string) bool {

@@ -1,4 +1,7 @@
-package confine
+// Package denials completes a run's refusals: the kernel's own refusals
+// that a command's error messages name, inferred from its stderr (Infer),
+// and for each refusal the grant that would allow it (Hint).
+package denials
 
 import (
 	"path/filepath"
@@ -37,8 +40,8 @@ var denialHints = []struct {
 	},
 }
 
-// hintDenials fills each denial's Hint from denialHints, where it has none.
-func hintDenials(ds []spec.Denial) {
+// Hint fills each denial's Hint from denialHints, where it has none.
+func Hint(ds []spec.Denial) {
 	for i := range ds {
 		if ds[i].Hint != "" {
 			continue
