@@ -22,7 +22,7 @@ import (
 // RunCommand is the package-level RunCommand with this launcher's
 // settings. Beyond the refusals every OS shares (the capability, the
 // tier, the spec), the OS's backend refuses what it cannot enforce; see
-// launch in confine.go (Linux) and seatbelt.Launch (macOS).
+// linuxrun.Launch (Linux) and seatbelt.Launch (macOS).
 func (l *Launcher) RunCommand(ctx context.Context, c *policy.Cap, s spec.CommandSpec) (res spec.CommandResult, err error) {
 	res.RunID = eventlog.NewRunID()
 	res.JSONAPI = spec.JSONAPI

@@ -35,7 +35,7 @@ func plannerCalls(t *testing.T, file string) []string {
 // and neither calls the checks CheckRun is made of on its own.
 func TestLaunchesShareValidation(t *testing.T) {
 	parts := []string{"CheckWritableRoots", "CheckControl", "GitGuard", "CommandEnv", "LookPath"}
-	for _, tc := range []struct{ file, want string }{{"confine.go", "Validate"}, {"internal/seatbelt/launch_darwin.go", "CheckRun"}} {
+	for _, tc := range []struct{ file, want string }{{"internal/linuxrun/launch.go", "Validate"}, {"internal/seatbelt/launch_darwin.go", "CheckRun"}} {
 		calls := plannerCalls(t, tc.file)
 		if !slices.Contains(calls, tc.want) {
 			t.Errorf("%s does not call planner.%s (calls %v)", tc.file, tc.want, calls)

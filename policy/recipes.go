@@ -132,7 +132,7 @@ func (r *recipe) resolveIn(env [32]byte, h *toolHost) (Profile, error) {
 	c := cachedResolution(r, env)
 	c.once.Do(func() {
 		if h == nil {
-			c.err = unavailable(r.name, "toolchain discovery is not installed in this program (package confine installs it)")
+			c.err = unavailable(r.name, "toolchain discovery is not installed in this program (internal/planner installs it)")
 			return
 		}
 		tc, err := r.discover(h)

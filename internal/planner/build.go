@@ -30,7 +30,7 @@ import (
 //	Validate: spec + profile + host -> Inputs (every check, whatever the
 //	          input path; nothing is created)
 //	provider.Select, asking Inputs.Guarantees of each backend (the ledger)
-//	the root package's prepare creates the Resources the plans name (the
+//	linuxrun's prepare creates the Resources the plans name (the
 //	          private directory, the cgroups' paths, the warm caches)
 //	Build:    Inputs + backend + Resources -> Planned: one immutable plan
 //	          per backend the run may use (the chosen one, and the core's

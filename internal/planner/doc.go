@@ -12,5 +12,5 @@
 // launch made (Resources) into that backend's plan (Planned). macOS's
 // Seatbelt launch (seatbelt.Launch, internal/seatbelt) canonicalises the
 // roots its own way and calls CheckRun. The package imports nothing of
-// the root package.
+// the root package or of internal/linuxrun, which call it.
 package planner

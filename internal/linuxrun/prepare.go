@@ -1,6 +1,6 @@
 //go:build linux
 
-package confine
+package linuxrun
 
 import (
 	"fmt"
@@ -41,13 +41,14 @@ type run struct {
 // the cgroups' paths, the warm caches and their GOCACHEPROG server) and
 // builds the plans: backend's, and, where its launch may fall back
 // (launch.Backend.FallsBack) unless required forbids leaving it or the
-// core cannot enforce the run's guarantees, the core's to fall back to. ce is the caller's environment, warm the launcher's (nil: none),
-// eg the run's egress proxy (nil: none).
-func prepare(in *planner.Inputs, ce envLookup, warm *Warm, eg *egress.Run, backend provider.Provider, required bool) (*run, error) {
-	td := warmcache.StablePrivate(warmcache.Env(ce), in.Profile, in.Dir, in.UID, in.RW)
+// core cannot enforce the run's guarantees, the core's to fall back to. ce is the caller's environment, privateDir
+// makes the private directory (Request.PrivateDir), eg is the run's egress
+// proxy (nil: none).
+func prepare(in *planner.Inputs, ce warmcache.Env, privateDir func(parent string, uid, gid int) (*tmpdir.Dir, error), eg *egress.Run, backend provider.Provider, required bool) (*run, error) {
+	td := warmcache.StablePrivate(ce, in.Profile, in.Dir, in.UID, in.RW)
 	if td == nil {
 		var err error
-		if td, err = warm.privateDir(ce.tempDir(), in.UID, in.GID); err != nil {
+		if td, err = privateDir(tempDir(ce), in.UID, in.GID); err != nil {
 			return nil, fmt.Errorf("%w: %v", spec.ErrLaunch, err)
 		}
 	}
@@ -57,10 +58,10 @@ func prepare(in *planner.Inputs, ce envLookup, warm *Warm, eg *egress.Run, backe
 		// Created by the launch if the run joins it.
 		r.cgroup = filepath.Join(in.Host.PidsCgroupRoot, "confine-"+randHex())
 	}
-	r.caches = warmcache.For(warmcache.Env(ce), in.Profile, in.Dir, in.UID, in.RW)
+	r.caches = warmcache.For(ce, in.Profile, in.Dir, in.UID, in.RW)
 	if own := planner.GetEnv(r.caches, "GOCACHE"); own != "" && !planner.HasEnv(in.Env, "GOCACHE") && !planner.HasEnv(in.Env, "GOCACHEPROG") {
 		// Without it the run's first build in a work directory is cold.
-		r.goProg, _ = warmcache.StartGoProg(warmcache.Env(ce), own, td.Scratch(), in.Limits.FileSizeBytes)
+		r.goProg, _ = warmcache.StartGoProg(ce, own, td.Scratch(), in.Limits.FileSizeBytes)
 	}
 	if in.UsesMemoryCgroup() {
 		r.memCgroup = filepath.Join(in.Host.MemoryCgroup.Parent, "confine-"+randHex())
