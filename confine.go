@@ -51,7 +51,7 @@ func (l *Launcher) launch(ctx context.Context, c *policy.Cap, prof policy.Profil
 	ce := l.callerEnv()
 	return linuxrun.Launch(ctx, linuxrun.Request{
 		Cap: c, Profile: prof, Spec: s, Limits: limits, Backend: l.Backend,
-		CallerEnv: ce, ControlPaths: func(runUID int) []ctlpaths.Path { return l.controlPaths(ce, runUID) },
+		CallerEnv: ce, ControlPaths: func(runUID int) []ctlpaths.Path { return ctlpaths.ForRun(ce.get, runUID, l.EventLog, l.ControlPaths) },
 		Acquire: l.acquire, Release: l.release,
 		PrivateDir: l.Warm.privateDir, RefillPrivate: l.Warm.refillPrivate, NetPool: l.Warm.netPool,
 		LiveStdout: l.LiveStdout, LiveStderr: l.LiveStderr, LiveLimit: l.LiveLimit, Stdin: l.Stdin,

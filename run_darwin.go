@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/confine-sandbox/confine/internal/ctlpaths"
 	"github.com/confine-sandbox/confine/internal/seatbelt"
 	"github.com/confine-sandbox/confine/policy"
 	"github.com/confine-sandbox/confine/spec"
@@ -27,7 +28,7 @@ func landlockABI() int { return 0 }
 func (l *Launcher) launch(ctx context.Context, _ *policy.Cap, prof policy.Profile, s spec.CommandSpec, limits spec.Limits, res *spec.CommandResult) error {
 	ce := l.callerEnv()
 	return seatbelt.Launch(ctx, seatbelt.Request{Backend: l.Backend, Profile: prof, Spec: s, Limits: limits,
-		ControlPaths: l.controlPaths(ce, -1), PATH: ce.get("PATH"), Acquire: l.acquire, Release: l.release,
+		ControlPaths: ctlpaths.ForRun(ce.get, -1, l.EventLog, l.ControlPaths), PATH: ce.get("PATH"), Acquire: l.acquire, Release: l.release,
 		LiveStdout: l.LiveStdout, LiveStderr: l.LiveStderr, LiveLimit: l.LiveLimit, Stdin: l.Stdin}, res)
 }
 

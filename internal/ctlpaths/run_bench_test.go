@@ -1,6 +1,6 @@
 //go:build linux
 
-package confine
+package ctlpaths
 
 import (
 	"os"
@@ -11,8 +11,8 @@ import (
 // control surfaces: the caller's environment and the launcher's (the same
 // in the CLI), the event log (docs/performance-launch.md).
 func BenchmarkControlPaths(b *testing.B) {
-	l := &Launcher{EventLog: os.ExpandEnv("$HOME/.local/state/confine/events.jsonl")}
+	log := os.ExpandEnv("$HOME/.local/state/confine/events.jsonl")
 	for b.Loop() {
-		l.controlPaths(os.LookupEnv, -1)
+		ForRun(os.Getenv, -1, log, nil)
 	}
 }
