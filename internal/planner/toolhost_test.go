@@ -20,6 +20,17 @@ func TestLookupInUsesTheCallersEnvironment(t *testing.T) {
 		t.Skipf("not applicable: no go on this PATH (%v)", err)
 	}
 	home := t.TempDir()
+	// go env under this HOME would start Go's telemetry there, and its
+	// upload child can outlive go env and race the temporary directory's
+	// removal (seen once): telemetry off in this HOME, as `go telemetry
+	// off` would write it.
+	modeDir := filepath.Join(home, ".config", "go", "telemetry")
+	if err := os.MkdirAll(modeDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(modeDir, "mode"), []byte("off"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name    string
 		path    string
