@@ -75,6 +75,9 @@ func TestWarmNetworkNamespaces(t *testing.T) {
 	if testutil.SimulatingContainer() {
 		t.Skip("not applicable: the simulated container refuses namespaces (Docker's seccomp profile), so there is no namespaces backend to ask for")
 	}
+	if err := confine.ProbeNamespaces(context.Background()); err != nil {
+		t.Skipf("not applicable: namespaced runs do not work for this uid on this host: %v", err)
+	}
 	_, c := mint(t, "default", 0)
 	w := confine.NewWarm()
 	defer w.Close()
