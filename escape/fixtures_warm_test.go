@@ -14,7 +14,8 @@ import (
 
 // warmVectors attack what a server keeps between runs from inside one of
 // its runs: the confined phase goes through `confine serve` (--server),
-// started as the row's user for the row, under the namespaces backend. A
+// started as the row's user for the row, under the backend the server
+// selects (landlock+namespaces where namespaces work, else the core). A
 // server of root gives each namespaced run's init a network namespace made
 // ahead (nsinit.NetPool, docs/performance-launch.md); an unprivileged one
 // cannot make them, and its runs get their own from the clone: the rows
@@ -39,9 +40,6 @@ func warmVectors() []vcase {
 			e.t.Fatalf("start confine serve: %v", err)
 		}
 		e.t.Cleanup(s.Stop)
-		if e.backend == "" {
-			f.cliArgs = append(f.cliArgs, "--backend", "namespaces")
-		}
 		f.cliArgs = append(f.cliArgs, "--server", s.Socket)
 		return f
 	}
