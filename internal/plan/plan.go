@@ -98,6 +98,17 @@ func (p *Plan) CheckBackend() error {
 	return nil
 }
 
+// LandlockGuarded are the guarded paths Landlock keeps read-only
+// (landlock.Prepare's guarded): Guarded for the core, none for the
+// backends with namespaces, whose mount layout binds them read-only (and
+// whose work tree's top level stays open).
+func (p *Plan) LandlockGuarded() []string {
+	if p.Backend != BackendCore {
+		return nil
+	}
+	return p.Guarded
+}
+
 // Plan is one run's launch plan.
 type Plan struct {
 	// Backend is the backend the plan is for.
@@ -149,9 +160,9 @@ type Plan struct {
 	SocketAllow   []string `json:"socket_allow,omitempty"`
 	// Guarded are paths inside the writable roots that stay read-only:
 	// the persistence guard's .git. Without namespaces Landlock grants
-	// around them (the planner copies them to Landlock.Guarded); with
-	// them the mount layout binds them read-only (nsinit.PlanLayout).
-	// The supervisor never writes them either.
+	// around them (LandlockGuarded); with them the mount layout binds
+	// them read-only (nsinit.PlanLayout). The supervisor never writes
+	// them either.
 	Guarded []string `json:"guarded,omitempty"`
 	// GuardRows are the rows besides git's a profile's [guard] refuses
 	// (internal/guardset): a new entry the command makes that matches one,

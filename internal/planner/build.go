@@ -330,9 +330,6 @@ func (in *Inputs) Build(backend provider.Provider, r Resources) (Planned, error)
 		// Landlock has no signal scope.
 		p.Seccomp.NotifyProcTargets = true
 		p.Seccomp.NotifySignals = !landlock.Has(in.Host.LandlockABI, landlock.FeatScope)
-		// Without namespaces Landlock keeps the guarded paths
-		// read-only; with them the mount layout does.
-		p.Landlock.Guarded = slices.Clone(in.Guarded)
 	}
 	if err := guardNotify(p); err != nil {
 		return Planned{}, err

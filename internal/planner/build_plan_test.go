@@ -22,7 +22,7 @@ import (
 // two plans built from the same Inputs are equal and share no memory
 // (changing one changes neither the other nor the Inputs), so the core's
 // plan a run may fall back to is its own. The work tree is a git one:
-// its .git is guarded, by Landlock (Landlock.Guarded) in the core's plan
+// its .git is guarded, by Landlock (LandlockGuarded) in the core's plan
 // alone.
 func TestBuildNamesItsBackend(t *testing.T) {
 	work, err := filepath.EvalSymlinks(t.TempDir())
@@ -80,8 +80,8 @@ func TestBuildNamesItsBackend(t *testing.T) {
 			if tc.want != plan.BackendCore {
 				byLandlock = nil
 			}
-			if !slices.Equal(a.Plan.Landlock.Guarded, byLandlock) {
-				t.Fatalf("Landlock guards %q under %s, want %q", a.Plan.Landlock.Guarded, tc.want, byLandlock)
+			if !slices.Equal(a.Plan.LandlockGuarded(), byLandlock) {
+				t.Fatalf("Landlock guards %q under %s, want %q", a.Plan.LandlockGuarded(), tc.want, byLandlock)
 			}
 			if !reflect.DeepEqual(a.Plan, b.Plan) {
 				t.Fatalf("two builds differ:\n%+v\n%+v", a.Plan, b.Plan)
