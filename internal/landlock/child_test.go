@@ -26,9 +26,11 @@ type childSpec struct {
 	// RestrictSelf, "exec" confines and then execve()s Argv.
 	Mode   string
 	Policy plan.Landlock
-	Ops    []op
-	Argv   []string
-	Env    []string
+	// Guarded is Prepare's guarded.
+	Guarded []string
+	Ops     []op
+	Argv    []string
+	Env     []string
 }
 
 // op is one probe. Kind selects the system call(s); Path/Path2, Port and
@@ -58,7 +60,7 @@ func childMain(raw string) int {
 		return 2
 	}
 	if s.Mode != "control" {
-		r, err := Prepare(s.Policy, nil)
+		r, err := Prepare(s.Policy, s.Guarded, nil)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "child: prepare:", err)
 			return 2

@@ -43,7 +43,7 @@ func TestGuarded(t *testing.T) {
 					}
 				}
 				pol := f.policy()
-				pol.Guarded = []string{git}
+				guarded := []string{git}
 				ops := []struct {
 					op   op
 					conf string // confined outcome; the control must give "ok"
@@ -64,7 +64,7 @@ func TestGuarded(t *testing.T) {
 					// Last: the control really moves it.
 					{op{Name: "rename .git away", Kind: "rename", Path: git, Path2: f.rw + "/moved"}, "EACCES"},
 				}
-				spec := childSpec{Mode: mode, Policy: pol}
+				spec := childSpec{Mode: mode, Policy: pol, Guarded: guarded}
 				for _, o := range ops {
 					spec.Ops = append(spec.Ops, o.op)
 				}
@@ -113,9 +113,9 @@ func BenchmarkPrepareGuarded(b *testing.B) {
 		guarded []string
 	}{{"plain", nil}, {"guarded", []string{w + "/.git"}}} {
 		b.Run(bc.name, func(b *testing.B) {
-			p := plan.Landlock{ReadExec: DefaultSystemReadExec(), Optional: DefaultSystemReadExec(), ReadWrite: []string{w}, Guarded: bc.guarded}
+			p := plan.Landlock{ReadExec: DefaultSystemReadExec(), Optional: DefaultSystemReadExec(), ReadWrite: []string{w}}
 			for b.Loop() {
-				r, err := Prepare(p, nil)
+				r, err := Prepare(p, bc.guarded, nil)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -131,13 +131,21 @@ func ABI() (abi int, errata int, err error) {
 
 // Prepare creates a ruleset handling every filesystem right of the running
 // kernel's ABI (plus TCP and scopes when asked) and adds p's rules to it.
+// guarded are paths inside ReadWrite roots that stay read-only (the
+// persistence guard's .git; plan.Plan.LandlockGuarded). Landlock rights are
+// inherited by everything below the directory they are granted on, so a
+// root holding one is granted read and execute only, and its entries one
+// by one: every entry with the root's rights except the guarded path and
+// the directories on the way to it, whose entries get the same treatment.
+// Those directories' own entries are then fixed: nothing can be created,
+// removed or renamed in them.
 // deferred, when not nil, names paths that are checked here but added by
 // the caller later, where the path will name another inode (the /proc a
 // new PID namespace mounts): they go to Ruleset.Deferred instead.
 // It fails, naming the path, if a non-optional path cannot be opened or is
 // of a kind the list does not allow; and if DenyTCP or Scope is asked for on
 // a kernel too old to enforce it.
-func Prepare(p plan.Landlock, deferred func(path string) bool) (*Ruleset, error) {
+func Prepare(p plan.Landlock, guarded []string, deferred func(path string) bool) (*Ruleset, error) {
 	abi, _, err := ABI()
 	if err != nil {
 		return nil, err
@@ -186,12 +194,12 @@ func Prepare(p plan.Landlock, deferred func(path string) bool) (*Ruleset, error)
 	}
 	for _, l := range lists {
 		for _, path := range l.paths {
-			if l.kind == kindReadWrite && guardedWithin(p.Guarded, path) {
+			if l.kind == kindReadWrite && guardedWithin(guarded, path) {
 				if _, err := os.Lstat(path); optional[filepath.Clean(path)] && errors.Is(err, fs.ErrNotExist) {
 					r.Skipped = append(r.Skipped, path)
 					continue
 				}
-				if err := r.addAround(path, p.Guarded, l.rights); err != nil {
+				if err := r.addAround(path, guarded, l.rights); err != nil {
 					r.Close()
 					return nil, err
 				}

@@ -143,7 +143,7 @@ func TestPrepareRefuses(t *testing.T) {
 			if tc.name == "block device" && blk == "" {
 				t.Skip("no block device in /dev")
 			}
-			r, err := Prepare(tc.p, nil)
+			r, err := Prepare(tc.p, nil, nil)
 			if tc.want == "" {
 				if err != nil {
 					t.Fatalf("Prepare: %v", err)
@@ -170,7 +170,7 @@ func TestPrepareRefuses(t *testing.T) {
 func TestPrepareSkipsOptional(t *testing.T) {
 	requireLandlock(t)
 	r, err := Prepare(plan.Landlock{ReadExec: DefaultSystemReadExec(), Devices: DefaultDevices(),
-		Optional: append(DefaultSystemReadExec(), DefaultDevices()...)}, nil)
+		Optional: append(DefaultSystemReadExec(), DefaultDevices()...)}, nil, nil)
 	if err != nil {
 		t.Fatalf("Prepare(defaults): %v", err)
 	}
@@ -180,7 +180,7 @@ func TestPrepareSkipsOptional(t *testing.T) {
 
 func TestPrepareNetAndScope(t *testing.T) {
 	abi := requireLandlock(t)
-	r, err := Prepare(plan.Landlock{DenyTCP: true, Scope: true}, nil)
+	r, err := Prepare(plan.Landlock{DenyTCP: true, Scope: true}, nil, nil)
 	if !Has(abi, FeatScope) {
 		if err == nil {
 			t.Fatal("Prepare with Scope succeeded below ABI 6")

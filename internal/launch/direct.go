@@ -206,7 +206,7 @@ func (d *direct) prepare() (*landlock.Ruleset, error) {
 		// The command sees the /proc of its own PID namespace.
 		deferred = func(path string) bool { return strings.HasPrefix(path, "/proc/") }
 	}
-	rs, err := landlock.Prepare(p.Landlock, deferred)
+	rs, err := landlock.Prepare(p.Landlock, p.LandlockGuarded(), deferred)
 	if err != nil {
 		return nil, fmt.Errorf("%w: landlock: %v", spec.ErrLaunch, err)
 	}
@@ -378,8 +378,7 @@ func (d *direct) supervise(ctx context.Context) (*Outcome, error) {
 	stats := &notify.Stats{}
 	cfg := notify.Config{Plan: p, Init: d.runInit, Stats: stats, Egress: egressConfig(p, d.pio.Egress)}
 	if d.p.Seccomp.NotifyCreate {
-		cfg.Create = &notify.Create{Landlock: p.Landlock, Refer: !d.p.Seccomp.NotifyRename,
-			Namespaced: d.ns, InRoot: d.private}
+		cfg.Create = &notify.Create{InRoot: d.private}
 	}
 	stopNotify := notify.Start(d.listener, cfg)
 	events, exits := d.events()

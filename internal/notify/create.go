@@ -34,29 +34,17 @@ import (
 // kernel's own read.
 //
 // The supervisor performs them on a thread of its own confined by the run's
-// own Landlock rules (Landlock) and with the task's credentials and umask,
+// own Landlock rules (the plan's Landlock and LandlockGuarded: their
+// network and scope parts are left out, they govern nothing those threads
+// do) and with the task's credentials and umask,
 // so the kernel checks each call exactly as it would have checked the
 // command's; an O_CREAT open is then installed into the task with
 // SECCOMP_IOCTL_NOTIF_ADDFD. Parent directories are resolved without
 // following magic links (/proc/self would be the supervisor's).
+//
+// What the performing threads need besides InRoot they read from the plan
+// (Config.Plan; see creator).
 type Create struct {
-	// Landlock is the run's filesystem policy, which the performing
-	// threads enforce on themselves (its network and scope parts are
-	// left out: they govern nothing those threads do).
-	Landlock plan.Landlock
-	// Refer says Landlock governs renames and links across directories
-	// (ABI >= 2): they are performed on the confined thread too.
-	// Without it (ABI 1, plan.Seccomp.NotifyRename) renameLink's
-	// emulation performs those across directories, after the same name
-	// check.
-	Refer bool
-	// Namespaced: the command has its own mount namespace and root
-	// (landlock+namespaces). Its paths are then resolved in its own
-	// tree (inroot.go) and every call goes to the confined thread: the
-	// fast path's path checks are the supervisor's view. Without Refer
-	// (ABI 1) renames and links across directories go to renameLink's
-	// emulation, which resolves in the command's tree too (ownTree).
-	Namespaced bool
 	// InRoot are rules of Landlock the command's init added in its own
 	// mount namespace (its private tmpfs directories): the performing
 	// threads add them too, each path resolved in the command's root
@@ -113,22 +101,41 @@ func isCreateKind(k sysKind) bool { return k >= sysMkdir && k <= sysSetgroups }
 // they have run a while, and a launch should not pay for it).
 type creator struct {
 	Create
-	once sync.Once
-	rs   *landlock.Ruleset
-	err  error
+	// landlock is the run's filesystem policy, which the performing
+	// threads enforce on themselves, and guarded the paths it keeps
+	// read-only (plan.Plan.LandlockGuarded).
+	landlock plan.Landlock
+	guarded  []string
+	// refer says Landlock governs renames and links across directories
+	// (ABI >= 2): they are performed on the confined thread too.
+	// Without it (ABI 1, plan.Seccomp.NotifyRename) renameLink's
+	// emulation performs those across directories, after the same name
+	// check.
+	refer bool
+	// namespaced: the command has its own mount namespace and root
+	// (landlock+namespaces). Its paths are then resolved in its own
+	// tree (inroot.go) and every call goes to the confined thread: the
+	// fast path's path checks are the supervisor's view. Without refer
+	// (ABI 1) renames and links across directories go to renameLink's
+	// emulation, which resolves in the command's tree too (ownTree).
+	namespaced bool
+	once       sync.Once
+	rs         *landlock.Ruleset
+	err        error
 }
 
-func newCreator(c *Create) *creator {
+func newCreator(c *Create, p *plan.Plan) *creator {
 	if c == nil {
 		return nil
 	}
-	cc := &creator{Create: *c}
-	cc.Landlock.DenyTCP, cc.Landlock.Scope = false, false
+	cc := &creator{Create: *c, landlock: p.Landlock, guarded: p.LandlockGuarded(),
+		refer: !p.Seccomp.NotifyRename, namespaced: p.Backend == plan.BackendNamespaces}
+	cc.landlock.DenyTCP, cc.landlock.Scope = false, false
 	// The ruleset is prepared on the first call that needs it, maybe
 	// long after the launch: a granted path the command (or anyone)
 	// removed since then must not fail every later call. A path that is
 	// gone grants nothing the thread could use, so it is skipped.
-	l := &cc.Landlock
+	l := &cc.landlock
 	l.Optional = slices.Concat(l.Optional, l.ReadExec, l.ReadWrite, l.Devices)
 	return cc
 }
@@ -137,7 +144,7 @@ func newCreator(c *Create) *creator {
 // root directory, for InRoot.
 func (c *creator) ruleset(root int) (*landlock.Ruleset, error) {
 	c.once.Do(func() {
-		c.rs, c.err = landlock.Prepare(c.Landlock, nil)
+		c.rs, c.err = landlock.Prepare(c.landlock, c.guarded, nil)
 		for _, d := range c.InRoot {
 			if c.err != nil {
 				break
@@ -700,10 +707,10 @@ func (t *task) openCreateConfined(ts *taskStatus, pp prepared, last, path string
 }
 
 // enterRoot makes the task's paths resolve in its own tree when the
-// command has its own root (Create.Namespaced).
+// command has its own root (creator.namespaced).
 func (t *task) enterRoot(path string) (result, bool) {
 	c := t.h.s.creator
-	if c == nil || !c.Namespaced {
+	if c == nil || !c.namespaced {
 		return result{}, true
 	}
 	t.inRoot = true

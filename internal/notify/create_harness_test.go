@@ -113,11 +113,13 @@ func TestCreate(t *testing.T) {
 			fx := prep()
 			stats := &Stats{}
 			cfg := fx.config(stats)
-			cfg.Create = &Create{Refer: c.refer, Landlock: plan.Landlock{
+			cfg.Create = &Create{}
+			cfg.Plan.Seccomp.NotifyRename = !c.refer
+			cfg.Plan.Landlock = plan.Landlock{
 				ReadExec: []string{"/usr", "/lib", "/lib64", "/bin", "/etc", fx.base, filepath.Dir(testBin)}, ReadWrite: []string{fx.w},
 				// The system directories a guest may lack (the arm64
 				// CI guest has no /lib).
-				Optional: []string{"/usr", "/lib", "/lib64", "/bin", "/etc"}}}
+				Optional: []string{"/usr", "/lib", "/lib64", "/bin", "/etc"}}
 			res := runProbe(t, fx, opsOf(cases), runOpts{confined: true, dropCaps: true, cfg: cfg})
 			checkResults(t, "confined", cases, res, true)
 			for _, d := range stats.Denials() {

@@ -130,7 +130,7 @@ func (t *task) renameLink(kind sysKind) result {
 			}
 		}
 		cont = func() result { return t.renameLinkConfined(oldDir, oldPath, newDir, newPath, flags, link) }
-		if c.Refer {
+		if c.refer {
 			return cont()
 		}
 	}

@@ -8,7 +8,7 @@ import (
 
 // The core's guarded work tree (plan.Seccomp.NotifyGuardTree). Without
 // namespaces Landlock keeps a work tree's .git read-only by granting the
-// work tree's entries one by one (plan.Landlock.Guarded): the work tree
+// work tree's entries one by one (plan.Plan.LandlockGuarded): the work tree
 // itself gets read and execute only. An entry made during the run (a
 // build directory, node_modules, .venv, an output binary) is then covered
 // by no rule but the work tree's, so the command could not write inside

@@ -15,7 +15,7 @@ import (
 // sees other mounts than the supervisor: .git bound read-only over the
 // work tree, its own /proc, /dev and tmpfs directories, nothing of the
 // host but the granted roots. A path it names must therefore be resolved
-// in its tree, never in the supervisor's (Create.Namespaced): from its
+// in its tree, never in the supervisor's (creator.namespaced): from its
 // root (/proc/<tid>/root) when absolute, from its working directory or
 // descriptor when relative. Starting from those descriptors, every mount
 // crossed is one of the command's. Only two things of a kernel walk would

@@ -69,7 +69,7 @@ type Config struct {
 	//     backend (with namespaces a read-only mount guards the path
 	//     instead) the command has its own mount namespace and root, and
 	//     the paths of the metadata calls and truncate(2) are resolved in
-	//     its tree, as those of Create.Namespaced (inroot.go);
+	//     its tree, as those of creator.namespaced (inroot.go);
 	//   - MaxTasks: when > 0 (plan.Seccomp.NotifyFork), the run's tasks
 	//     (threads included) below Init are bounded: the task creations
 	//     the filter sends fail with EAGAIN once the run holds that many
@@ -224,7 +224,7 @@ func Serve(ctx context.Context, listenerFD int, cfg Config) error {
 	}
 	s := &server{
 		pol:       pol,
-		creator:   newCreator(cfg.Create),
+		creator:   newCreator(cfg.Create, cfg.Plan),
 		forks:     forks,
 		listener:  lfd,
 		wake:      wake,

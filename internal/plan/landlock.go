@@ -25,16 +25,4 @@ type Landlock struct {
 	// Scope forbids connecting to abstract unix sockets and signalling
 	// processes outside the sandbox. Needs ABI >= 6.
 	Scope bool `json:"scope"`
-	// Guarded are paths inside ReadWrite roots that stay read-only (the
-	// persistence guard's .git), where Landlock keeps them so: the
-	// planner sets them, from Plan.Guarded, for the core only (with
-	// namespaces the mount layout binds them read-only, and the work
-	// tree's top level stays open). Landlock rights are inherited by
-	// everything below the directory they are granted on, so a root
-	// holding one is granted read and execute only, and its entries one by
-	// one: every entry with the root's rights except the guarded path and
-	// the directories on the way to it, whose entries get the same
-	// treatment. Those directories' own entries are then fixed: nothing
-	// can be created, removed or renamed in them.
-	Guarded []string `json:"guarded,omitempty"`
 }

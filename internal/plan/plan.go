@@ -74,6 +74,31 @@ const (
 	BackendBwrap      Backend = "bubblewrap"
 )
 
+// backendTraits are what each backend's launch gives the command, which
+// the planner decides the plan's sections from (and CheckBackend checks).
+var backendTraits = map[Backend]struct {
+	// namespaced: the command runs in PID and mount namespaces of its
+	// own. The PID namespace resolves pids within the run and has its
+	// own pid_max; the mount layout binds the guarded paths read-only.
+	namespaced bool
+	// refusesNames: the backend's supervisor can refuse a new directory
+	// entry by name, resolving the command's paths in its tree
+	// (notify.Create); bubblewrap's supervisor cannot.
+	refusesNames bool
+}{
+	BackendCore:       {namespaced: false, refusesNames: true},
+	BackendNamespaces: {namespaced: true, refusesNames: true},
+	BackendBwrap:      {namespaced: true, refusesNames: false},
+}
+
+// Namespaced says the backend runs the command in PID and mount
+// namespaces of its own (false for an unknown backend).
+func (b Backend) Namespaced() bool { return backendTraits[b].namespaced }
+
+// RefusesNames says the backend's supervisor can refuse a new directory
+// entry by name (false for an unknown backend).
+func (b Backend) RefusesNames() bool { return backendTraits[b].refusesNames }
+
 // CheckBackend refuses a plan whose Backend is unknown or disagrees with
 // its Namespaces section: the core's plan has none, landlock+namespaces'
 // one without Bwrap, bubblewrap's one with it.
@@ -92,10 +117,23 @@ func (p *Plan) CheckBackend() error {
 	if !ok {
 		return fmt.Errorf("plan for backend %s has a namespaces section that backend does not use", p.Backend)
 	}
-	if p.Backend != BackendCore && (p.Seccomp.NotifyProcTargets || p.Seccomp.NotifySignals) {
+	if p.Backend.Namespaced() && (p.Seccomp.NotifyProcTargets || p.Seccomp.NotifySignals) {
 		return fmt.Errorf("plan for backend %s sends the calls that name another process to the supervisor: only the core's may (a PID namespace resolves pids within the run)", p.Backend)
 	}
 	return nil
+}
+
+// LandlockGuarded are the guarded paths Landlock keeps read-only
+// (landlock.Prepare's guarded): Guarded for the core, none for the
+// backends with namespaces, whose mount layout binds them read-only (and
+// whose work tree's top level stays open).
+func (p *Plan) LandlockGuarded() []string {
+	if p.Backend != BackendCore {
+		// Not p.Backend.Namespaced(): an unknown backend's plan guards
+		// nothing by Landlock either.
+		return nil
+	}
+	return p.Guarded
 }
 
 // Plan is one run's launch plan.
@@ -149,9 +187,9 @@ type Plan struct {
 	SocketAllow   []string `json:"socket_allow,omitempty"`
 	// Guarded are paths inside the writable roots that stay read-only:
 	// the persistence guard's .git. Without namespaces Landlock grants
-	// around them (the planner copies them to Landlock.Guarded); with
-	// them the mount layout binds them read-only (nsinit.PlanLayout).
-	// The supervisor never writes them either.
+	// around them (LandlockGuarded); with them the mount layout binds
+	// them read-only (nsinit.PlanLayout). The supervisor never writes
+	// them either.
 	Guarded []string `json:"guarded,omitempty"`
 	// GuardRows are the rows besides git's a profile's [guard] refuses
 	// (internal/guardset): a new entry the command makes that matches one,

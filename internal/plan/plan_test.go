@@ -52,6 +52,29 @@ func TestCheckBackend(t *testing.T) {
 	}
 }
 
+// Each backend's traits agree with CheckBackend and LandlockGuarded: a
+// backend is namespaced exactly when its plan needs a namespaces section,
+// and Landlock keeps the guarded paths only where it is not. An unknown
+// backend has no traits.
+func TestBackendTraits(t *testing.T) {
+	for b := range backendTraits {
+		t.Run(string(b), func(t *testing.T) {
+			p := &Plan{Backend: b, Guarded: []string{"/w/.git"}}
+			if err := p.CheckBackend(); (err == nil) == b.Namespaced() {
+				t.Errorf("Namespaced() = %v, but a plan without a namespaces section: %v", b.Namespaced(), err)
+			}
+			if got := len(p.LandlockGuarded()) > 0; got == b.Namespaced() {
+				t.Errorf("Namespaced() = %v, but LandlockGuarded() = %q", b.Namespaced(), p.LandlockGuarded())
+			}
+		})
+	}
+	for _, b := range []Backend{"", "firecracker"} {
+		if b.Namespaced() || b.RefusesNames() {
+			t.Errorf("unknown backend %q: Namespaced() = %v, RefusesNames() = %v", b, b.Namespaced(), b.RefusesNames())
+		}
+	}
+}
+
 // Only the core's plan sends the calls that name another process to the
 // supervisor: in a PID namespace the kernel resolves them within the run,
 // and a plan that asks otherwise is refused, so that the filter is built

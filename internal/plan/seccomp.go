@@ -101,7 +101,7 @@ type Seccomp struct {
 	// O_CREAT once the mode and truncation checks passed); the
 	// supervisor performs them on its own copy of the names, and with
 	// namespaces resolves the command's paths in the command's own tree
-	// (notify.Create.Namespaced). setgroups is sent too. Needs a
+	// (notify.creator.namespaced). setgroups is sent too. Needs a
 	// listener.
 	NotifyCreate bool `json:"notify_create,omitempty"`
 

@@ -324,15 +324,12 @@ func (in *Inputs) Build(backend provider.Provider, r Resources) (Planned, error)
 		// What follows reads the backend from p.Backend alone.
 		return Planned{}, fmt.Errorf("%w: %v", spec.ErrLaunch, err)
 	}
-	if p.Backend == plan.BackendCore {
+	if !p.Backend.Namespaced() {
 		// Without a PID namespace only the supervisor keeps calls that
 		// name another process inside the run: signals too where
 		// Landlock has no signal scope.
 		p.Seccomp.NotifyProcTargets = true
 		p.Seccomp.NotifySignals = !landlock.Has(in.Host.LandlockABI, landlock.FeatScope)
-		// Without namespaces Landlock keeps the guarded paths
-		// read-only; with them the mount layout does.
-		p.Landlock.Guarded = slices.Clone(in.Guarded)
 	}
 	if err := guardNotify(p); err != nil {
 		return Planned{}, err
@@ -347,7 +344,7 @@ func layers(prov provider.Provider, p *plan.Plan) []string {
 		ls = append(ls, "seccomp-notify")
 	}
 	switch {
-	case p.Backend != plan.BackendCore && p.Namespaces.PidMax > 0:
+	case p.Backend.Namespaced() && p.Namespaces.PidMax > 0:
 		ls = append(ls, "pid-max")
 	case p.PidsCgroup != "":
 		ls = append(ls, "pids-cgroup")
@@ -378,12 +375,12 @@ func rowNames(rows []plan.GuardRow) string {
 // the plan guards a path or refuses rows by name; bubblewrap, whose
 // supervisor cannot refuse a name, refuses a profile's rows besides git's.
 func guardNotify(p *plan.Plan) error {
-	if len(p.GuardRows) > 0 && p.Backend == plan.BackendBwrap {
+	if len(p.GuardRows) > 0 && !p.Backend.RefusesNames() {
 		// No silent downgrade: what matches a refused row during the
 		// run would be written.
 		return fmt.Errorf("%w: %w: %s: the profile's [guard] refuses rows besides git's (%s): bubblewrap's supervisor cannot refuse a new entry matching one by name (it does not resolve the command's paths in its tree); use the default backend or --backend core", spec.ErrUnavailable, ErrGuard, spec.GGitPersistence, rowNames(p.GuardRows))
 	}
-	if (len(p.Guarded) > 0 || len(p.GuardRows) > 0) && (p.Backend == plan.BackendCore || p.Backend == plan.BackendNamespaces) {
+	if (len(p.Guarded) > 0 || len(p.GuardRows) > 0) && p.Backend.RefusesNames() {
 		// The persistence guard's refusal of a new .git (notify.Create).
 		// With namespaces the supervisor resolves in the command's own
 		// tree (on Landlock ABI 1 its emulation of renames across
@@ -393,7 +390,7 @@ func guardNotify(p *plan.Plan) error {
 		// Without namespaces Landlock grants the work tree entry by
 		// entry: entries made during the run are written and removed
 		// through the supervisor (notify's guardtree.go).
-		p.Seccomp.NotifyGuardTree = p.Backend == plan.BackendCore && len(p.Guarded) > 0
+		p.Seccomp.NotifyGuardTree = !p.Backend.Namespaced() && len(p.Guarded) > 0
 	}
 	return nil
 }

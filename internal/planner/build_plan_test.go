@@ -22,8 +22,11 @@ import (
 // two plans built from the same Inputs are equal and share no memory
 // (changing one changes neither the other nor the Inputs), so the core's
 // plan a run may fall back to is its own. The work tree is a git one:
-// its .git is guarded, by Landlock (Landlock.Guarded) in the core's plan
-// alone.
+// its .git is guarded, by Landlock (LandlockGuarded) in the core's plan
+// alone. The supervisor gets the calls naming another process in the
+// core's plan alone (no PID namespace), the persistence guard's creating
+// calls where its supervisor can refuse a name (not bubblewrap's), and
+// the guarded work tree's in the core's.
 func TestBuildNamesItsBackend(t *testing.T) {
 	work, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -49,9 +52,14 @@ func TestBuildNamesItsBackend(t *testing.T) {
 	}
 	res := Resources{Tmp: td, Caches: []string{"GOCACHE=" + filepath.Join(td.Root, "gocache")}}
 	for _, tc := range []struct {
-		provider string
-		want     plan.Backend
-	}{{provider.Core, plan.BackendCore}, {provider.Namespaces, plan.BackendNamespaces}, {provider.Bubblewrap, plan.BackendBwrap}} {
+		provider                       string
+		want                           plan.Backend
+		procTargets, create, guardTree bool
+	}{
+		{provider.Core, plan.BackendCore, true, true, true},
+		{provider.Namespaces, plan.BackendNamespaces, false, true, false},
+		{provider.Bubblewrap, plan.BackendBwrap, false, false, false},
+	} {
 		t.Run(tc.provider, func(t *testing.T) {
 			p, ok := provider.Lookup(tc.provider)
 			if !ok {
@@ -72,6 +80,10 @@ func TestBuildNamesItsBackend(t *testing.T) {
 			if a.Plan.Backend != tc.want || a.Plan.CheckBackend() != nil {
 				t.Fatalf("plan backend %q (%v), want %q", a.Plan.Backend, a.Plan.CheckBackend(), tc.want)
 			}
+			sc := a.Plan.Seccomp
+			if got := [3]bool{sc.NotifyProcTargets, sc.NotifyCreate, sc.NotifyGuardTree}; got != [3]bool{tc.procTargets, tc.create, tc.guardTree} {
+				t.Fatalf("plan notifies process targets, creating calls, guard tree: %v, want %v", got, [3]bool{tc.procTargets, tc.create, tc.guardTree})
+			}
 			guarded := []string{filepath.Join(work, ".git")}
 			if !slices.Equal(a.Plan.Guarded, guarded) {
 				t.Fatalf("plan guards %q, want %q", a.Plan.Guarded, guarded)
@@ -80,8 +92,8 @@ func TestBuildNamesItsBackend(t *testing.T) {
 			if tc.want != plan.BackendCore {
 				byLandlock = nil
 			}
-			if !slices.Equal(a.Plan.Landlock.Guarded, byLandlock) {
-				t.Fatalf("Landlock guards %q under %s, want %q", a.Plan.Landlock.Guarded, tc.want, byLandlock)
+			if !slices.Equal(a.Plan.LandlockGuarded(), byLandlock) {
+				t.Fatalf("Landlock guards %q under %s, want %q", a.Plan.LandlockGuarded(), tc.want, byLandlock)
 			}
 			if !reflect.DeepEqual(a.Plan, b.Plan) {
 				t.Fatalf("two builds differ:\n%+v\n%+v", a.Plan, b.Plan)

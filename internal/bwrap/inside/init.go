@@ -159,7 +159,7 @@ func zombie(pid int, buf []byte) bool {
 func startCommand(p *plan.Plan, private []string, notify bool) (int, int, string) {
 	pol := p.Landlock
 	pol.ReadWrite = append(slices.Clone(pol.ReadWrite), private...)
-	rs, err := landlock.Prepare(pol, nil)
+	rs, err := landlock.Prepare(pol, p.LandlockGuarded(), nil)
 	if err != nil {
 		return 0, 125, "landlock: " + err.Error()
 	}
